@@ -1,0 +1,53 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+// Layers (dependencies point down only; see README "Architecture"):
+// continual (CLI) → ContinualExperiments → ContinualStrategies / ContinualScenarios / ContinualMetrics
+// → ContinualCore. ContinualHDF5 wraps the C library and knows nothing of continual learning.
+let package = Package(
+    name: "ContinualKit",
+    products: [
+        .executable(name: "continual", targets: ["continual"]),
+        .library(name: "ContinualCore", targets: ["ContinualCore"]),
+        .library(name: "ContinualStrategies", targets: ["ContinualStrategies"]),
+        .library(name: "ContinualScenarios", targets: ["ContinualScenarios"]),
+        .library(name: "ContinualMetrics", targets: ["ContinualMetrics"]),
+        .library(name: "ContinualHDF5", targets: ["ContinualHDF5"]),
+        .library(name: "ContinualExperiments", targets: ["ContinualExperiments"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CHDF5",
+            pkgConfig: "hdf5",
+            providers: [.apt(["libhdf5-dev"]), .brew(["hdf5"])]
+        ),
+        .target(name: "ContinualHDF5", dependencies: ["CHDF5"]),
+        .target(name: "ContinualCore"),
+        .target(name: "ContinualMetrics", dependencies: ["ContinualCore"]),
+        .target(name: "ContinualScenarios", dependencies: ["ContinualCore"]),
+        .target(name: "ContinualStrategies", dependencies: ["ContinualCore"]),
+        .target(
+            name: "ContinualExperiments",
+            dependencies: [
+                "ContinualCore", "ContinualMetrics", "ContinualScenarios",
+                "ContinualStrategies", "ContinualHDF5",
+            ]
+        ),
+        .executableTarget(
+            name: "continual",
+            dependencies: [
+                "ContinualExperiments",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(name: "ContinualHDF5Tests", dependencies: ["ContinualHDF5"]),
+        .testTarget(name: "ContinualCoreTests", dependencies: ["ContinualCore"]),
+        .testTarget(name: "ContinualMetricsTests", dependencies: ["ContinualMetrics"]),
+        .testTarget(name: "ContinualScenariosTests", dependencies: ["ContinualScenarios"]),
+        .testTarget(name: "ContinualStrategiesTests", dependencies: ["ContinualStrategies", "ContinualScenarios"]),
+        .testTarget(name: "ContinualExperimentsTests", dependencies: ["ContinualExperiments"]),
+    ]
+)

@@ -1,0 +1,49 @@
+// Swift cannot import HDF5's constant macros, and reading the library's mutable `*_g` globals
+// is a Swift 6 concurrency error, so each constant gets a `static inline` accessor here.
+#ifndef CHDF5_SHIM_H
+#define CHDF5_SHIM_H
+
+#include <hdf5.h>
+#include <hdf5_hl.h>
+
+// Native (in-memory) atomic types.
+static inline hid_t chdf5_H5T_NATIVE_FLOAT(void) { return H5T_NATIVE_FLOAT; }
+static inline hid_t chdf5_H5T_NATIVE_DOUBLE(void) { return H5T_NATIVE_DOUBLE; }
+static inline hid_t chdf5_H5T_NATIVE_INT8(void) { return H5T_NATIVE_INT8; }
+static inline hid_t chdf5_H5T_NATIVE_UINT8(void) { return H5T_NATIVE_UINT8; }
+static inline hid_t chdf5_H5T_NATIVE_INT16(void) { return H5T_NATIVE_INT16; }
+static inline hid_t chdf5_H5T_NATIVE_UINT16(void) { return H5T_NATIVE_UINT16; }
+static inline hid_t chdf5_H5T_NATIVE_INT32(void) { return H5T_NATIVE_INT32; }
+static inline hid_t chdf5_H5T_NATIVE_UINT32(void) { return H5T_NATIVE_UINT32; }
+static inline hid_t chdf5_H5T_NATIVE_INT64(void) { return H5T_NATIVE_INT64; }
+static inline hid_t chdf5_H5T_NATIVE_UINT64(void) { return H5T_NATIVE_UINT64; }
+static inline hid_t chdf5_H5T_C_S1(void) { return H5T_C_S1; }
+static inline size_t chdf5_H5T_VARIABLE(void) { return H5T_VARIABLE; }
+
+// File access flags.
+static inline unsigned chdf5_H5F_ACC_TRUNC(void) { return H5F_ACC_TRUNC; }
+static inline unsigned chdf5_H5F_ACC_RDONLY(void) { return H5F_ACC_RDONLY; }
+static inline unsigned chdf5_H5F_ACC_RDWR(void) { return H5F_ACC_RDWR; }
+
+// Property-list classes and defaults.
+static inline hid_t chdf5_H5P_DEFAULT(void) { return H5P_DEFAULT; }
+static inline hid_t chdf5_H5P_FILE_ACCESS(void) { return H5P_FILE_ACCESS; }
+static inline hid_t chdf5_H5P_DATASET_CREATE(void) { return H5P_DATASET_CREATE; }
+static inline hid_t chdf5_H5P_LINK_CREATE(void) { return H5P_LINK_CREATE; }
+
+// Dataspaces and error stacks.
+static inline hid_t chdf5_H5S_ALL(void) { return H5S_ALL; }
+static inline hsize_t chdf5_H5S_UNLIMITED(void) { return H5S_UNLIMITED; }
+static inline hid_t chdf5_H5E_DEFAULT(void) { return H5E_DEFAULT; }
+
+// HDF5 keeps the automatic error printer per thread (the Debian build is thread-safe), so it
+// must be switched off on every thread that calls the library; the flag makes repeats cheap.
+static inline void chdf5_silence_errors(void) {
+    static _Thread_local int silenced = 0;
+    if (!silenced) {
+        H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+        silenced = 1;
+    }
+}
+
+#endif

@@ -1,0 +1,56 @@
+/// One training mini-batch, preallocated and refilled every step (no allocation per step).
+///
+/// The first `ownCount` rows come from the current training set; plugins such as replay append
+/// further rows through `append`. Every row carries a route (the task index it belongs to).
+public struct Batch: Sendable {
+    public let dimension: Int
+    public private(set) var features: [Float]
+    public private(set) var labels: [Int32]
+    public private(set) var routes: [Int32]
+    /// Rows currently in the batch.
+    public private(set) var count: Int = 0
+    /// Rows that came from the current experience's training set (before plugins appended).
+    public internal(set) var ownCount: Int = 0
+
+    public init(dimension: Int, capacity: Int) {
+        self.dimension = dimension
+        features = [Float](repeating: 0, count: dimension * max(capacity, 1))
+        labels = [Int32](repeating: 0, count: max(capacity, 1))
+        routes = [Int32](repeating: 0, count: max(capacity, 1))
+    }
+
+    /// Empties the batch, keeping its storage.
+    public mutating func removeAll() {
+        count = 0
+        ownCount = 0
+    }
+
+    /// Appends one sample; storage grows if a plugin appends beyond the initial capacity.
+    public mutating func append<C: Collection>(features row: C, label: Int32, route: Int32) where C.Element == Float {
+        precondition(row.count == dimension, "feature row has \(row.count) values, expected \(dimension)")
+        if count == labels.count {
+            labels.append(contentsOf: repeatElement(0, count: count))
+            routes.append(contentsOf: repeatElement(0, count: count))
+            features.append(contentsOf: repeatElement(0, count: count * dimension))
+        }
+        var j = count * dimension
+        for v in row {
+            features[j] = v
+            j += 1
+        }
+        labels[count] = label
+        routes[count] = route
+        count += 1
+    }
+
+    /// Appends sample `index` of `samples` (its own route if it has one, else `route`).
+    public mutating func append(from samples: Samples, index: Int, route: Int32) {
+        append(features: samples.row(index), label: samples.labels[index],
+               route: samples.routes?[index] ?? route)
+    }
+
+    /// Features of row `i`.
+    public func row(_ i: Int) -> ArraySlice<Float> {
+        features[(i * dimension)..<((i + 1) * dimension)]
+    }
+}

@@ -1,0 +1,40 @@
+/// One step of a continual-learning stream: train and test samples plus descriptive metadata
+/// (phase name, drift type, user id, context), as produced by a scenario.
+public struct Experience: Sendable, Equatable {
+    /// Position in the stream, from 0.
+    public var index: Int
+    public var name: String
+    public var train: Samples
+    public var test: Samples
+    /// Free-form descriptors written to the results (e.g. "drift": "sudden", "user": "0").
+    public var metadata: [String: String]
+
+    public init(index: Int, name: String, train: Samples, test: Samples, metadata: [String: String] = [:]) {
+        self.index = index
+        self.name = name
+        self.train = train
+        self.test = test
+        self.metadata = metadata
+    }
+}
+
+/// A whole generated or loaded stream with what a model needs to know about it.
+public struct ExperienceStream: Sendable, Equatable {
+    public var name: String
+    public var featureNames: [String]
+    public var head: OutputHead
+    public var experiences: [Experience]
+    /// Descriptors of the stream as a whole (generator, seed, options).
+    public var metadata: [String: String]
+
+    public init(name: String, featureNames: [String], head: OutputHead, experiences: [Experience],
+                metadata: [String: String] = [:]) {
+        self.name = name
+        self.featureNames = featureNames
+        self.head = head
+        self.experiences = experiences
+        self.metadata = metadata
+    }
+
+    public var dimension: Int { featureNames.count }
+}

@@ -1,0 +1,161 @@
+/// A multilayer perceptron whose weights and biases live in one contiguous `[Float]`.
+///
+/// Layers are views (offsets) into `parameters`, and gradients are vectors of the same length,
+/// so optimizers, EWC's Fisher, SI's importance and freezing masks are element-wise operations
+/// on equal-length vectors. The struct is a value: copying it snapshots the weights.
+public struct MLP: Sendable, Equatable {
+    public let spec: MLPSpec
+    public let layers: [Layer]
+    /// All weights and biases, layer after layer, copy after copy (see `Layer`).
+    public var parameters: [Float]
+    /// `nil`: every parameter trains. Otherwise `trainable[i] == false` freezes parameter i:
+    /// optimizers leave it, and its optimizer state, bit-identical.
+    public var trainable: [Bool]?
+
+    /// A freshly initialised network (see `Initialization` for the draws).
+    public init(spec: MLPSpec, rng: inout RandomSource) {
+        let layers = spec.layers()
+        self.spec = spec
+        self.layers = layers
+        let count = layers.last.map { $0.offset + $0.parameterCount } ?? 0
+        var parameters = [Float](repeating: 0, count: count)
+        parameters.withUnsafeMutableBufferPointer { p in
+            for layer in layers {
+                for copy in 0..<layer.copies {
+                    let w = p.baseAddress! + layer.weightOffset(route: copy)
+                    spec.initialization.fill(w, count: layer.inputs * layer.outputs, fanIn: layer.inputs,
+                                             fanOut: layer.outputs, activation: layer.activation, rng: &rng)
+                }
+            }
+        }
+        self.parameters = parameters
+        self.trainable = nil
+    }
+
+    /// A network with given parameters (e.g. loaded from a checkpoint).
+    public init(spec: MLPSpec, parameters: [Float]) {
+        self.spec = spec
+        self.layers = spec.layers()
+        precondition(parameters.count == (layers.last.map { $0.offset + $0.parameterCount } ?? 0),
+                     "parameter count does not match the spec")
+        self.parameters = parameters
+        self.trainable = nil
+    }
+
+    public var parameterCount: Int { parameters.count }
+    public var inputCount: Int { spec.inputs }
+    public var logitCount: Int { spec.head.logitCount }
+    /// Number of routes the model distinguishes (heads).
+    public var routeCount: Int { layers.map(\.copies).max() ?? 1 }
+
+    /// Parameters that an optimizer may change.
+    public var trainableCount: Int { trainable.map { $0.lazy.filter { $0 }.count } ?? parameters.count }
+
+    /// A scratch workspace sized for this network.
+    public func makeWorkspace(capacity: Int = 256) -> Workspace {
+        Workspace(layers: layers, capacity: capacity)
+    }
+
+    // MARK: forward / backward
+
+    /// Runs `count` samples (row-major [count × inputs]) through the copy set of `route`; the
+    /// logits are then in `workspace.logits` ([count × logitCount]).
+    public func forward(_ input: UnsafePointer<Float>, count: Int, route: Int, workspace ws: Workspace) {
+        ws.reserve(rows: count)
+        ws.activation(0).update(from: input, count: count * spec.inputs)
+        parameters.withUnsafeBufferPointer { p in
+            let base = p.baseAddress!
+            for (l, layer) in layers.enumerated() {
+                let x = UnsafePointer(ws.activation(l))
+                let y = ws.activation(l + 1)
+                switch layer.kind {
+                case .dense:
+                    DenseKernels.forward(x: x, w: base + layer.weightOffset(route: route),
+                                         b: base + layer.biasOffset(route: route), y: y,
+                                         batch: count, inputs: layer.inputs, outputs: layer.outputs)
+                    layer.activation.apply(y, count: count &* layer.outputs)
+                }
+            }
+        }
+    }
+
+    /// Back-propagates `logitGradient` ([count × logitCount], consumed as scratch) through the
+    /// activations of the last `forward` and *adds* ∂/∂θ into `gradient` (length `parameterCount`).
+    public func backward(logitGradient: UnsafeMutablePointer<Float>, count: Int, route: Int,
+                         workspace ws: Workspace, gradient: UnsafeMutablePointer<Float>) {
+        parameters.withUnsafeBufferPointer { p in
+            let base = p.baseAddress!
+            var (bufA, bufB) = ws.deltas
+            var delta = logitGradient
+            for l in stride(from: layers.count - 1, through: 0, by: -1) {
+                let layer = layers[l]
+                let y = UnsafePointer(ws.activation(l + 1))
+                layer.activation.backward(outputs: y, gradient: delta, count: count &* layer.outputs)
+                let x = UnsafePointer(ws.activation(l))
+                switch layer.kind {
+                case .dense:
+                    let w = layer.weightOffset(route: route)
+                    DenseKernels.parameterGradient(x: x, dz: delta, dw: gradient + w,
+                                                   db: gradient + layer.biasOffset(route: route),
+                                                   batch: count, inputs: layer.inputs, outputs: layer.outputs)
+                    if l > 0 {
+                        DenseKernels.inputGradient(dz: delta, w: base + w, dx: bufA,
+                                                   batch: count, inputs: layer.inputs, outputs: layer.outputs)
+                    }
+                }
+                if l > 0 {
+                    delta = bufA
+                    swap(&bufA, &bufB)
+                }
+            }
+        }
+    }
+
+    /// Forward, loss and backward for one batch. Adds `scale` × ∂(Σ losses)/∂θ into `gradient`
+    /// (pass `scale = 1/B` for the mean loss of a batch of B) and returns the *sum* of the
+    /// per-sample losses in float64.
+    @discardableResult
+    public func lossAndGradient(features: UnsafePointer<Float>, labels: UnsafePointer<Int32>, count: Int,
+                                route: Int, scale: Float, workspace ws: Workspace,
+                                gradient: UnsafeMutablePointer<Float>) -> Double {
+        guard count > 0 else { return 0 }
+        forward(features, count: count, route: route, workspace: ws)
+        let logits = ws.logits
+        let loss = Loss.lossAndLogitGradient(head: spec.head, logits: logits, labels: labels,
+                                             count: count, scale: scale)
+        backward(logitGradient: logits, count: count, route: route, workspace: ws, gradient: gradient)
+        return loss
+    }
+
+    /// Predicted class of each of `count` samples.
+    public func predict(_ input: UnsafePointer<Float>, count: Int, route: Int, workspace ws: Workspace,
+                        into predictions: UnsafeMutablePointer<Int32>) {
+        forward(input, count: count, route: route, workspace: ws)
+        Loss.predictions(head: spec.head, logits: ws.logits, count: count, into: predictions)
+    }
+
+    /// Fraction of `samples` classified correctly through `route`, evaluated in chunks of the
+    /// workspace capacity. An empty set has accuracy NaN (undefined, not 0).
+    public func accuracy(on samples: Samples, route: Int, workspace ws: Workspace) -> Double {
+        let n = samples.count
+        guard n > 0 else { return .nan }
+        let chunk = max(ws.capacity, 1)
+        var predictions = [Int32](repeating: 0, count: chunk)
+        var correct = 0
+        samples.features.withUnsafeBufferPointer { xs in
+            samples.labels.withUnsafeBufferPointer { ys in
+                predictions.withUnsafeMutableBufferPointer { pr in
+                    var start = 0
+                    while start < n {
+                        let m = min(chunk, n - start)
+                        predict(xs.baseAddress! + start * samples.dimension, count: m, route: route,
+                                workspace: ws, into: pr.baseAddress!)
+                        for i in 0..<m where pr[i] == ys[start + i] { correct += 1 }
+                        start += m
+                    }
+                }
+            }
+        }
+        return Double(correct) / Double(n)
+    }
+}

@@ -1,0 +1,28 @@
+/// The JSON options of one strategy plugin, and the factory that makes the plugin.
+///
+/// Each method's file defines one `PluginOptions` type (strict `Codable`, validated in
+/// `init(from:)`) next to its plugin; registering the type makes `{"type": typeName, ...}`
+/// usable in experiment files.
+public protocol PluginOptions: Codable, Sendable, Equatable {
+    /// The `"type"` value in JSON, e.g. `"ewc"`.
+    static var typeName: String { get }
+    /// One line for `--help` and the README.
+    static var summary: String { get }
+    /// Builds a fresh plugin for one run.
+    func makePlugin() -> any StrategyPlugin
+}
+
+/// The JSON options of one scenario generator, and the factory that makes its stream.
+public protocol ScenarioOptions: Codable, Sendable, Equatable {
+    static var typeName: String { get }
+    static var summary: String { get }
+    /// Generates (or loads) the stream; deterministic in `seed`.
+    func makeStream(seed: UInt64) throws -> ExperienceStream
+}
+
+/// A scenario that cannot be built from its options (bad file, inconsistent sizes).
+public struct ScenarioError: Error, Sendable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}

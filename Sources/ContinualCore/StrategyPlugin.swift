@@ -1,0 +1,144 @@
+/// A continual-learning method as a set of hooks that the `Trainer` calls, in list order.
+///
+/// A strategy is an ordered list of plugins (`[replay, ewc]`), and every hook has a do-nothing
+/// default, so a method implements only the hooks it needs. Composition semantics, per hook:
+/// - `prepare`, `beforeExperience`, `adjustTrainingSet`, `extendBatch`, `afterExperience`: each
+///   plugin sees the result of the ones before it (a replay buffer sees the joint set, etc.).
+/// - `addPenalty`: penalties add up; every plugin adds its term's gradient to the same vector
+///   and sees the *parameters*, never another plugin's penalty.
+/// - `afterStep`: every observer sees the same step (task-loss gradient, total gradient,
+///   parameters before and after).
+/// - `predictions`: the first plugin that returns predictions decides (adapter routing).
+public protocol StrategyPlugin {
+    /// Short identifier written to the results ("naive", "ewc", "replay").
+    var name: String { get }
+
+    /// Once, before anything is trained or evaluated (may replace the model, e.g. add adapters).
+    mutating func prepare(model: inout MLP, context: RunContext) throws
+
+    /// Before training on an experience (may change the trainable mask).
+    mutating func beforeExperience(model: inout MLP, context: ExperienceContext) throws
+
+    /// The set to train on for this experience (default: the experience's training set).
+    mutating func adjustTrainingSet(_ samples: inout Samples, context: ExperienceContext)
+
+    /// After the batch's own rows are filled (replay appends stored samples here).
+    mutating func extendBatch(_ batch: inout Batch, context: ExperienceContext)
+
+    /// Adds a regulariser's gradient into `gradient` and returns its value (added to the loss).
+    mutating func addPenalty(parameters: UnsafeBufferPointer<Float>,
+                             gradient: UnsafeMutableBufferPointer<Float>) -> Double
+
+    /// Whether `afterStep` wants to be called (the Trainer copies vectors only if some plugin does).
+    var observesSteps: Bool { get }
+
+    /// After every optimizer step.
+    mutating func afterStep(_ step: StepObservation)
+
+    /// After training on an experience, before evaluation (Fisher, buffer update, freezing).
+    mutating func afterExperience(model: inout MLP, context: ExperienceContext, workspace: Workspace) throws
+
+    /// Overrides prediction for evaluation (e.g. adapter routing); nil = the Trainer's default
+    /// (route = the evaluated experience's index on multi-route models, else 0).
+    mutating func predictions(model: MLP, samples: Samples, experienceIndex: Int,
+                              workspace: Workspace) -> [Int32]?
+
+    /// What to write into the run's results (options, importance vectors, buffer summary).
+    func report() -> PluginReport
+}
+
+public extension StrategyPlugin {
+    mutating func prepare(model: inout MLP, context: RunContext) throws {}
+    mutating func beforeExperience(model: inout MLP, context: ExperienceContext) throws {}
+    mutating func adjustTrainingSet(_ samples: inout Samples, context: ExperienceContext) {}
+    mutating func extendBatch(_ batch: inout Batch, context: ExperienceContext) {}
+    mutating func addPenalty(parameters: UnsafeBufferPointer<Float>,
+                             gradient: UnsafeMutableBufferPointer<Float>) -> Double { 0 }
+    var observesSteps: Bool { false }
+    mutating func afterStep(_ step: StepObservation) {}
+    mutating func afterExperience(model: inout MLP, context: ExperienceContext, workspace: Workspace) throws {}
+    mutating func predictions(model: MLP, samples: Samples, experienceIndex: Int,
+                              workspace: Workspace) -> [Int32]? { nil }
+    func report() -> PluginReport { PluginReport() }
+}
+
+/// What every plugin knows about the run it belongs to.
+public struct RunContext: Sendable {
+    /// The run's seed; plugins derive their own `RandomSource` from it and their position.
+    public var seed: UInt64
+    /// Position of this plugin in the strategy list.
+    public var pluginIndex: Int
+    public var experienceCount: Int
+    public var dimension: Int
+    public var head: OutputHead
+    public var training: TrainingOptions
+
+    public init(seed: UInt64, pluginIndex: Int, experienceCount: Int, dimension: Int, head: OutputHead,
+                training: TrainingOptions) {
+        self.seed = seed
+        self.pluginIndex = pluginIndex
+        self.experienceCount = experienceCount
+        self.dimension = dimension
+        self.head = head
+        self.training = training
+    }
+
+    /// This plugin's own random stream: independent of the Trainer's and of other plugins'.
+    public func randomSource(_ purpose: String) -> RandomSource {
+        RandomSource(seed: seed, stream: "plugin.\(pluginIndex).\(purpose)")
+    }
+}
+
+/// The experience being trained and the ones before it.
+public struct ExperienceContext {
+    public var index: Int
+    /// All experiences of the stream (plugins may only *train* on `0...index`; later ones are
+    /// there for evaluation-only bookkeeping and must not leak into training).
+    public var experiences: [Experience]
+    /// Route used for this experience's samples.
+    public var route: Int32
+
+    public var experience: Experience { experiences[index] }
+    public var seen: ArraySlice<Experience> { experiences[0...index] }
+}
+
+/// One optimizer step as seen by observers such as Synaptic Intelligence.
+public struct StepObservation {
+    /// ∂(task loss)/∂θ at the parameters before the step (no penalty terms).
+    public var taskGradient: UnsafeBufferPointer<Float>
+    /// The gradient the optimizer actually used (task loss + all penalties).
+    public var totalGradient: UnsafeBufferPointer<Float>
+    public var parametersBefore: UnsafeBufferPointer<Float>
+    public var parametersAfter: UnsafeBufferPointer<Float>
+    public var experienceIndex: Int
+    public var stepInExperience: Int
+}
+
+/// Values a plugin asks the results writer to store in its run group, by name.
+public struct PluginReport: Sendable, Equatable {
+    public enum Value: Sendable, Equatable {
+        case double(Double)
+        case int(Int64)
+        case string(String)
+    }
+
+    /// A numeric array with its shape, written as a dataset.
+    public struct Array: Sendable, Equatable {
+        public var values: [Double]
+        public var shape: [Int]
+        public var attributes: [String: Value]
+        public init(values: [Double], shape: [Int]? = nil, attributes: [String: Value] = [:]) {
+            self.values = values
+            self.shape = shape ?? [values.count]
+            self.attributes = attributes
+        }
+    }
+
+    public var attributes: [String: Value]
+    public var arrays: [String: Array]
+
+    public init(attributes: [String: Value] = [:], arrays: [String: Array] = [:]) {
+        self.attributes = attributes
+        self.arrays = arrays
+    }
+}

@@ -1,0 +1,74 @@
+/// Helpers that make `Decodable` configs strict: unknown keys are errors naming the key path and
+/// the allowed keys, and invalid values are errors naming their key. Foundation-free, so option
+/// types of strategies and scenarios can live beside their code and still ship in an app.
+
+/// A coding key made from any string or index.
+public struct AnyCodingKey: CodingKey, Hashable, Sendable {
+    public var stringValue: String
+    public var intValue: Int?
+    public init(_ string: String) { stringValue = string; intValue = nil }
+    public init?(stringValue: String) { self.stringValue = stringValue; intValue = nil }
+    public init?(intValue: Int) { stringValue = "Index \(intValue)"; self.intValue = intValue }
+}
+
+extension Decoder {
+    /// A keyed container that rejects keys outside `K.allCases` (and `alsoAllowed`).
+    public func strictContainer<K: CodingKey & CaseIterable>(
+        keyedBy type: K.Type, alsoAllowed: Set<String> = []
+    ) throws -> KeyedDecodingContainer<K> {
+        let any = try container(keyedBy: AnyCodingKey.self)
+        let allowed = Set(K.allCases.map(\.stringValue)).union(alsoAllowed)
+        for key in any.allKeys where !allowed.contains(key.stringValue) {
+            throw DecodingError.dataCorrupted(.init(
+                codingPath: codingPath + [key],
+                debugDescription: "unknown key \"\(key.stringValue)\"; allowed keys: \(allowed.sorted().joined(separator: ", "))"))
+        }
+        return try container(keyedBy: K.self)
+    }
+}
+
+extension KeyedDecodingContainer {
+    /// The value at `key`, or `defaultValue` when the key is absent (null is an error).
+    public func decode<T: Decodable>(_ key: Key, default defaultValue: T) throws -> T {
+        guard contains(key) else { return defaultValue }
+        return try decode(T.self, forKey: key)
+    }
+
+    /// Throws a key-path error unless `condition` holds.
+    public func require(_ condition: Bool, _ key: Key, _ message: @autoclosure () -> String) throws {
+        if !condition {
+            throw DecodingError.dataCorruptedError(forKey: key, in: self, debugDescription: message())
+        }
+    }
+
+    /// Decodes a string that must be one of `T.allCases`, with an error listing them.
+    public func decodeChoice<T: RawRepresentable & CaseIterable>(_ key: Key, default defaultValue: T) throws -> T
+    where T.RawValue == String {
+        guard contains(key) else { return defaultValue }
+        let raw = try decode(String.self, forKey: key)
+        guard let value = T(rawValue: raw) else {
+            throw DecodingError.dataCorruptedError(
+                forKey: key, in: self,
+                debugDescription: "\"\(raw)\" is not allowed; allowed values: \(T.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        return value
+    }
+}
+
+/// Formats a coding path as `.training.tasks[1].id`.
+public func formatCodingPath(_ path: [any CodingKey]) -> String {
+    var text = ""
+    for key in path {
+        if let i = key.intValue { text += "[\(i)]" } else { text += "." + key.stringValue }
+    }
+    return text.isEmpty ? "(top level)" : text
+}
+
+/// The keys of an options type that has no options (only `"type"` is allowed).
+public enum NoOptionKeys: CodingKey, CaseIterable {
+    public var stringValue: String { switch self {} }
+    public var intValue: Int? { nil }
+    public init?(stringValue: String) { nil }
+    public init?(intValue: Int) { nil }
+    public static var allCases: [NoOptionKeys] { [] }
+}

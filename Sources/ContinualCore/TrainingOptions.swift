@@ -1,0 +1,38 @@
+/// How the Trainer walks through an experience.
+public struct TrainingOptions: Sendable, Equatable, Hashable {
+    public var epochs: Int
+    public var batchSize: Int
+    /// Reshuffle the training set every epoch (from the run's "shuffle" stream).
+    public var shuffle: Bool
+    /// Reset optimizer state (momentum, Adam moments) at each new experience, as Avalanche does
+    /// by default; `false` carries it across experiences.
+    public var resetOptimizerPerExperience: Bool
+    /// Rows per forward pass during evaluation.
+    public var evaluationBatchSize: Int
+
+    public init(epochs: Int = 1, batchSize: Int = 32, shuffle: Bool = true,
+                resetOptimizerPerExperience: Bool = true, evaluationBatchSize: Int = 512) {
+        self.epochs = epochs
+        self.batchSize = batchSize
+        self.shuffle = shuffle
+        self.resetOptimizerPerExperience = resetOptimizerPerExperience
+        self.evaluationBatchSize = evaluationBatchSize
+    }
+}
+
+/// Why a run stopped early.
+public enum TrainingError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The loss became NaN or infinite (e.g. a learning rate far too high).
+    case diverged(experience: Int, epoch: Int, loss: Double)
+    /// A configuration the Trainer cannot run (e.g. more experiences than heads).
+    case invalid(String)
+
+    public var description: String {
+        switch self {
+        case .diverged(let e, let epoch, let loss):
+            return "diverged: training loss became \(loss) in experience \(e), epoch \(epoch)"
+        case .invalid(let message):
+            return message
+        }
+    }
+}

@@ -1,0 +1,54 @@
+/// Preallocated scratch buffers for forward and backward passes of one `MLP`.
+///
+/// A reference type on purpose: scratch memory has no value worth copying, and a training step
+/// must not allocate. One workspace belongs to one task at a time (it is not `Sendable`).
+public final class Workspace {
+    /// Rows the buffers currently hold; grows on demand.
+    public private(set) var capacity: Int
+    private let widths: [Int]      // widths[0] = inputs, widths[l+1] = outputs of layer l
+    private var activations: [UnsafeMutablePointer<Float>]
+    private var deltaA: UnsafeMutablePointer<Float>
+    private var deltaB: UnsafeMutablePointer<Float>
+    private var maxWidth: Int
+
+    public init(layers: [Layer], capacity: Int = 256) {
+        var widths = [layers.first?.inputs ?? 0]
+        widths.append(contentsOf: layers.map(\.outputs))
+        self.widths = widths
+        self.capacity = max(capacity, 1)
+        self.maxWidth = max(widths.max() ?? 1, 1)
+        self.activations = widths.map { UnsafeMutablePointer<Float>.allocate(capacity: max($0, 1) * max(capacity, 1)) }
+        self.deltaA = .allocate(capacity: maxWidth * max(capacity, 1))
+        self.deltaB = .allocate(capacity: maxWidth * max(capacity, 1))
+    }
+
+    deinit {
+        for a in activations { a.deallocate() }
+        deltaA.deallocate()
+        deltaB.deallocate()
+    }
+
+    /// Makes room for `rows` samples (reallocates only when growing).
+    public func reserve(rows: Int) {
+        guard rows > capacity else { return }
+        for a in activations { a.deallocate() }
+        deltaA.deallocate()
+        deltaB.deallocate()
+        capacity = rows
+        activations = widths.map { UnsafeMutablePointer<Float>.allocate(capacity: max($0, 1) * rows) }
+        deltaA = .allocate(capacity: maxWidth * rows)
+        deltaB = .allocate(capacity: maxWidth * rows)
+    }
+
+    /// Activations entering layer `l` (index 0 is the input copy), [rows × widths[l]].
+    @inline(__always) func activation(_ l: Int) -> UnsafeMutablePointer<Float> { activations[l] }
+
+    /// The network's logits after `forward`.
+    public var logits: UnsafeMutablePointer<Float> { activations[activations.count - 1] }
+
+    /// Output activations of hidden layer `l` (0-based) after `forward`; the penultimate layer's
+    /// features are `hiddenActivations(layers.count - 2)`.
+    public func hiddenActivations(_ l: Int) -> UnsafeMutablePointer<Float> { activations[l + 1] }
+
+    @inline(__always) var deltas: (UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>) { (deltaA, deltaB) }
+}

@@ -1,0 +1,66 @@
+import Foundation
+import ContinualCore
+
+/// A problem with an experiment file, reported as one line naming where it is.
+public struct ConfigError: Error, Sendable, CustomStringConvertible, Equatable {
+    /// File the problem is in (may be empty for in-memory configs).
+    public var file: String
+    /// Key path such as `.strategy[0].lambda`, or `line 3, column 5` for syntax errors.
+    public var location: String
+    public var message: String
+
+    public init(file: String = "", location: String, message: String) {
+        self.file = file
+        self.location = location
+        self.message = message
+    }
+
+    public var description: String {
+        let prefix = file.isEmpty ? "" : "\(file): "
+        return location.isEmpty ? "\(prefix)\(message)" : "\(prefix)\(location): \(message)"
+    }
+
+    /// Turns a `DecodingError` into a key-path message, prefixing `pathPrefix` (e.g. a variant).
+    static func from(_ error: DecodingError, file: String, context: String = "") -> ConfigError {
+        let suffix = context.isEmpty ? "" : " (\(context))"
+        switch error {
+        case .typeMismatch(let type, let c):
+            return ConfigError(file: file, location: formatCodingPath(c.codingPath),
+                               message: "expected \(typeName(type)), \(foundDescription(c.debugDescription))\(suffix)")
+        case .valueNotFound(let type, let c):
+            return ConfigError(file: file, location: formatCodingPath(c.codingPath),
+                               message: "expected \(typeName(type)), found null\(suffix)")
+        case .keyNotFound(let key, let c):
+            return ConfigError(file: file, location: formatCodingPath(c.codingPath + [key]),
+                               message: "required key is missing\(suffix)")
+        case .dataCorrupted(let c):
+            return ConfigError(file: file, location: formatCodingPath(c.codingPath),
+                               message: c.debugDescription + suffix)
+        @unknown default:
+            return ConfigError(file: file, location: "", message: "\(error)")
+        }
+    }
+
+    private static func typeName(_ type: Any.Type) -> String {
+        let name = String(describing: type)
+        switch name {
+        case "Int", "Int64", "UInt64", "Int32": return "an integer"
+        case "Double", "Float": return "a number"
+        case "String": return "a string"
+        case "Bool": return "true or false"
+        default:
+            if name.hasPrefix("Array") { return "an array" }
+            if name.hasPrefix("Dictionary") || name.contains("Keyed") { return "an object" }
+            return name
+        }
+    }
+
+    private static func foundDescription(_ debug: String) -> String {
+        // Foundation says e.g. "Expected to decode Int but found a string instead."
+        if let range = debug.range(of: "but found ") {
+            let rest = debug[range.upperBound...].replacingOccurrences(of: " instead.", with: "")
+            return "found \(rest)"
+        }
+        return debug
+    }
+}

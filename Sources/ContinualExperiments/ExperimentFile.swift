@@ -1,0 +1,189 @@
+import Foundation
+import ContinualCore
+
+/// An experiment file: shared settings plus optional `variants`, expanded into resolved runs.
+///
+/// Top-level keys: `name`, `description`, `output`, `seed`, `scenario`, `model`, `optimizer`,
+/// `training`, `strategy`, `variants`. Each variant is an object with a `name` and any of the run
+/// keys; it is deep-merged over the shared settings (objects merge key by key, arrays and
+/// scalars replace). Without variants the file is one run named after the experiment.
+public struct ExperimentFile: Sendable {
+    public var name: String
+    public var description: String
+    /// Where results go (default `results/NAME.h5`, relative to the working directory).
+    public var output: String
+    /// The file's JSON as written (stored in the results for provenance).
+    public var sourceText: String
+    public var runs: [ResolvedRun]
+    /// Path the file was read from ("" for in-memory text).
+    public var path: String
+
+    static let experimentKeys: Set<String> = ["name", "description", "output", "variants", "sweep"]
+    static let runKeys: Set<String> = Set(RunConfig.CodingKeys.allCases.map(\.stringValue))
+
+    /// Reads and validates `path`. Errors name the file and the key path (or line and column).
+    public static func load(path: String) throws -> ExperimentFile {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw ConfigError(file: path, location: "", message: "no such file")
+        }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigError(file: path, location: "", message: "cannot read the file")
+        }
+        return try parse(data: data, path: path)
+    }
+
+    /// Parses experiment JSON from memory.
+    public static func parse(data: Data, path: String = "") throws -> ExperimentFile {
+        let root: JSONValue
+        do {
+            root = try JSONDecoder().decode(JSONValue.self, from: data)
+        } catch {
+            throw ConfigError(file: path, location: syntaxLocation(data), message: "not valid JSON")
+        }
+        guard case .object(var top) = root else {
+            throw ConfigError(file: path, location: "(top level)", message: "expected an object")
+        }
+        let allowed = experimentKeys.union(runKeys)
+        for key in top.keys.sorted() where !allowed.contains(key) {
+            throw ConfigError(file: path, location: "." + key,
+                              message: "unknown key \"\(key)\"; allowed keys: \(allowed.sorted().joined(separator: ", "))")
+        }
+        let name = try string(top["name"], at: ".name", file: path) ?? "experiment"
+        try checkName(name, at: ".name", file: path)
+        let description = try string(top["description"], at: ".description", file: path) ?? ""
+        let output = try string(top["output"], at: ".output", file: path) ?? "results/\(name).h5"
+        if top["sweep"] != nil {
+            throw ConfigError(file: path, location: ".sweep", message: "sweeps are not supported by this version; use \"variants\"")
+        }
+        let variants = top.removeValue(forKey: "variants")
+        for key in experimentKeys { top.removeValue(forKey: key) }
+        top["name"] = .string(name)
+        let base = normalized(.object(top))
+
+        var runs: [ResolvedRun] = []
+        if let variants {
+            guard case .array(let list) = variants, !list.isEmpty else {
+                throw ConfigError(file: path, location: ".variants", message: "expected a non-empty array of objects")
+            }
+            var names = Set<String>()
+            for (i, v) in list.enumerated() {
+                guard case .object(let override) = v else {
+                    throw ConfigError(file: path, location: ".variants[\(i)]", message: "expected an object")
+                }
+                for key in override.keys.sorted() where !runKeys.contains(key) {
+                    throw ConfigError(file: path, location: ".variants[\(i)].\(key)",
+                                      message: "unknown key \"\(key)\"; allowed keys: \(runKeys.sorted().joined(separator: ", "))")
+                }
+                guard let vname = try string(override["name"], at: ".variants[\(i)].name", file: path) else {
+                    throw ConfigError(file: path, location: ".variants[\(i)].name", message: "required key is missing")
+                }
+                try checkName(vname, at: ".variants[\(i)].name", file: path)
+                guard names.insert(vname).inserted else {
+                    throw ConfigError(file: path, location: ".variants[\(i)].name", message: "duplicate variant name \"\(vname)\"")
+                }
+                let merged = base.merging(normalized(.object(override)))
+                runs.append(try resolve(merged, file: path, context: "variant \"\(vname)\""))
+            }
+        } else {
+            runs.append(try resolve(base, file: path, context: ""))
+        }
+        return ExperimentFile(name: name, description: description, output: output,
+                              sourceText: String(decoding: data, as: UTF8.self), runs: runs, path: path)
+    }
+
+    /// Decodes one merged run object strictly.
+    static func resolve(_ value: JSONValue, file: String, context: String) throws -> ResolvedRun {
+        let data = try JSONEncoder().encode(value)
+        do {
+            let config = try JSONDecoder().decode(RunConfig.self, from: data)
+            return ResolvedRun(config: config)
+        } catch let error as DecodingError {
+            throw ConfigError.from(error, file: file, context: context)
+        }
+    }
+
+    /// Shorthands: `"strategy": "naive"`, `["ewc", {...}]` and `"scenario": "habit_drift"`
+    /// become objects with a `"type"`.
+    static func normalized(_ value: JSONValue) -> JSONValue {
+        guard case .object(var o) = value else { return value }
+        if let s = o["strategy"] {
+            switch s {
+            case .string(let t): o["strategy"] = .array([.object(["type": .string(t)])])
+            case .array(let items):
+                o["strategy"] = .array(items.map { item in
+                    if case .string(let t) = item { return .object(["type": .string(t)]) }
+                    return item
+                })
+            default: break
+            }
+        }
+        if case .string(let t)? = o["scenario"] { o["scenario"] = .object(["type": .string(t)]) }
+        return .object(o)
+    }
+
+    static func string(_ value: JSONValue?, at location: String, file: String) throws -> String? {
+        guard let value else { return nil }
+        guard case .string(let s) = value else {
+            throw ConfigError(file: file, location: location, message: "expected a string")
+        }
+        return s
+    }
+
+    /// Names become HDF5 group names and file names: keep them to a safe alphabet.
+    static func checkName(_ name: String, at location: String, file: String) throws {
+        let ok = !name.isEmpty && name.count <= 100 && name.unicodeScalars.allSatisfy {
+            CharacterSet.alphanumerics.contains($0) || "-_.+=,".unicodeScalars.contains($0)
+        }
+        if !ok {
+            throw ConfigError(file: file, location: location,
+                              message: "\"\(name)\" is not a valid name (1–100 letters, digits or - _ . + = ,)")
+        }
+    }
+
+    /// "line L, column C" of the first syntax error, found with JSONSerialization (JSONDecoder
+    /// reports no position).
+    static func syntaxLocation(_ data: Data) -> String {
+        do {
+            _ = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
+            return ""  // valid JSON but not decodable as a value (should not happen)
+        } catch {
+            let text = "\(error)"
+            if let index = firstNumber(after: "character ", in: text) ?? firstNumber(after: "index ", in: text) {
+                return lineColumn(of: index, in: data)
+            }
+            if let line = firstNumber(after: "line ", in: text) {
+                let column = firstNumber(after: "column ", in: text) ?? 0
+                return "line \(line), column \(column)"
+            }
+            return ""
+        }
+    }
+
+    private static func firstNumber(after marker: String, in text: String) -> Int? {
+        guard let r = text.range(of: marker) else { return nil }
+        let digits = text[r.upperBound...].prefix { $0.isNumber }
+        return Int(digits)
+    }
+
+    private static func lineColumn(of offset: Int, in data: Data) -> String {
+        var line = 1, column = 1
+        for (i, byte) in data.enumerated() {
+            if i >= offset { break }
+            if byte == UInt8(ascii: "\n") { line += 1; column = 1 } else { column += 1 }
+        }
+        return "line \(line), column \(column)"
+    }
+}
+
+/// A run ready to execute: its config and its stable id.
+public struct ResolvedRun: Sendable, Equatable {
+    public var config: RunConfig
+    public var canonicalJSON: String
+    public var runId: String
+
+    public init(config: RunConfig) {
+        self.config = config
+        self.canonicalJSON = config.canonicalJSON()
+        self.runId = StableHash.hex(StableHash.fnv1a64(canonicalJSON))
+    }
+}

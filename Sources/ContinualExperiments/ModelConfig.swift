@@ -1,0 +1,40 @@
+import ContinualCore
+
+/// `"model"`: the MLP between the scenario's features and its output head.
+public struct ModelConfig: Codable, Sendable, Equatable {
+    /// Hidden layer widths; `[]` gives logistic/softmax regression. Default `[16, 8]`.
+    public var hidden: [Int] = [16, 8]
+    public var activation: Activation = .relu
+    public var initialization: Initialization = .auto
+    /// One output head per experience (task-incremental: the experience id picks the head).
+    public var multiHead: Bool = false
+
+    public init() {}
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case hidden, activation, initialization = "init", multiHead = "multi_head"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.strictContainer(keyedBy: CodingKeys.self)
+        hidden = try c.decode(.hidden, default: [16, 8])
+        activation = try c.decodeChoice(.activation, default: .relu)
+        initialization = try c.decodeChoice(.initialization, default: .auto)
+        multiHead = try c.decode(.multiHead, default: false)
+        try c.require(hidden.allSatisfy { $0 >= 1 && $0 <= 65536 }, .hidden, "every width must be in 1...65536, got \(hidden)")
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(hidden, forKey: .hidden)
+        try c.encode(activation, forKey: .activation)
+        try c.encode(initialization, forKey: .initialization)
+        try c.encode(multiHead, forKey: .multiHead)
+    }
+
+    /// The network spec for a stream with `inputs` features and `head`, over `experiences`.
+    public func spec(inputs: Int, head: OutputHead, experiences: Int) -> MLPSpec {
+        MLPSpec(inputs: inputs, hidden: hidden, activation: activation, head: head,
+                heads: multiHead ? max(experiences, 1) : 1, initialization: initialization)
+    }
+}

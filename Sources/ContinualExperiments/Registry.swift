@@ -1,0 +1,26 @@
+import ContinualCore
+import ContinualScenarios
+import ContinualStrategies
+
+/// Every strategy plugin and scenario that experiment files can name by `"type"`.
+///
+/// Adding a method: write its file (plugin + `PluginOptions`) in `ContinualStrategies`, then add
+/// its options type to `strategies` here. Nothing else changes.
+public enum Registry {
+    public static let strategies: [any PluginOptions.Type] = [
+        Naive.Options.self,
+        Joint.Options.self,
+    ]
+
+    public static let scenarios: [any ScenarioOptions.Type] = [
+        HabitDriftScenario.self,
+    ]
+
+    public static func strategy(named name: String) -> (any PluginOptions.Type)? {
+        strategies.first { $0.typeName == name }
+    }
+
+    public static func scenario(named name: String) -> (any ScenarioOptions.Type)? {
+        scenarios.first { $0.typeName == name }
+    }
+}

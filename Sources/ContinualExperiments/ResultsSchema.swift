@@ -1,0 +1,19 @@
+/// Version and names of the results-file layout (documented in docs/results-format.md).
+public enum ResultsSchema {
+    /// Bumped whenever a reader would need to change.
+    public static let version: Int64 = 1
+    public static let toolkitVersion = "0.1.0"
+
+    /// Columns of `/summary`, in order.
+    public static let summaryColumns: [(name: String, kind: SummaryKind)] = [
+        ("run_id", .string), ("name", .string), ("strategy", .string), ("scenario", .string),
+        ("seed", .int), ("status", .string), ("message", .string),
+        ("acc", .double), ("bwt", .double), ("fwt", .double), ("forgetting", .double),
+        ("learning_accuracy", .double), ("forgetting_last", .double), ("forgetting_max_all_rows", .double),
+        ("bwt_all_pairs", .double), ("fwt_init", .double),
+        ("total_parameters", .int), ("trainable_parameters", .int), ("model_bytes", .int),
+        ("flops_per_prediction", .int), ("train_seconds", .double), ("eval_seconds", .double),
+    ]
+
+    public enum SummaryKind: Sendable { case string, int, double }
+}

@@ -1,0 +1,197 @@
+import Foundation
+import ContinualCore
+import ContinualHDF5
+import ContinualMetrics
+
+/// Writes runs into an HDF5 results file (layout: docs/results-format.md).
+///
+/// HDF5 is used from one thread only (Debian's libhdf5 is not built thread-safe): runs compute
+/// in parallel and hand `RunResult` values to the one writer. `writeExperiment` writes to a
+/// temporary name and renames it into place, so an interrupted write never leaves a corrupt file.
+public enum ResultsWriter {
+    /// Writes a whole experiment atomically to `path` (replacing any file there).
+    public static func writeExperiment(_ results: [RunResult], experiment: ExperimentFile, to path: String) throws {
+        let url = URL(fileURLWithPath: path)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        let temporary = path + ".tmp-\(ProcessInfo.processInfo.processIdentifier)"
+        do {
+            let file = try HDF5File.create(path: temporary)
+            try writeHeader(file.root, experiment: experiment)
+            let runs = try file.root.requireGroup("runs")
+            for r in results { try writeRun(r, into: runs) }
+            try writeSummary(results, into: file.root)
+            try file.close()
+            guard rename(temporary, path) == 0 else {
+                throw HDF5Error(.library, "cannot move \(temporary) to \(path): \(String(cString: strerror(errno)))")
+            }
+        } catch {
+            try? FileManager.default.removeItem(atPath: temporary)
+            throw error
+        }
+    }
+
+    /// Root attributes: toolkit and schema versions, creation time, the experiment's source.
+    public static func writeHeader(_ root: HDF5Group, experiment: ExperimentFile) throws {
+        let a = root.attributes
+        try a.set("toolkit", "ContinualKit")
+        try a.set("toolkit_version", ResultsSchema.toolkitVersion)
+        try a.set("schema_version", ResultsSchema.version)
+        try a.set("created_utc", ISO8601DateFormatter().string(from: Date()))
+        try a.set("experiment_name", experiment.name)
+        try a.set("experiment_description", experiment.description)
+        try a.set("experiment_json", experiment.sourceText)
+        try a.set("experiment_path", experiment.path)
+        let definitions = try root.requireGroup("metric_definitions")
+        let sample = MetricSet(matrix: AccuracyMatrix([[0]]), randomBaseline: [0], initialBaseline: [0])
+        for m in sample.named { try definitions.attributes.set(m.name, m.meaning) }
+    }
+
+    /// One run as group `runs/<run_id>`; replaces an existing group of the same id.
+    public static func writeRun(_ r: RunResult, into runs: HDF5Group) throws {
+        if runs.exists(r.runId) { try runs.delete(r.runId) }
+        let g = try runs.createGroup(r.runId)
+        let a = g.attributes
+        try a.set("run_id", r.runId)
+        try a.set("name", r.name)
+        try a.set("status", r.status.rawValue)
+        try a.set("message", r.message)
+        try a.set("seed", Int64(bitPattern: r.run.config.seed))
+        try a.set("strategy", r.run.config.strategyLabel)
+        try a.set("scenario", r.run.config.scenario.typeName)
+        try a.set("config_json", r.run.canonicalJSON)
+        try a.set("wall_seconds", r.wallSeconds)
+        if !r.featureNames.isEmpty { _ = try g.write(r.featureNames, name: "feature_names") }
+        if !r.experienceNames.isEmpty {
+            _ = try g.write(r.experienceNames, name: "experience_names")
+            let meta = r.experienceMetadata.map { (try? JSONValue.encodeCanonicalText($0)) ?? "{}" }
+            _ = try g.write(meta, name: "experience_metadata")
+        }
+        for (k, v) in r.streamMetadata.sorted(by: { $0.key < $1.key }) { try a.set("stream_" + k, v) }
+        guard let o = r.outcome, let m = r.metrics, let c = r.costs else { return }
+        let T = o.accuracy.count
+        let experience = try g.write((0..<T).map { Int64($0) }, shape: [T], name: "experience", compress: false)
+        try experience.attributes.set("meaning", "index of the evaluated experience (test set)")
+        try experience.makeDimensionScale(name: "experience")
+        let trained = try g.write((0..<T).map { Int64($0) }, shape: [T], name: "trained_through", compress: false)
+        try trained.attributes.set("meaning", "index of the last experience trained on")
+        try trained.makeDimensionScale(name: "trained_through")
+
+        let R = try g.write(o.accuracy.flatMap { $0 }, shape: [T, T], name: "accuracy_matrix")
+        try R.attributes.set("axis0", "trained_through: row i = after training on experience i")
+        try R.attributes.set("axis1", "experience: column j = accuracy on experience j's test set")
+        try R.attributes.set("units", "fraction correct (0..1)")
+        try R.attachDimensionScale(trained, toDimension: 0)
+        try R.attachDimensionScale(experience, toDimension: 1)
+
+        func vector(_ values: [Double], _ name: String, _ meaning: String, units: String = "fraction correct (0..1)") throws {
+            let d = try g.write(values, shape: [values.count], name: name)
+            try d.attributes.set("meaning", meaning)
+            try d.attributes.set("units", units)
+            if values.count == T { try d.attachDimensionScale(experience, toDimension: 0) }
+        }
+        func counts(_ values: [Int], _ name: String, _ meaning: String) throws {
+            let d = try g.write(values.map { Int64($0) }, shape: [values.count], name: name)
+            try d.attributes.set("meaning", meaning)
+            try d.attributes.set("units", "count")
+            if values.count == T { try d.attachDimensionScale(experience, toDimension: 0) }
+        }
+        try vector(o.randomAccuracy, "baseline_random", "accuracy of an independently initialised model (GEM's b)")
+        try vector(o.initialAccuracy, "baseline_init", "accuracy of this run's model at its initial weights")
+        try vector(m.forgettingPerExperience, "forgetting_per_experience",
+                   "max_{l<T-1} R[l][j] - R[T-1][j] for j < T-1 (Chaudhry et al. 2018)", units: "fraction (0..1)")
+        try counts(o.testSizes, "test_sizes", "samples in each experience's test set")
+        try counts(o.trainSetSizes, "train_set_sizes", "samples in the training set used for each experience (after plugins)")
+        try counts(o.samplesProcessed, "samples_processed", "rows processed while training each experience, all epochs, replay included")
+        try counts(o.steps, "steps", "optimizer steps per experience")
+        try counts(o.trainableParameters, "trainable_parameters", "trainable parameters while training each experience")
+
+        let epochs = o.lossCurve.map(\.count).max() ?? 0
+        let loss = try g.write(o.lossCurve.flatMap { $0 + [Double](repeating: .nan, count: epochs - $0.count) },
+                               shape: [T, epochs], name: "loss_curve")
+        try loss.attributes.set("meaning", "mean task loss (cross-entropy) per epoch; row = experience trained, column = epoch")
+        try loss.attributes.set("units", "nats per sample")
+        let penalty = try g.write(o.penaltyCurve.flatMap { $0 + [Double](repeating: .nan, count: epochs - $0.count) },
+                                  shape: [T, epochs], name: "penalty_curve")
+        try penalty.attributes.set("meaning", "mean regulariser value per step (sum of plugins' penalties) per epoch")
+        try loss.attachDimensionScale(experience, toDimension: 0)
+        try penalty.attachDimensionScale(experience, toDimension: 0)
+
+        let parameters = try g.write(o.finalModel.parameters, shape: [o.finalModel.parameterCount], name: "final_parameters")
+        try parameters.attributes.set("meaning", "flat parameter vector after the last experience (layer by layer: W [in×out] row-major, then b)")
+        try parameters.attributes.set("layer_sizes", ([o.finalModel.spec.inputs] + o.finalModel.spec.hidden + [o.finalModel.logitCount]).map { Int64($0) })
+
+        let metrics = try g.createGroup("metrics")
+        for item in m.named { try metrics.attributes.set(item.name, item.value) }
+        let costs = try g.createGroup("costs")
+        let ca = costs.attributes
+        try ca.set("total_parameters", Int64(c.totalParameters))
+        try ca.set("trainable_parameters", Int64(c.trainableParameters))
+        try ca.set("model_bytes", Int64(c.modelBytes))
+        try ca.set("flops_per_prediction", Int64(c.flopsPerPrediction))
+        try ca.set("flops_per_training_sample", Int64(c.flopsPerTrainingSample))
+        try ca.set("flops_per_optimizer_step", Int64(c.flopsPerOptimizerStep))
+        try ca.set("train_seconds", o.trainSeconds)
+        try ca.set("eval_seconds", o.evalSeconds)
+        let processed = o.samplesProcessed.reduce(0, +)
+        try ca.set("training_samples_per_second", o.trainSeconds > 0 ? Double(processed) / o.trainSeconds : 0)
+        try ca.set("units", "parameters: count; bytes: bytes (float32 = 4 B); flops: floating-point operations (multiply-add = 2); seconds: wall time")
+
+        if !o.pluginReports.isEmpty {
+            let plugins = try g.createGroup("plugins")
+            for (i, p) in o.pluginReports.enumerated() {
+                let pg = try plugins.createGroup("\(i)_\(p.name)")
+                try writeReport(p.report, into: pg)
+            }
+        }
+    }
+
+    static func writeReport(_ report: PluginReport, into g: HDF5Group) throws {
+        for (k, v) in report.attributes.sorted(by: { $0.key < $1.key }) {
+            switch v {
+            case .double(let d): try g.attributes.set(k, d)
+            case .int(let i): try g.attributes.set(k, i)
+            case .string(let s): try g.attributes.set(k, s)
+            }
+        }
+        for (k, arr) in report.arrays.sorted(by: { $0.key < $1.key }) {
+            let d = try g.write(arr.values, shape: arr.shape, name: k)
+            for (ak, av) in arr.attributes.sorted(by: { $0.key < $1.key }) {
+                switch av {
+                case .double(let x): try d.attributes.set(ak, x)
+                case .int(let x): try d.attributes.set(ak, x)
+                case .string(let x): try d.attributes.set(ak, x)
+                }
+            }
+        }
+    }
+
+    /// The summary row of one run, in `ResultsSchema.summaryColumns` order.
+    public static func summaryRow(_ r: RunResult) -> [HDF5Value] {
+        let m = r.metrics, c = r.costs, o = r.outcome
+        let nan = Double.nan
+        return [
+            .string(r.runId), .string(r.name), .string(r.run.config.strategyLabel),
+            .string(r.run.config.scenario.typeName), .int(Int64(bitPattern: r.run.config.seed)),
+            .string(r.status.rawValue), .string(r.message),
+            .double(m?.acc ?? nan), .double(m?.bwt ?? nan), .double(m?.fwt ?? nan), .double(m?.forgetting ?? nan),
+            .double(m?.learningAccuracy ?? nan), .double(m?.forgettingLast ?? nan),
+            .double(m?.forgettingMaxAllRows ?? nan), .double(m?.bwtAllPairs ?? nan), .double(m?.fwtInit ?? nan),
+            .int(Int64(c?.totalParameters ?? 0)), .int(Int64(c?.trainableParameters ?? 0)),
+            .int(Int64(c?.modelBytes ?? 0)), .int(Int64(c?.flopsPerPrediction ?? 0)),
+            .double(o?.trainSeconds ?? nan), .double(o?.evalSeconds ?? nan),
+        ]
+    }
+
+    /// `/summary`: one row per run (replaces an existing table).
+    public static func writeSummary(_ results: [RunResult], into root: HDF5Group) throws {
+        let columns = ResultsSchema.summaryColumns.map { col -> HDF5Table.Column in
+            switch col.kind {
+            case .string: return HDF5Table.Column(col.name, .string)
+            case .int: return HDF5Table.Column(col.name, .int64)
+            case .double: return HDF5Table.Column(col.name, .float64)
+            }
+        }
+        if root.exists("summary") { try root.delete("summary") }
+        try root.write(HDF5Table(columns: columns, rows: results.map(summaryRow)), name: "summary")
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+import ContinualCore
+
+/// One fully resolved run: everything that determines its numbers. Its canonical JSON (sorted
+/// keys, every default filled in) is written to the results and hashed into the run id.
+public struct RunConfig: Codable, Sendable, Equatable {
+    public var name: String
+    public var seed: UInt64
+    public var scenario: ScenarioSpec
+    public var model: ModelConfig
+    public var optimizer: OptimizerConfig
+    public var training: TrainingConfig
+    public var strategy: [StrategySpec]
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case name, seed, scenario, model, optimizer, training, strategy
+    }
+
+    public init(name: String, seed: UInt64, scenario: ScenarioSpec, model: ModelConfig = ModelConfig(),
+                optimizer: OptimizerConfig = OptimizerConfig(), training: TrainingConfig = TrainingConfig(),
+                strategy: [StrategySpec]) {
+        self.name = name
+        self.seed = seed
+        self.scenario = scenario
+        self.model = model
+        self.optimizer = optimizer
+        self.training = training
+        self.strategy = strategy
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.strictContainer(keyedBy: CodingKeys.self)
+        name = try c.decode(.name, default: "run")
+        seed = try c.decode(.seed, default: 0)
+        scenario = try c.decode(ScenarioSpec.self, forKey: .scenario)
+        model = try c.decode(.model, default: ModelConfig())
+        optimizer = try c.decode(.optimizer, default: OptimizerConfig())
+        training = try c.decode(.training, default: TrainingConfig())
+        strategy = try c.decode(.strategy, default: [StrategySpec(NaiveOptionsShim.make())])
+        try c.require(!strategy.isEmpty, .strategy, "needs at least one plugin (use \"naive\" for plain fine-tuning)")
+    }
+
+    /// Canonical JSON text (sorted keys, defaults filled in).
+    public func canonicalJSON() -> String {
+        (try? JSONValue.encodeCanonicalText(self)) ?? "{}"
+    }
+
+    /// Stable 16-hex-digit id: FNV-1a 64 of the canonical JSON. Same config ⇒ same id anywhere.
+    public var runId: String { StableHash.hex(StableHash.fnv1a64(canonicalJSON())) }
+
+    /// "ewc+replay" style label of the plugin list.
+    public var strategyLabel: String { strategy.map(\.typeName).joined(separator: "+") }
+}
+
+import ContinualStrategies
+enum NaiveOptionsShim {
+    static func make() -> any PluginOptions { Naive.Options() }
+}
+
+extension JSONValue {
+    /// Encodes any value to canonical JSON text (sorted keys).
+    static func encodeCanonicalText<T: Encodable>(_ value: T) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
+    static func encodeCanonical<T: Encodable>(_ value: T) throws -> String { try encodeCanonicalText(value) }
+
+    /// Pretty JSON text (sorted keys) for humans.
+    static func encodePretty<T: Encodable>(_ value: T) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+}

@@ -1,0 +1,41 @@
+import ContinualCore
+import ContinualMetrics
+
+/// Executes one resolved run: builds the stream, the model and the plugins, trains, and computes
+/// metrics and costs. Pure computation (no files), so it is safe to call from parallel tasks.
+public enum RunExecutor {
+    public static func execute(_ run: ResolvedRun) -> RunResult {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let config = run.config
+        var result = RunResult(run: run, status: .failed, message: "", outcome: nil, metrics: nil, costs: nil,
+                               experienceNames: [], experienceMetadata: [], featureNames: [], streamMetadata: [:],
+                               wallSeconds: 0)
+        do {
+            let stream = try config.scenario.options.makeStream(seed: config.seed)
+            result.experienceNames = stream.experiences.map(\.name)
+            result.experienceMetadata = stream.experiences.map(\.metadata)
+            result.featureNames = stream.featureNames
+            result.streamMetadata = stream.metadata
+            let spec = config.model.spec(inputs: stream.dimension, head: stream.head,
+                                         experiences: stream.experiences.count)
+            var trainer = Trainer(spec: spec, optimizer: config.optimizer.spec, options: config.training.options,
+                                  plugins: config.strategy.map { $0.options.makePlugin() }, seed: config.seed)
+            let outcome = try trainer.run(stream)
+            result.outcome = outcome
+            result.metrics = MetricSet(matrix: AccuracyMatrix(outcome.accuracy),
+                                       randomBaseline: outcome.randomAccuracy,
+                                       initialBaseline: outcome.initialAccuracy)
+            result.costs = CostModel(model: outcome.finalModel, optimizer: trainer.optimizer)
+            result.status = .completed
+        } catch let error as TrainingError {
+            if case .diverged = error { result.status = .diverged } else { result.status = .failed }
+            result.message = error.description
+        } catch {
+            result.status = .failed
+            result.message = "\(error)"
+        }
+        result.wallSeconds = (clock.now - start).seconds
+        return result
+    }
+}

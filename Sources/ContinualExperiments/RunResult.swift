@@ -1,0 +1,32 @@
+import ContinualCore
+import ContinualMetrics
+
+/// How a run ended.
+public enum RunStatus: String, Sendable, Codable, CaseIterable {
+    /// Trained and evaluated every experience.
+    case completed
+    /// The loss became NaN or infinite; the message says where.
+    case diverged
+    /// Any other error (bad scenario file, inconsistent options); the message says which.
+    case failed
+}
+
+/// The outcome of one run, ready for the results writer (a `Sendable` value, so runs can
+/// compute in parallel and hand their results to the single writer).
+public struct RunResult: Sendable {
+    public var run: ResolvedRun
+    public var status: RunStatus
+    public var message: String
+    public var outcome: TrainingOutcome?
+    public var metrics: MetricSet?
+    public var costs: CostModel?
+    public var experienceNames: [String]
+    public var experienceMetadata: [[String: String]]
+    public var featureNames: [String]
+    public var streamMetadata: [String: String]
+    /// Wall time of the whole run including data generation, seconds.
+    public var wallSeconds: Double
+
+    public var runId: String { run.runId }
+    public var name: String { run.config.name }
+}

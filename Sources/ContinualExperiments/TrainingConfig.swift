@@ -1,0 +1,34 @@
+import ContinualCore
+
+/// `"training"`: epochs per experience, batch size and related switches.
+public struct TrainingConfig: Codable, Sendable, Equatable {
+    public var epochs = 1
+    public var batchSize = 32
+    public var shuffle = true
+    public var resetOptimizer = true
+    public var evalBatchSize = 512
+
+    public init() {}
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case epochs, batchSize = "batch_size", shuffle, resetOptimizer = "reset_optimizer"
+        case evalBatchSize = "eval_batch_size"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.strictContainer(keyedBy: CodingKeys.self)
+        epochs = try c.decode(.epochs, default: 1)
+        batchSize = try c.decode(.batchSize, default: 32)
+        shuffle = try c.decode(.shuffle, default: true)
+        resetOptimizer = try c.decode(.resetOptimizer, default: true)
+        evalBatchSize = try c.decode(.evalBatchSize, default: 512)
+        try c.require(epochs >= 1 && epochs <= 100_000, .epochs, "must be in 1...100000, got \(epochs)")
+        try c.require(batchSize >= 1 && batchSize <= 1_000_000, .batchSize, "must be in 1...1000000, got \(batchSize)")
+        try c.require(evalBatchSize >= 1, .evalBatchSize, "must be ≥ 1, got \(evalBatchSize)")
+    }
+
+    public var options: TrainingOptions {
+        TrainingOptions(epochs: epochs, batchSize: batchSize, shuffle: shuffle,
+                        resetOptimizerPerExperience: resetOptimizer, evaluationBatchSize: evalBatchSize)
+    }
+}

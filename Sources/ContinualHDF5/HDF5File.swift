@@ -1,0 +1,119 @@
+import CHDF5
+import Foundation
+
+/// An open HDF5 file; closing it (explicitly or at deinit) closes every object opened from it.
+/// Not `Sendable`: use one writer, and close promptly — HDF5 locks open files against other processes.
+public final class HDF5File {
+    /// How an existing file is opened.
+    public enum Mode: Sendable, Equatable {
+        case readOnly, readWrite
+    }
+
+    /// The path as given by the caller; used in every error message.
+    public let path: String
+    /// Whether the file accepts writes.
+    public let mode: Mode
+    let handle: HDF5Handle
+
+    private init(path: String, mode: Mode, id: hid_t) {
+        self.path = path
+        self.mode = mode
+        self.handle = HDF5Handle(id, release: H5Fclose)
+    }
+
+    deinit { handle.close() }
+
+    /// Creates (or truncates) the file at `path` and opens it for writing.
+    public static func create(path: String) throws -> HDF5File {
+        chdf5_silence_errors()
+        let directory = (path as NSString).deletingLastPathComponent
+        var isDirectory: ObjCBool = false
+        if !directory.isEmpty,
+           !FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) || !isDirectory.boolValue {
+            throw HDF5Error(.fileNotFound, "cannot create \(path): directory '\(directory)' does not exist")
+        }
+        let access = try strongCloseAccessList(verb: "create", path: path)
+        defer { H5Pclose(access) }
+        let id = H5Fcreate(path, chdf5_H5F_ACC_TRUNC(), chdf5_H5P_DEFAULT(), access)
+        try check(id, .cannot("create", path))
+        return HDF5File(path: path, mode: .readWrite, id: id)
+    }
+
+    /// Opens an existing file; a missing or non-HDF5 file is reported by path before HDF5 is involved.
+    public static func open(path: String, mode: Mode = .readOnly) throws -> HDF5File {
+        chdf5_silence_errors()
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw HDF5Error(.fileNotFound, "cannot open \(path): file not found")
+        }
+        if isDirectory.boolValue {
+            throw HDF5Error(.notAnHDF5File, "cannot open \(path): it is a directory")
+        }
+        if H5Fis_hdf5(path) == 0 {
+            throw HDF5Error(.notAnHDF5File, "cannot open \(path): not an HDF5 file")
+        }
+        let access = try strongCloseAccessList(verb: "open", path: path)
+        defer { H5Pclose(access) }
+        let flags = mode == .readOnly ? chdf5_H5F_ACC_RDONLY() : chdf5_H5F_ACC_RDWR()
+        let id = H5Fopen(path, flags, access)
+        try check(id, .cannot("open", path))
+        return HDF5File(path: path, mode: mode, id: id)
+    }
+
+    /// File access properties whose close degree makes `close()` really release the file (and its lock).
+    private static func strongCloseAccessList(verb: String, path: String) throws -> hid_t {
+        let access = try check(H5Pcreate(chdf5_H5P_FILE_ACCESS()), .cannot(verb, path))
+        if H5Pset_fclose_degree(access, H5F_CLOSE_STRONG) < 0 {
+            let error = HDF5Error.cannot(verb, path)
+            H5Pclose(access)
+            throw error
+        }
+        return access
+    }
+
+    /// The root group `/`; it shares the file's identifier, so it needs no closing of its own.
+    public var root: HDF5Group { HDF5Group(file: self, handle: handle, path: "/") }
+
+    /// Whether the file is still open.
+    public var isOpen: Bool { handle.isValid }
+
+    /// Writes all buffered data to disk, so readers see a consistent file.
+    public func flush() throws {
+        try check(H5Fflush(handle.id, H5F_SCOPE_GLOBAL), failure("flush"))
+    }
+
+    /// Closes the file and every object opened from it; calling it again does nothing.
+    public func close() throws {
+        guard handle.isValid else { return }
+        if handle.close() < 0 { throw HDF5Error.cannot("close", path) }
+    }
+
+    /// Number of groups, datasets and attributes still open in this file (for leak tests).
+    var openObjectCount: Int {
+        guard isOpen else { return 0 }
+        let kinds = UInt32(H5F_OBJ_DATASET | H5F_OBJ_GROUP | H5F_OBJ_DATATYPE | H5F_OBJ_ATTR)
+        return Int(H5Fget_obj_count(handle.id, kinds))
+    }
+
+    /// An error for `verb` on this file or on `object` in it (e.g. "dataset 'a/b'").
+    func failure(_ verb: String, _ object: String? = nil, kind: HDF5Error.Kind? = nil, reason: String? = nil)
+        -> HDF5Error
+    {
+        let target = object.map { "\($0) in \(path)" } ?? path
+        if !isOpen {
+            return .cannot(verb, target, kind: .fileClosed, reason: "the file is closed")
+        }
+        return .cannot(verb, target, kind: kind, reason: reason)
+    }
+}
+
+/// Formats an absolute in-file path for messages: "runs/a/loss" rather than "/runs/a/loss".
+func displayPath(_ path: String) -> String {
+    path == "/" ? "/" : String(path.drop(while: { $0 == "/" }))
+}
+
+/// Joins a group path and a relative (or absolute) member path.
+func joinPath(_ base: String, _ member: String) -> String {
+    if member.hasPrefix("/") { return member }
+    return base == "/" ? "/" + member : base + "/" + member
+}

@@ -1,0 +1,41 @@
+import ContinualCore
+
+/// Analytic compute and memory costs of a model, counted from its layer sizes.
+///
+/// Conventions (stated so numbers can be compared): a multiply-add is 2 FLOPs; a bias add is
+/// 1 FLOP per unit; activations cost `Activation.flopsPerUnit` (ReLU 1, tanh/sigmoid 4); the
+/// loss is not counted. Backward through a dense layer costs 2·in·out for ∂W, out for ∂b,
+/// 2·in·out for ∂x (skipped for the first layer), plus activation derivatives (1 per unit for
+/// ReLU, 2 for tanh/sigmoid). Per route only one copy of a multi-copy layer is used.
+public struct CostModel: Sendable, Equatable {
+    public var totalParameters: Int
+    public var trainableParameters: Int
+    /// float32 weights and biases, all copies.
+    public var modelBytes: Int
+    public var flopsPerPrediction: Int
+    /// Forward + backward for one sample, without the optimizer.
+    public var flopsPerTrainingSample: Int
+    /// Optimizer update of all trainable parameters (once per step).
+    public var flopsPerOptimizerStep: Int
+
+    public init(model: MLP, optimizer: Optimizer) {
+        totalParameters = model.parameterCount
+        trainableParameters = model.trainableCount
+        modelBytes = model.parameterCount * MemoryLayout<Float>.size
+        var forward = 0, backward = 0
+        for (l, layer) in model.layers.enumerated() {
+            let macs = layer.inputs * layer.outputs
+            forward += 2 * macs + layer.outputs + layer.activation.flopsPerUnit * layer.outputs
+            let activationDerivative = layer.activation == .identity ? 0 : (layer.activation == .relu ? 1 : 2)
+            backward += 2 * macs + layer.outputs + activationDerivative * layer.outputs + (l > 0 ? 2 * macs : 0)
+        }
+        flopsPerPrediction = forward
+        flopsPerTrainingSample = forward + backward
+        flopsPerOptimizerStep = optimizer.flopsPerParameter * model.trainableCount
+    }
+
+    /// FLOPs per training sample including the optimizer's share at batch size `batch`.
+    public func flopsPerTrainingSample(batch: Int) -> Double {
+        Double(flopsPerTrainingSample) + Double(flopsPerOptimizerStep) / Double(max(batch, 1))
+    }
+}

@@ -1,0 +1,157 @@
+import ContinualCore
+
+/// A habit-tracking user whose behaviour drifts through phases; one sample is one day, and the
+/// label is whether the habit is completed the next day (binary).
+///
+/// Days are simulated in order (streak and 30-day rate carry over between phases); each phase is
+/// one experience of `train_per_experience + test_per_experience` consecutive days, split at
+/// random into train and test. Drift between phases is sudden and *real* (the labelling function
+/// changes, see `HabitPhase`); the default phases are morning → night → reminder fatigue →
+/// weekend-only → morning again (a recurring concept).
+public struct HabitDriftScenario: ScenarioOptions {
+    public static let typeName = "habit_drift"
+    public static let summary = "habit-tracking user: next-day completion (binary), drifting through behavioural phases"
+
+    public var trainPerExperience: Int
+    public var testPerExperience: Int
+    public var phases: [HabitPhase]
+    /// Probability that a label is flipped after drawing it (extra noise).
+    public var labelNoise: Double
+    /// Seed of the data; nil = derived from the run's seed.
+    public var seed: UInt64?
+    /// Simulated days before the first recorded day (to warm up streak and 30-day rate).
+    public var warmupDays: Int
+
+    public init(trainPerExperience: Int = 2000, testPerExperience: Int = 500,
+                phases: [HabitPhase] = HabitDriftScenario.defaultPhases, labelNoise: Double = 0,
+                seed: UInt64? = nil, warmupDays: Int = 30) {
+        self.trainPerExperience = trainPerExperience
+        self.testPerExperience = testPerExperience
+        self.phases = phases
+        self.labelNoise = labelNoise
+        self.seed = seed
+        self.warmupDays = warmupDays
+    }
+
+    public static let defaultPhases: [HabitPhase] = ["morning", "night", "reminder_fatigue", "weekend_only", "morning"]
+        .map { HabitPhase.presets[$0]! }
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case trainPerExperience = "train_per_experience", testPerExperience = "test_per_experience"
+        case phases, labelNoise = "label_noise", seed, warmupDays = "warmup_days"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.strictContainer(keyedBy: CodingKeys.self, alsoAllowed: ["type"])
+        trainPerExperience = try c.decode(.trainPerExperience, default: 2000)
+        testPerExperience = try c.decode(.testPerExperience, default: 500)
+        phases = try c.decode(.phases, default: HabitDriftScenario.defaultPhases)
+        labelNoise = try c.decode(.labelNoise, default: 0)
+        seed = try c.decodeIfPresent(UInt64.self, forKey: .seed)
+        warmupDays = try c.decode(.warmupDays, default: 30)
+        try c.require(trainPerExperience >= 1, .trainPerExperience, "must be ≥ 1, got \(trainPerExperience)")
+        try c.require(testPerExperience >= 1, .testPerExperience, "must be ≥ 1, got \(testPerExperience)")
+        try c.require(!phases.isEmpty, .phases, "needs at least one phase")
+        try c.require((0...0.5).contains(labelNoise), .labelNoise, "must be in 0...0.5, got \(labelNoise)")
+        try c.require(warmupDays >= 0, .warmupDays, "must be ≥ 0, got \(warmupDays)")
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(trainPerExperience, forKey: .trainPerExperience)
+        try c.encode(testPerExperience, forKey: .testPerExperience)
+        try c.encode(phases, forKey: .phases)
+        try c.encode(labelNoise, forKey: .labelNoise)
+        try c.encodeIfPresent(seed, forKey: .seed)
+        try c.encode(warmupDays, forKey: .warmupDays)
+    }
+
+    public func makeStream(seed runSeed: UInt64) throws -> ExperienceStream {
+        let dataSeed = seed ?? runSeed
+        var rng = RandomSource(seed: dataSeed, stream: "scenario.habit_drift")
+        var simulator = HabitSimulator(rng: rng.derived("days"))
+        if let first = phases.first {
+            for _ in 0..<warmupDays { _ = simulator.nextDay(phase: first) }
+        }
+        var experiences: [Experience] = []
+        let perPhase = trainPerExperience + testPerExperience
+        for (index, phase) in phases.enumerated() {
+            var days: [(features: [Float], label: Int32)] = []
+            days.reserveCapacity(perPhase)
+            for _ in 0..<perPhase {
+                let (day, completed) = simulator.nextDay(phase: phase)
+                var label: Int32 = completed ? 1 : 0
+                if labelNoise > 0 && rng.bernoulli(labelNoise) { label = 1 - label }
+                days.append((day.features, label))
+            }
+            var order = Array(0..<perPhase)
+            rng.shuffle(&order)
+            let testSet = Set(order.prefix(testPerExperience))
+            var train = Samples(dimension: HabitDay.featureNames.count)
+            var test = Samples(dimension: HabitDay.featureNames.count)
+            for (k, d) in days.enumerated() {
+                if testSet.contains(k) {
+                    test.features.append(contentsOf: d.features)
+                    test.labels.append(d.label)
+                } else {
+                    train.features.append(contentsOf: d.features)
+                    train.labels.append(d.label)
+                }
+            }
+            let previous = index > 0 ? phases[index - 1].name : ""
+            experiences.append(Experience(
+                index: index, name: phase.name, train: train, test: test,
+                metadata: ["phase": phase.name, "drift": index == 0 ? "none" : "sudden",
+                           "drift_kind": "real", "previous_phase": previous, "user": "0",
+                           "days": "\(perPhase)"]))
+        }
+        return ExperienceStream(
+            name: Self.typeName, featureNames: HabitDay.featureNames, head: .binary, experiences: experiences,
+            metadata: ["generator": Self.typeName, "seed": "\(dataSeed)", "label": "habit completed the next day"])
+    }
+}
+
+/// The day-by-day state of one simulated user.
+struct HabitSimulator {
+    var rng: RandomSource
+    var day = 0
+    var streak = 0
+    var history: [Bool] = []
+    var completedToday = false
+    var reminderToday = false
+
+    init(rng: RandomSource) { self.rng = rng }
+
+    /// Simulates today and returns its features and whether the habit is completed tomorrow.
+    mutating func nextDay(phase: HabitPhase) -> (HabitDay, Bool) {
+        let hour: Double
+        if rng.bernoulli(phase.irregularDays) {
+            hour = rng.uniform(0, 24)
+        } else {
+            let h = phase.activityHour + phase.activitySpread * rng.normal()
+            hour = (h.truncatingRemainder(dividingBy: 24) + 24).truncatingRemainder(dividingBy: 24)
+        }
+        let launches = min(Double(rng.poisson(mean: phase.launchRate)), 10) / 10
+        var opened = 0
+        let sent = reminderToday ? 3 : 0
+        for _ in 0..<sent where rng.bernoulli(phase.openRate) { opened += 1 }
+        let reminderTomorrow = rng.bernoulli(phase.reminderRate)
+        let weekendTomorrow = (day + 1) % 7 >= 5
+        let recent = history.suffix(30)
+        let rate = recent.isEmpty ? 0.5 : Double(recent.filter { $0 }.count) / Double(recent.count)
+        let features = HabitDay(
+            streak: min(Double(streak) / 30, 1), completionRate: rate, appLaunches: launches,
+            remindersOpened: sent == 0 ? 0 : Double(opened) / Double(sent), activityHour: hour,
+            weekendTomorrow: weekendTomorrow ? 1 : 0, reminderTomorrow: reminderTomorrow ? 1 : 0,
+            completedToday: completedToday ? 1 : 0, sleep: rng.normal() * 0.5)
+        let completed = rng.bernoulli(phase.completionProbability(features))
+        // Advance to tomorrow.
+        streak = completed ? streak + 1 : 0
+        history.append(completed)
+        if history.count > 30 { history.removeFirst(history.count - 30) }
+        completedToday = completed
+        reminderToday = reminderTomorrow
+        day += 1
+        return (features, completed)
+    }
+}

@@ -1,0 +1,45 @@
+import ArgumentParser
+import Foundation
+
+/// `continual`: run continual-learning experiments described in JSON, write HDF5 results.
+struct ContinualCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "continual",
+        abstract: "Continual-learning experiments for on-device personalisation: JSON in, HDF5 out.",
+        discussion: """
+        Exit codes: 0 success, 1 a run failed or diverged, 2 bad input (invalid JSON, unknown key, \
+        missing file, bad option).
+        """,
+        subcommands: [RunCommand.self, ValidateCommand.self, InspectCommand.self, BenchCommand.self]
+    )
+
+    /// Like `ParsableCommand.main()`, but usage errors exit with 2 (bad input), not 64.
+    static func main() {
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch let error as CLIFailure {
+            FileHandle.standardError.write(Data("error: \(error.message)\n".utf8))
+            Foundation.exit(error.code)
+        } catch {
+            let code = exitCode(for: error)
+            if code == .success || code == .failure {
+                exit(withError: error)
+            }
+            FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+            Foundation.exit(code == .validationFailure ? 2 : code.rawValue)
+        }
+    }
+}
+
+/// An error that ends the command with a message and a documented exit code.
+struct CLIFailure: Error {
+    var message: String
+    var code: Int32
+    static func badInput(_ message: String) -> CLIFailure { CLIFailure(message: message, code: 2) }
+    static func runFailed(_ message: String) -> CLIFailure { CLIFailure(message: message, code: 1) }
+}
+
+func printError(_ text: String) {
+    FileHandle.standardError.write(Data((text + "\n").utf8))
+}
