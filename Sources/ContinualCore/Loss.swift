@@ -12,8 +12,10 @@ public enum Loss {
             for i in 0..<count {
                 let z = logits[i]
                 let y: Float = labels[i] == 0 ? 0 : 1
-                total += Double(max(z, 0) - y * z + _log1pf(_expf(-abs(z))))
-                logits[i] = (Activation.sigmoid(z) - y) * scale
+                let e = _expf(-abs(z))               // one exponential serves loss and sigmoid
+                total += Double(max(z, 0) - y * z + _log1pf(e))
+                let sigma = z >= 0 ? 1 / (1 + e) : e / (1 + e)
+                logits[i] = (sigma - y) * scale
             }
         case .multiclass(let k):
             for i in 0..<count {
