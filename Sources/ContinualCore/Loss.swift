@@ -22,15 +22,16 @@ public enum Loss {
                 let row = logits + i &* k
                 var m = row[0]
                 for j in 1..<k { m = max(m, row[j]) }
+                let label = Int(labels[i])
+                let zLabel = row[label]
                 var sum: Float = 0
                 for j in 0..<k {
                     let e = _expf(row[j] - m)
                     row[j] = e
                     sum += e
                 }
-                let label = Int(labels[i])
-                let pLabel = row[label] / sum
-                total += Double(-_logf(max(pLabel, .leastNormalMagnitude)))
+                // ℓ = logsumexp(z) − z_y = (m − z_y) + log Σ e^(z−m): exact even when p_y underflows.
+                total += Double(m - zLabel) + Double(_logf(sum))
                 let inv = 1 / sum
                 for j in 0..<k { row[j] = row[j] * inv * scale }
                 row[label] -= scale
