@@ -10,6 +10,8 @@ public enum Registry {
     public static let strategies: [any PluginOptions.Type] = [
         Naive.Options.self,
         Joint.Options.self,
+        EWC.Options.self,
+        SynapticIntelligence.Options.self,
     ]
 
     public static let scenarios: [any ScenarioOptions.Type] = [
