@@ -111,6 +111,12 @@ public struct ExperienceContext {
     /// Route used for this experience's samples.
     public var route: Int32
 
+    public init(index: Int, experiences: [Experience], route: Int32) {
+        self.index = index
+        self.experiences = experiences
+        self.route = route
+    }
+
     public var experience: Experience { experiences[index] }
     public var seen: ArraySlice<Experience> { experiences[0...index] }
 }
@@ -125,6 +131,17 @@ public struct StepObservation {
     public var parametersAfter: UnsafeBufferPointer<Float>
     public var experienceIndex: Int
     public var stepInExperience: Int
+
+    public init(taskGradient: UnsafeBufferPointer<Float>, totalGradient: UnsafeBufferPointer<Float>,
+                parametersBefore: UnsafeBufferPointer<Float>, parametersAfter: UnsafeBufferPointer<Float>,
+                experienceIndex: Int, stepInExperience: Int) {
+        self.taskGradient = taskGradient
+        self.totalGradient = totalGradient
+        self.parametersBefore = parametersBefore
+        self.parametersAfter = parametersAfter
+        self.experienceIndex = experienceIndex
+        self.stepInExperience = stepInExperience
+    }
 }
 
 /// Values a plugin asks the results writer to store in its run group, by name.
