@@ -10,6 +10,7 @@ public enum Registry {
     public static let strategies: [any PluginOptions.Type] = [
         Naive.Options.self,
         Joint.Options.self,
+        Replay.Options.self,
     ]
 
     public static let scenarios: [any ScenarioOptions.Type] = [
