@@ -68,4 +68,17 @@ struct ClassBalancedTests {
         #expect(counts[2] == 6)
         #expect(abs(counts[0] - counts[1]) <= 1, "counts \(counts)")
     }
+
+    @Test("within each class the buffer samples the whole stream, not its end (4 classes, capacity 30)")
+    func withinClassUniform() {
+        let buckets = 10, n = 400, runs = 1000
+        var mass = [Int](repeating: 0, count: buckets)
+        for run in 0..<runs {
+            let memory = Self.fill(capacity: 30, count: n, seed: UInt64(1000 + run)) { _, rng in Int32(rng.uniformInt(below: 4)) }
+            #expect(memory.count == 30)
+            for o in memory.origins { mass[o.position * buckets / n] += 1 }
+        }
+        let expected = Double(runs * 30) / Double(buckets)
+        for m in mass { #expect(abs(Double(m) - expected) < 0.15 * expected, "per-bucket mass \(mass)") }
+    }
 }

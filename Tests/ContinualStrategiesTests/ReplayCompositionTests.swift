@@ -70,6 +70,19 @@ struct ReplayCompositionTests {
         #expect(Set(replay.memory.origins.map(\.experience)) == [0, 1, 2, 3, 4])
     }
 
+    @Test("every policy keeps samples of every experience (none degenerates to the latest data)",
+          arguments: BufferPolicyKind.allCases)
+    func everyExperienceRepresented(policy: BufferPolicyKind) throws {
+        let stream = try ReplayTestSupport.stream(train: 300, test: 20)
+        let (trainer, _) = try ReplayTestSupport.train([Replay(options: Replay.Options(capacity: 51, policy: policy))],
+                                                       on: stream, epochs: 1)
+        let replay = try #require(trainer.plugins[0] as? Replay)
+        var perExperience = [Int](repeating: 0, count: 5)
+        for o in replay.memory.origins { perExperience[o.experience] += 1 }
+        #expect(replay.memory.count == 51)
+        #expect(perExperience.allSatisfy { $0 >= 3 }, "\(policy.rawValue): per-experience counts \(perExperience)")
+    }
+
     static func decode(_ json: String) throws -> Replay.Options {
         try JSONDecoder().decode(Replay.Options.self, from: Data(json.utf8))
     }

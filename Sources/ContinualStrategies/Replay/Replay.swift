@@ -25,6 +25,9 @@ public struct Replay: StrategyPlugin {
     private var positions: [UInt64: [Int]] = [:]
     private var slots: [Int] = []
     private var row: [Float] = []
+    /// One decoded sample; appended through `Batch.append(from:index:route:)`, which is compiled
+    /// in Core for `Samples` (the generic `append(features:)` is not specialised across modules).
+    private var scratch = Samples(dimension: 0)
     private var classCountsAfter: [[Int]] = []
     private var bytesAfter: [Int] = []
 
@@ -57,6 +60,7 @@ public struct Replay: StrategyPlugin {
         bufferRNG = context.randomSource("replay.buffer")
         batchRNG = context.randomSource("replay.batch")
         row = [Float](repeating: 0, count: context.dimension)
+        scratch = Samples(dimension: context.dimension, features: row, labels: [0], routes: [0])
         offered = 0
         classCountsAfter = []
         bytesAfter = []
@@ -81,8 +85,10 @@ public struct Replay: StrategyPlugin {
             for t in 0..<min(replayCount, n) {
                 slots.swapAt(t, t + batchRNG.uniformInt(below: n - t))
                 let s = slots[t]
-                memory.decode(s, into: &row)
-                batch.append(features: row, label: memory.labels[s], route: memory.routes[s])
+                memory.decode(s, into: &scratch.features)
+                scratch.labels[0] = memory.labels[s]
+                scratch.routes![0] = memory.routes[s]
+                batch.append(from: scratch, index: 0, route: memory.routes[s])
             }
         }
         if streamRemaining > 0 {
