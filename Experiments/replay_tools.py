@@ -16,6 +16,7 @@ POLICIES = ["reservoir", "class_balanced", "coreset_herding", "coreset_kcenter"]
 
 def configs():
     yield "naive", ["naive"]
+    yield "joint", ["joint"]
     yield "reservoir-200", [{"type": "replay", "policy": "reservoir", "capacity": 200}]
     for policy in POLICIES:
         for label, b in BUDGETS:
@@ -50,16 +51,30 @@ def table(path):
     import h5py, numpy as np
     with h5py.File(path, "r") as f:
         s = f["summary"][()]
+        capacity = {}
+        for run in f["runs"].values():
+            plugins = run.get("plugins")
+            for p in (plugins.values() if plugins is not None else []):
+                if "capacity_samples" in p.attrs:
+                    capacity[run.attrs["name"]] = (int(p.attrs["capacity_samples"]), int(p.attrs["buffer_bytes"]))
     names = [n.decode() if isinstance(n, bytes) else n for n in s["name"]]
     groups = OrderedDict()
     for i, n in enumerate(names):
         groups.setdefault(n.rsplit("-s", 1)[0], []).append(i)
-    print("| configuration | runs | ACC % (mean ± std) | BWT pts (mean ± std) |")
-    print("|---|---|---|---|")
+    print("| configuration | buffer (samples / bytes) | runs | ACC % (mean ± std) | BWT pts (mean ± std) |")
+    print("|---|---|---|---|---|")
     for g, idx in groups.items():
         acc = np.array([s["acc"][i] for i in idx]) * 100
         bwt = np.array([s["bwt"][i] for i in idx]) * 100
-        print(f"| {g} | {len(idx)} | {acc.mean():.2f} ± {acc.std(ddof=1):.2f} | {bwt.mean():+.2f} ± {bwt.std(ddof=1):.2f} |")
+        cap = capacity.get(names[idx[0]])
+        buf = f"{cap[0]} / {cap[1]} B" if cap else "—"
+        print(f"| {g} | {buf} | {len(idx)} | {acc.mean():.2f} ± {acc.std(ddof=1):.2f} | {bwt.mean():+.2f} ± {bwt.std(ddof=1):.2f} |")
+    if "naive" in groups and "reservoir-200" in groups:
+        by_seed = lambda g: {int(s["seed"][i]): (s["acc"][i], s["bwt"][i]) for i in groups[g]}
+        a, b = by_seed("naive"), by_seed("reservoir-200")
+        wins = [(seed, (b[seed][0] - a[seed][0]) * 100, (b[seed][1] - a[seed][1]) * 100) for seed in sorted(a) if seed in b]
+        print("\nreservoir-200 minus naive, per seed (ACC pts, BWT pts): "
+              + ", ".join(f"s{seed}: {da:+.2f}, {db:+.2f}" for seed, da, db in wins))
 
 
 if __name__ == "__main__":
