@@ -12,6 +12,7 @@ public enum Registry {
         Joint.Options.self,
         EWC.Options.self,
         SynapticIntelligence.Options.self,
+        Replay.Options.self,
     ]
 
     public static let scenarios: [any ScenarioOptions.Type] = [
