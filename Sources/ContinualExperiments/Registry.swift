@@ -10,6 +10,10 @@ public enum Registry {
     public static let strategies: [any PluginOptions.Type] = [
         Naive.Options.self,
         Joint.Options.self,
+        Adapters.Options.self,
+        LoRA.Options.self,
+        LastLayer.Options.self,
+        BitFit.Options.self,
     ]
 
     public static let scenarios: [any ScenarioOptions.Type] = [
