@@ -111,7 +111,9 @@ struct RoutedIsolation {
             }
             correctRoutes = routes.lazy.filter { $0 == j }.count
         }
-        if current >= 0 && current < T && j < T {
+        // Defined for experiences seen so far (j ≤ current); later ones stay NaN, as their
+        // adapter does not exist yet for entropy routing.
+        if current >= 0 && current < T && j <= current {
             routingAccuracy[current][j] = Double(correctRoutes) / Double(n)
         }
         return Self.predict(model: model, samples: samples, routes: routes, workspace: ws)
@@ -175,7 +177,7 @@ struct RoutedIsolation {
         if T > 0 {
             report.arrays["routing_accuracy"] = .init(
                 values: routingAccuracy.flatMap { $0 }, shape: [T, T], attributes: [
-                    "meaning": .string("fraction of test samples of experience j (column) routed to their true adapter after training experience i (row); task_id and context route by construction (1.0)"),
+                    "meaning": .string("fraction of test samples of experience j (column) routed to their true adapter after training experience i (row), for j <= i (NaN above the diagonal); task_id and context route by construction (1.0)"),
                     "units": .string("fraction (0..1)")])
             report.arrays["routing_accuracy_final"] = .init(
                 values: routingAccuracy.last ?? [], attributes: [

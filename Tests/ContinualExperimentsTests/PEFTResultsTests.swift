@@ -40,7 +40,9 @@ import ContinualHDF5
         let routing = try adapters.openDataset("routing_accuracy")
         #expect(try routing.shape == [3, 3])
         let values: [Double] = try routing.read()
-        #expect(values.allSatisfy { (0...1).contains($0) })
+        // Lower triangle (experiences seen so far) in 0...1, NaN above the diagonal.
+        #expect(values.filter { !$0.isNaN }.count == 6)
+        #expect(values.filter { !$0.isNaN }.allSatisfy { (0...1).contains($0) })
         #expect(try adapters.attributes.string("routing") == "entropy")
         // Hand count, adapters r = 4 after both hidden layers: 148 + 76 = 224 per experience;
         // experience 0 also trains the plain core (321).
