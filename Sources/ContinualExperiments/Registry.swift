@@ -10,6 +10,9 @@ public enum Registry {
     public static let strategies: [any PluginOptions.Type] = [
         Naive.Options.self,
         Joint.Options.self,
+        EWC.Options.self,
+        SynapticIntelligence.Options.self,
+        Replay.Options.self,
         Adapters.Options.self,
         LoRA.Options.self,
         LastLayer.Options.self,
