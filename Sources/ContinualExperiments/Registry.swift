@@ -21,6 +21,9 @@ public enum Registry {
 
     public static let scenarios: [any ScenarioOptions.Type] = [
         HabitDriftScenario.self,
+        NotificationEngagementScenario.self,
+        AppUsageScenario.self,
+        HealthBaselineScenario.self,
     ]
 
     public static func strategy(named name: String) -> (any PluginOptions.Type)? {
