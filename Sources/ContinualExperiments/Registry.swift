@@ -24,6 +24,7 @@ public enum Registry {
         NotificationEngagementScenario.self,
         AppUsageScenario.self,
         HealthBaselineScenario.self,
+        DatasetScenario.self,
     ]
 
     public static func strategy(named name: String) -> (any PluginOptions.Type)? {

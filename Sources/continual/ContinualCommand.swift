@@ -10,7 +10,7 @@ struct ContinualCommand: ParsableCommand {
         Exit codes: 0 success, 1 a run failed or diverged, 2 bad input (invalid JSON, unknown key, \
         missing file, bad option).
         """,
-        subcommands: [RunCommand.self, ValidateCommand.self, InspectCommand.self, BenchCommand.self]
+        subcommands: [RunCommand.self, ValidateCommand.self, InspectCommand.self, BenchCommand.self, ScenarioCommand.self]
     )
 
     /// Like `ParsableCommand.main()`, but usage errors exit with 2 (bad input), not 64.
