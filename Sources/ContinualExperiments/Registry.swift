@@ -25,6 +25,8 @@ public enum Registry {
         AppUsageScenario.self,
         HealthBaselineScenario.self,
         DatasetScenario.self,
+        SplitDigitsScenario.self,
+        PermutedDigitsScenario.self,
     ]
 
     public static func strategy(named name: String) -> (any PluginOptions.Type)? {
