@@ -67,6 +67,8 @@ public enum ResultsWriter {
             _ = try g.write(meta, name: "experience_metadata")
         }
         for (k, v) in r.streamMetadata.sorted(by: { $0.key < $1.key }) { try a.set("stream_" + k, v) }
+        if let curve = r.prequential { try writePrequential(curve, into: g) }
+        if let population = r.population { try writePopulation(population, into: g) }
         guard let o = r.outcome, let m = r.metrics, let c = r.costs else { return }
         let T = o.accuracy.count
         let experience = try g.write((0..<T).map { Int64($0) }, shape: [T], name: "experience", compress: false)

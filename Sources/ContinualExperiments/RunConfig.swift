@@ -11,9 +11,11 @@ public struct RunConfig: Codable, Sendable, Equatable {
     public var optimizer: OptimizerConfig
     public var training: TrainingConfig
     public var strategy: [StrategySpec]
+    /// One model per simulated user (nil = a single stream); see PopulationConfig.
+    public var population: PopulationConfig? = nil
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case name, seed, scenario, model, optimizer, training, strategy
+        case name, seed, scenario, model, optimizer, training, strategy, population
     }
 
     public init(name: String, seed: UInt64, scenario: ScenarioSpec, model: ModelConfig = ModelConfig(),
@@ -38,6 +40,7 @@ public struct RunConfig: Codable, Sendable, Equatable {
         training = try c.decode(.training, default: TrainingConfig())
         strategy = try c.decode(.strategy, default: [StrategySpec(NaiveOptionsShim.make())])
         try c.require(!strategy.isEmpty, .strategy, "needs at least one plugin (use \"naive\" for plain fine-tuning)")
+        population = try c.decodeIfPresent(PopulationConfig.self, forKey: .population)
     }
 
     /// Canonical JSON text (sorted keys, defaults filled in).

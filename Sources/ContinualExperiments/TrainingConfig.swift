@@ -9,12 +9,22 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
     public var evalBatchSize = 512
     /// Mean epoch loss above which a run is reported as diverged; nil (JSON null) disables it.
     public var divergenceLoss: Double? = 1e4
+    /// `batch` (experience by experience, `epochs` passes) or `prequential` (online: predict each
+    /// training sample, then learn from it; one pass; see PrequentialTrainer).
+    public var mode: Mode = .batch
+    /// Prequential mode: accuracy is averaged over the last `window` predictions...
+    public var window = 100
+    /// ...and recorded every `record_every` samples.
+    public var recordEvery = 10
+
+    public enum Mode: String, Codable, Sendable, CaseIterable { case batch, prequential }
 
     public init() {}
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case epochs, batchSize = "batch_size", shuffle, resetOptimizer = "reset_optimizer"
         case evalBatchSize = "eval_batch_size", divergenceLoss = "divergence_loss"
+        case mode, window, recordEvery = "record_every"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -28,11 +38,20 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
             divergenceLoss = try c.decodeNil(forKey: .divergenceLoss) ? nil : c.decode(Double.self, forKey: .divergenceLoss)
         }
         try c.require((divergenceLoss ?? 1) > 0, .divergenceLoss, "must be > 0 or null, got \(divergenceLoss ?? 0)")
+        mode = try c.decodeChoice(.mode, default: .batch)
+        window = try c.decode(.window, default: 100)
+        recordEvery = try c.decode(.recordEvery, default: 10)
+        try c.require(window >= 1, .window, "must be ≥ 1, got \(window)")
+        try c.require(recordEvery >= 1, .recordEvery, "must be ≥ 1, got \(recordEvery)")
+        try c.require(mode == .prequential || (!c.contains(.window) && !c.contains(.recordEvery)), .window,
+                      "window and record_every apply only to \"mode\": \"prequential\"")
         try c.require(epochs >= 1 && epochs <= 100_000, .epochs, "must be in 1...100000, got \(epochs)")
         try c.require(batchSize >= 1 && batchSize <= 1_000_000, .batchSize, "must be in 1...1000000, got \(batchSize)")
         try c.require(evalBatchSize >= 1, .evalBatchSize, "must be ≥ 1, got \(evalBatchSize)")
     }
 
+    /// All options; the prequential ones only in prequential mode, so batch runs keep the
+    /// canonical JSON (and run ids) they had before the mode existed.
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(epochs, forKey: .epochs)
@@ -41,6 +60,11 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
         try c.encode(resetOptimizer, forKey: .resetOptimizer)
         try c.encode(evalBatchSize, forKey: .evalBatchSize)
         if let divergenceLoss { try c.encode(divergenceLoss, forKey: .divergenceLoss) } else { try c.encodeNil(forKey: .divergenceLoss) }
+        if mode == .prequential {
+            try c.encode(mode, forKey: .mode)
+            try c.encode(window, forKey: .window)
+            try c.encode(recordEvery, forKey: .recordEvery)
+        }
     }
 
     public var options: TrainingOptions {
