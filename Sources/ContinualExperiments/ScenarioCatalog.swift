@@ -1,5 +1,6 @@
 import Foundation
 import ContinualCore
+import ContinualScenarios
 
 /// What `continual scenario list / describe / export` need: resolving a scenario from its name
 /// and a JSON options file (or from an experiment file), and describing its defaults.
@@ -40,5 +41,16 @@ public enum ScenarioCatalog {
     /// Canonical JSON of a scenario spec (stored in exported files).
     public static func canonicalJSON(_ spec: ScenarioSpec) -> String {
         (try? JSONValue.encodeCanonicalText(spec)) ?? "{}"
+    }
+
+    /// Phase presets a generator accepts by name (empty for scenarios without phases).
+    public static func phasePresets(name: String) -> [String] {
+        switch name {
+        case HabitDriftScenario.typeName: return HabitPhase.presetNames
+        case NotificationEngagementScenario.typeName: return NotificationPhase.presetNames
+        case AppUsageScenario.typeName: return AppUsagePhase.presetNames
+        case HealthBaselineScenario.typeName: return HealthPhase.presetNames
+        default: return []
+        }
     }
 }

@@ -33,6 +33,12 @@ struct ScenarioCommand: ParsableCommand {
             if let defaults = ScenarioCatalog.defaultsJSON(name: name) {
                 print("Options with their defaults (docs/scenarios.md explains each):")
                 print(defaults)
+                let presets = ScenarioCatalog.phasePresets(name: name)
+                if !presets.isEmpty {
+                    print("\nPhase presets (a name, or {\"preset\": NAME, <key>: value} to override): \(presets.joined(separator: ", "))")
+                    print("drift: {\"type\": sudden|gradual|incremental|recurring, \"width\": N, \"kind\": real|virtual, \"repeats\": N}")
+                    print("cut: \"drift_points\" | \"week\" | \"month\" | N (samples per experience)")
+                }
             } else if name == "dataset" {
                 print("""
                 Options: path (required, .h5 in the scenario layout or .csv), classes (default: from the file),
