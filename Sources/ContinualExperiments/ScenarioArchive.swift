@@ -84,7 +84,7 @@ public enum ScenarioArchive {
             throw fail("not a ContinualKit scenario file (root attribute \"format\" must be \"\(format)\")")
         }
         let version = (try? a.scalar("format_version", as: Int64.self)) ?? 0
-        guard version == formatVersion else { throw fail("unsupported format_version \(version ?? 0) (this reader knows \(formatVersion))") }
+        guard version == formatVersion else { throw fail("unsupported format_version \(version) (this reader knows \(formatVersion))") }
         let name = try a.string("name") ?? "dataset"
         let headName = try a.string("head") ?? "multiclass"
         let classes = Int(try a.scalar("classes", as: Int64.self) ?? 0)

@@ -1,3 +1,5 @@
+import ContinualCore
+
 /// Which concept governs each sample of a generated timeline: the drift building block every
 /// generator uses, so sudden/gradual/incremental/recurring and real/virtual mean the same thing
 /// in all of them.
@@ -89,5 +91,3 @@ public struct DriftSchedule: Sendable, Equatable {
         k == 0 ? "none" : options.type.rawValue
     }
 }
-
-import ContinualCore
