@@ -54,7 +54,7 @@ extension HDF5Group {
 
 extension HDF5Dataset {
     /// Absolute in-file paths of the dimension scales attached to `dimension`.
-    func attachedScalePaths(dimension: Int) throws -> [String] {
+    public func attachedScalePaths(dimension: Int) throws -> [String] {
         final class Names { var values: [String] = [] }
         let names = Names()
         var index: Int32 = 0
