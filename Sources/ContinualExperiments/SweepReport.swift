@@ -117,7 +117,7 @@ public enum SweepReport {
         switch v {
         case .string(let s): return s
         case .int(let i): return String(i)
-        case .double(let d): return "\(d)"
+        case .double(let d): return d == d.rounded() && abs(d) < 1e15 ? String(Int64(d)) : "\(d)"
         }
     }
 }
