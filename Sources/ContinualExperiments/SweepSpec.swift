@@ -37,6 +37,9 @@ public struct SweepSpec: Sendable, Equatable {
     public var seed: UInt64
     /// The block as written (stored in results files).
     public var json: JSONValue
+    /// For a list of blocks (`"sweep": [{…}, {…}]`): the blocks, combined as a cartesian product
+    /// (e.g. a random search × every seed). `parameters` then lists all of theirs, in order.
+    public var parts: [SweepSpec] = []
 
     static let keys: Set<String> = ["mode", "parameters", "samples", "seed"]
     /// Grids larger than this are refused (almost certainly a mistake).
@@ -44,6 +47,20 @@ public struct SweepSpec: Sendable, Equatable {
 
     /// Parses the block at `location` (e.g. `.sweep`); `runKeys` are the keys a path may start with.
     public static func parse(_ value: JSONValue, at location: String, file: String, runKeys: Set<String>) throws -> SweepSpec {
+        if case .array(let blocks) = value {
+            guard !blocks.isEmpty else { throw ConfigError(file: file, location: location, message: "expected a sweep block or a non-empty list of blocks") }
+            let parts = try blocks.enumerated().map { try parse($1, at: "\(location)[\($0)]", file: file, runKeys: runKeys) }
+            var seen = Set<String>()
+            var total = 1
+            for (i, part) in parts.enumerated() {
+                for p in part.parameters where !seen.insert(p.path.text).inserted {
+                    throw ConfigError(file: file, location: "\(location)[\(i)].parameters[\"\(p.path.text)\"]", message: "swept in two blocks of the list")
+                }
+                total = total.multipliedReportingOverflow(by: part.points().count).partialValue
+                if total > maximumPoints || total < 0 { throw ConfigError(file: file, location: location, message: "the sweep has more than \(maximumPoints) points") }
+            }
+            return SweepSpec(mode: .grid, parameters: parts.flatMap(\.parameters), samples: 0, seed: 0, json: value, parts: parts)
+        }
         func fail(_ where_: String, _ message: String) -> ConfigError {
             ConfigError(file: file, location: location + where_, message: message)
         }
@@ -150,6 +167,12 @@ public struct SweepSpec: Sendable, Equatable {
 
     /// The sweep's points: each is one value per parameter, in `parameters` order.
     public func points() -> [[JSONValue]] {
+        if !parts.isEmpty {
+            return parts.reduce([[]]) { acc, part in
+                let points = part.points()
+                return acc.flatMap { prefix in points.map { prefix + $0 } }
+            }
+        }
         switch mode {
         case .grid:
             var out: [[JSONValue]] = [[]]

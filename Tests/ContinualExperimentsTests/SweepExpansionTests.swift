@@ -137,3 +137,25 @@ struct SweepExpansionTests {
         #expect(throws: ShardError.self) { try SweepShard.parse("1-3") }
     }
 }
+
+@Suite("Sweep block lists")
+struct SweepBlockListTests {
+    @Test func aListOfBlocksIsTheirCartesianProduct() throws {
+        let e = try SweepFixtures.experiment("""
+        {"name": "x", "scenario": {"type": "habit_drift", "train_per_experience": 50, "test_per_experience": 20}, "strategy": ["naive"],
+         "sweep": [{"mode": "random", "samples": 4, "seed": 1, "parameters": {"optimizer.lr": {"log_uniform": [0.001, 0.1]}}},
+                   {"parameters": {"seed": {"range": [0, 3]}}}]}
+        """)
+        #expect(e.runs.count == 12)
+        #expect(e.sweptPaths == ["optimizer.lr", "seed"])
+        #expect(e.runs.map(\.config.seed) == [0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2])
+        #expect(Set(e.runs.map(\.config.optimizer.learningRate)).count == 4)
+        #expect(e.runs[0].config.optimizer.learningRate == e.runs[2].config.optimizer.learningRate)
+        do {
+            _ = try SweepFixtures.experiment(#"{"name": "x", "scenario": "habit_drift", "sweep": [{"parameters": {"seed": [1]}}, {"parameters": {"seed": [2]}}]}"#)
+            Issue.record("a path swept in two blocks was accepted")
+        } catch let error as ConfigError {
+            #expect(error.location == ".sweep[1].parameters[\"seed\"]")
+        }
+    }
+}
