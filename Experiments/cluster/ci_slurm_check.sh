@@ -28,7 +28,7 @@ echo "[slurm-check] reference: unsharded sweep of $experiment"
 
 # shellcheck source=/dev/null
 source "$tool"            # defines slurm_ci_up/wait/down; turns on set -euo pipefail
-trap slurm_ci_down EXIT
+trap 'slurm_ci_down; rm -rf "$work"' EXIT
 slurm_ci_up
 cd "$work"
 ids=$(CONTINUAL="$continual" "$root/Experiments/cluster/submit.sh" "$experiment" "$shards" "$work/merged.h5")
@@ -43,4 +43,4 @@ count=$(ls "$work/merged.shards"/shard-*.h5 | wc -l)
 [ "$count" -eq "$shards" ] || { echo "expected $shards shard files, found $count" >&2; exit 1; }
 python3 "$root/Experiments/analysis/compare_summaries.py" "$work/reference.h5" "$work/merged.h5"
 echo "[slurm-check] OK: merged /summary of the job array equals the unsharded sweep's"
-rm -rf "$work/merged.shards"
+
