@@ -139,8 +139,9 @@ final class ProgressPrinter: @unchecked Sendable {
         let r = p.last
         let acc = r.metrics.map { String(format: "ACC %.2f%%", $0.acc * 100) } ?? r.status.rawValue
         if tty {
-            let line = String(format: "[%d/%d] %d failed · ETA %@ · last %@ (%@)", p.done, p.total, p.failed,
-                              Self.duration(p.etaSeconds), r.name, acc)
+            var line = String(format: "[%d/%d] %d failed · %@ elapsed · ETA %@ · last %@ (%@)", p.done, p.total, p.failed,
+                              Self.duration(p.elapsedSeconds), Self.duration(p.etaSeconds), r.name, acc)
+            if line.count >= Self.terminalWidth() { line = String(line.prefix(max(20, Self.terminalWidth() - 2))) + "…" }
             FileHandle.standardOutput.write(Data(("\r\u{1B}[K" + line).utf8))
             shown = true
         } else {
@@ -151,6 +152,12 @@ final class ProgressPrinter: @unchecked Sendable {
     }
 
     func end() { if shown { writeOut("\n") } }
+
+    /// Columns of the terminal (so the line never wraps, which would break the `\r` update).
+    static func terminalWidth() -> Int {
+        var size = winsize()
+        return ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0 && size.ws_col > 0 ? Int(size.ws_col) : 100
+    }
 
     static func duration(_ s: Double) -> String {
         guard s.isFinite else { return "?" }
