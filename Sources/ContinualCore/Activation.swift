@@ -27,7 +27,7 @@ public enum Activation: String, Sendable, Codable, CaseIterable, Equatable {
         case .identity:
             return
         case .relu:
-            for i in 0..<count where !(y[i] > 0) { grad[i] = 0 }
+            for i in 0..<count { grad[i] = y[i] > 0 ? grad[i] : 0 }
         case .tanh:
             for i in 0..<count { grad[i] *= 1 - y[i] * y[i] }
         case .sigmoid:

@@ -12,23 +12,26 @@ public enum Loss {
             for i in 0..<count {
                 let z = logits[i]
                 let y: Float = labels[i] == 0 ? 0 : 1
-                total += Double(max(z, 0) - y * z + _log1pf(_expf(-abs(z))))
-                logits[i] = (Activation.sigmoid(z) - y) * scale
+                let e = _expf(-abs(z))               // one exponential serves loss and sigmoid
+                total += Double(max(z, 0) - y * z + _log1pf(e))
+                let sigma = z >= 0 ? 1 / (1 + e) : e / (1 + e)
+                logits[i] = (sigma - y) * scale
             }
         case .multiclass(let k):
             for i in 0..<count {
                 let row = logits + i &* k
                 var m = row[0]
                 for j in 1..<k { m = max(m, row[j]) }
+                let label = Int(labels[i])
+                let zLabel = row[label]
                 var sum: Float = 0
                 for j in 0..<k {
                     let e = _expf(row[j] - m)
                     row[j] = e
                     sum += e
                 }
-                let label = Int(labels[i])
-                let pLabel = row[label] / sum
-                total += Double(-_logf(max(pLabel, .leastNormalMagnitude)))
+                // ℓ = logsumexp(z) − z_y = (m − z_y) + log Σ e^(z−m): exact even when p_y underflows.
+                total += Double(m - zLabel) + Double(_logf(sum))
                 let inv = 1 / sum
                 for j in 0..<k { row[j] = row[j] * inv * scale }
                 row[label] -= scale

@@ -47,64 +47,84 @@ public struct Optimizer: Sendable, Equatable {
         precondition(parameters.count == parameterCount, "optimizer state has \(parameterCount) entries, model \(parameters.count)")
         steps += 1
         let n = parameters.count
-        let t = Float(steps)
         let spec = self.spec
+        let t = Double(steps)
         parameters.withUnsafeMutableBufferPointer { pp in
             let p = pp.baseAddress!
             first.withUnsafeMutableBufferPointer { fp in
                 second.withUnsafeMutableBufferPointer { sp in
-                    let m = fp.baseAddress
-                    let v = sp.baseAddress
                     if let mask = trainable {
                         mask.withUnsafeBufferPointer { mk in
-                            for i in 0..<n where mk[i] {
-                                Optimizer.update(spec, i, p, gradient, m, v, t)
+                            // Frozen entries are skipped entirely: value and state stay bit-identical.
+                            var i = 0
+                            while i < n {
+                                guard mk[i] else { i += 1; continue }
+                                var j = i
+                                while j < n && mk[j] { j += 1 }
+                                Optimizer.update(spec, range: i..<j, p, gradient, fp.baseAddress, sp.baseAddress, t)
+                                i = j
                             }
                         }
                     } else {
-                        for i in 0..<n { Optimizer.update(spec, i, p, gradient, m, v, t) }
+                        Optimizer.update(spec, range: 0..<n, p, gradient, fp.baseAddress, sp.baseAddress, t)
                     }
                 }
             }
         }
     }
 
+    /// The update rule over one contiguous range of parameters (one switch per range, tight loops).
     @inline(__always)
-    private static func update(_ spec: OptimizerSpec, _ i: Int, _ p: UnsafeMutablePointer<Float>,
+    private static func update(_ spec: OptimizerSpec, range: Range<Int>, _ p: UnsafeMutablePointer<Float>,
                                _ g: UnsafePointer<Float>, _ m: UnsafeMutablePointer<Float>?,
-                               _ v: UnsafeMutablePointer<Float>?, _ t: Float) {
+                               _ v: UnsafeMutablePointer<Float>?, _ t: Double) {
         switch spec {
         case .sgd(let lr, let momentum, let wd, let nesterov):
-            let d = g[i] + wd * p[i]
             if momentum == 0 {
-                p[i] -= lr * d
+                for i in range { p[i] -= lr * (g[i] + wd * p[i]) }
+            } else if nesterov {
+                let m = m!
+                for i in range {
+                    let d = g[i] + wd * p[i]
+                    let buf = momentum * m[i] + d
+                    m[i] = buf
+                    p[i] -= lr * (d + momentum * buf)
+                }
             } else {
-                let buf = momentum * m![i] + d
-                m![i] = buf
-                p[i] -= lr * (nesterov ? d + momentum * buf : buf)
+                let m = m!
+                for i in range {
+                    let buf = momentum * m[i] + (g[i] + wd * p[i])
+                    m[i] = buf
+                    p[i] -= lr * buf
+                }
             }
         case .adam(let lr, let b1, let b2, let eps, let wd):
-            let d = g[i] + wd * p[i]
-            adamStep(p, i, d, m!, v!, lr, b1, b2, eps, t)
+            let (c1, c2) = corrections(b1, b2, t)
+            let m = m!, v = v!
+            for i in range {
+                let d = g[i] + wd * p[i]
+                m[i] = b1 * m[i] + (1 - b1) * d
+                v[i] = b2 * v[i] + (1 - b2) * d * d
+                p[i] -= lr * (m[i] / c1) / ((v[i] / c2).squareRoot() + eps)
+            }
         case .adamw(let lr, let b1, let b2, let eps, let wd):
-            p[i] *= 1 - lr * wd
-            adamStep(p, i, g[i], m!, v!, lr, b1, b2, eps, t)
+            let (c1, c2) = corrections(b1, b2, t)
+            let m = m!, v = v!
+            let decay = 1 - lr * wd
+            for i in range {
+                p[i] *= decay
+                let d = g[i]
+                m[i] = b1 * m[i] + (1 - b1) * d
+                v[i] = b2 * v[i] + (1 - b2) * d * d
+                p[i] -= lr * (m[i] / c1) / ((v[i] / c2).squareRoot() + eps)
+            }
         }
     }
 
+    /// Adam's bias corrections 1 − β1^t and 1 − β2^t, computed once per step in float64.
     @inline(__always)
-    private static func adamStep(_ p: UnsafeMutablePointer<Float>, _ i: Int, _ d: Float,
-                                 _ m: UnsafeMutablePointer<Float>, _ v: UnsafeMutablePointer<Float>,
-                                 _ lr: Float, _ b1: Float, _ b2: Float, _ eps: Float, _ t: Float) {
-        m[i] = b1 * m[i] + (1 - b1) * d
-        v[i] = b2 * v[i] + (1 - b2) * d * d
-        let mHat = m[i] / (1 - pow(b1, t))
-        let vHat = v[i] / (1 - pow(b2, t))
-        p[i] -= lr * mHat / (vHat.squareRoot() + eps)
+    private static func corrections(_ b1: Float, _ b2: Float, _ t: Double) -> (Float, Float) {
+        (Float(1 - _exp(t * _log(Double(b1)))), Float(1 - _exp(t * _log(Double(b2)))))
     }
 }
 
-@inline(__always)
-private func pow(_ base: Float, _ exponent: Float) -> Float {
-    Float(_exp(Double(exponent) * _log(Double(base))))
-}

@@ -9,6 +9,19 @@
 /// - `afterStep`: every observer sees the same step (task-loss gradient, total gradient,
 ///   parameters before and after).
 /// - `predictions`: the first plugin that returns predictions decides (adapter routing).
+///
+/// Regularisers in a composed list (`["replay", "ewc"]`, `["ewc", "si"]`):
+/// - Consolidation uses the experience's *own* data: `afterExperience` estimates importance
+///   (EWC's Fisher) on `context.experience.train` through `context.route`, never on the set
+///   returned by `adjustTrainingSet` nor on rows added by `extendBatch`, so the Fisher does not
+///   depend on the plugins' order or on a replay buffer. No plugin changes the model's
+///   parameters in `afterExperience`, so each sees the trained parameters.
+/// - `StepObservation.taskGradient` is the gradient of the mean data loss of the whole batch
+///   (own rows and replayed rows) without any penalty; `totalGradient` adds every plugin's
+///   penalty. SI integrates the former (Zenke et al.), or the latter on request (Avalanche).
+/// - Every penalty is evaluated at the parameters before the step; their sum is the run's
+///   `penalty` curve. With zero strength (λ = 0, c = 0) a regulariser must leave the gradient
+///   untouched, so the run is bit-identical to the list without it.
 public protocol StrategyPlugin {
     /// Short identifier written to the results ("naive", "ewc", "replay").
     var name: String { get }
@@ -98,6 +111,12 @@ public struct ExperienceContext {
     /// Route used for this experience's samples.
     public var route: Int32
 
+    public init(index: Int, experiences: [Experience], route: Int32) {
+        self.index = index
+        self.experiences = experiences
+        self.route = route
+    }
+
     public var experience: Experience { experiences[index] }
     public var seen: ArraySlice<Experience> { experiences[0...index] }
 }
@@ -112,6 +131,17 @@ public struct StepObservation {
     public var parametersAfter: UnsafeBufferPointer<Float>
     public var experienceIndex: Int
     public var stepInExperience: Int
+
+    public init(taskGradient: UnsafeBufferPointer<Float>, totalGradient: UnsafeBufferPointer<Float>,
+                parametersBefore: UnsafeBufferPointer<Float>, parametersAfter: UnsafeBufferPointer<Float>,
+                experienceIndex: Int, stepInExperience: Int) {
+        self.taskGradient = taskGradient
+        self.totalGradient = totalGradient
+        self.parametersBefore = parametersBefore
+        self.parametersAfter = parametersAfter
+        self.experienceIndex = experienceIndex
+        self.stepInExperience = stepInExperience
+    }
 }
 
 /// Values a plugin asks the results writer to store in its run group, by name.

@@ -121,7 +121,14 @@ public struct Trainer {
                     steps += 1
                 }
                 processed += rows
-                epochLosses.append(rows > 0 ? lossSum / Double(rows) : .nan)
+                let epochLoss = rows > 0 ? lossSum / Double(rows) : .nan
+                if let limit = options.divergenceLoss, epochLoss > limit {
+                    throw TrainingError.diverged(experience: i, epoch: epoch, loss: epochLoss)
+                }
+                if !model.parameters.allSatisfy({ $0.isFinite }) {
+                    throw TrainingError.diverged(experience: i, epoch: epoch, loss: .nan)
+                }
+                epochLosses.append(epochLoss)
                 epochPenalties.append(batches > 0 ? penaltySum / Double(batches) : 0)
             }
             outcome.lossCurve.append(epochLosses)

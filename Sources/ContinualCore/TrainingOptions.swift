@@ -9,14 +9,21 @@ public struct TrainingOptions: Sendable, Equatable, Hashable {
     public var resetOptimizerPerExperience: Bool
     /// Rows per forward pass during evaluation.
     public var evaluationBatchSize: Int
+    /// A run counts as diverged when an epoch's mean task loss exceeds this (nats per sample), as
+    /// well as when any loss or parameter becomes NaN or infinite. With ReLU a far too high
+    /// learning rate often kills every unit and leaves a *finite* but absurd loss (≈ 10⁶), which
+    /// this catches; `nil` disables the threshold (NaN/∞ are always divergence).
+    public var divergenceLoss: Double?
 
     public init(epochs: Int = 1, batchSize: Int = 32, shuffle: Bool = true,
-                resetOptimizerPerExperience: Bool = true, evaluationBatchSize: Int = 512) {
+                resetOptimizerPerExperience: Bool = true, evaluationBatchSize: Int = 512,
+                divergenceLoss: Double? = 1e4) {
         self.epochs = epochs
         self.batchSize = batchSize
         self.shuffle = shuffle
         self.resetOptimizerPerExperience = resetOptimizerPerExperience
         self.evaluationBatchSize = evaluationBatchSize
+        self.divergenceLoss = divergenceLoss
     }
 }
 
@@ -30,7 +37,10 @@ public enum TrainingError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .diverged(let e, let epoch, let loss):
-            return "diverged: training loss became \(loss) in experience \(e), epoch \(epoch)"
+            if loss.isFinite {
+                return "diverged: mean training loss \(loss) in experience \(e), epoch \(epoch) exceeded the divergence threshold (training.divergence_loss)"
+            }
+            return "diverged: training loss or parameters became \(loss) in experience \(e), epoch \(epoch)"
         case .invalid(let message):
             return message
         }

@@ -8,7 +8,8 @@ public struct OptimizerConfig: Codable, Sendable, Equatable {
     public var kind: Kind = .sgd
     public var learningRate: Float = 0.05
     public var momentum: Float = 0
-    public var weightDecay: Float? = nil
+    /// Default 0 for SGD and Adam, 0.01 for AdamW (PyTorch's defaults).
+    public var weightDecay: Float = 0
     public var nesterov: Bool = false
     public var beta1: Float = 0.9
     public var beta2: Float = 0.999
@@ -38,14 +39,14 @@ public struct OptimizerConfig: Codable, Sendable, Equatable {
         }
         learningRate = try c.decode(.learningRate, default: 0.05)
         momentum = try c.decode(.momentum, default: 0)
-        weightDecay = try c.decodeIfPresent(Float.self, forKey: .weightDecay)
+        weightDecay = try c.decodeIfPresent(Float.self, forKey: .weightDecay) ?? (kind == .adamw ? 0.01 : 0)
         nesterov = try c.decode(.nesterov, default: false)
         beta1 = try c.decode(.beta1, default: 0.9)
         beta2 = try c.decode(.beta2, default: 0.999)
         epsilon = try c.decode(.epsilon, default: 1e-8)
         try c.require(learningRate > 0 && learningRate.isFinite, .learningRate, "must be a finite number > 0, got \(learningRate)")
         try c.require((0..<1).contains(momentum), .momentum, "must be in [0, 1), got \(momentum)")
-        try c.require((weightDecay ?? 0) >= 0, .weightDecay, "must be ≥ 0, got \(weightDecay ?? 0)")
+        try c.require(weightDecay >= 0, .weightDecay, "must be ≥ 0, got \(weightDecay)")
         try c.require((0..<1).contains(beta1), .beta1, "must be in [0, 1), got \(beta1)")
         try c.require((0..<1).contains(beta2), .beta2, "must be in [0, 1), got \(beta2)")
         try c.require(epsilon > 0, .epsilon, "must be > 0, got \(epsilon)")
@@ -68,8 +69,7 @@ public struct OptimizerConfig: Codable, Sendable, Equatable {
         }
     }
 
-    /// Weight decay with the per-type default (0 for SGD and Adam, 0.01 for AdamW as in PyTorch).
-    public var resolvedWeightDecay: Float { weightDecay ?? (kind == .adamw ? 0.01 : 0) }
+    public var resolvedWeightDecay: Float { weightDecay }
 
     public var spec: OptimizerSpec {
         switch kind {

@@ -10,6 +10,9 @@ public enum Registry {
     public static let strategies: [any PluginOptions.Type] = [
         Naive.Options.self,
         Joint.Options.self,
+        EWC.Options.self,
+        SynapticIntelligence.Options.self,
+        Replay.Options.self,
     ]
 
     public static let scenarios: [any ScenarioOptions.Type] = [

@@ -113,8 +113,13 @@ public enum ResultsWriter {
         let penalty = try g.write(o.penaltyCurve.flatMap { $0 + [Double](repeating: .nan, count: epochs - $0.count) },
                                   shape: [T, epochs], name: "penalty_curve")
         try penalty.attributes.set("meaning", "mean regulariser value per step (sum of plugins' penalties) per epoch")
-        try loss.attachDimensionScale(experience, toDimension: 0)
-        try penalty.attachDimensionScale(experience, toDimension: 0)
+        let epochScale = try g.write((0..<epochs).map { Int64($0) }, shape: [epochs], name: "epoch", compress: false)
+        try epochScale.attributes.set("meaning", "epoch index within an experience")
+        try epochScale.makeDimensionScale(name: "epoch")
+        for curve in [loss, penalty] {
+            try curve.attachDimensionScale(experience, toDimension: 0)
+            if epochs > 0 { try curve.attachDimensionScale(epochScale, toDimension: 1) }
+        }
 
         let parameters = try g.write(o.finalModel.parameters, shape: [o.finalModel.parameterCount], name: "final_parameters")
         try parameters.attributes.set("meaning", "flat parameter vector after the last experience (layer by layer: W [in×out] row-major, then b)")

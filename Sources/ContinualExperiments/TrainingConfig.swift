@@ -7,12 +7,14 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
     public var shuffle = true
     public var resetOptimizer = true
     public var evalBatchSize = 512
+    /// Mean epoch loss above which a run is reported as diverged; nil (JSON null) disables it.
+    public var divergenceLoss: Double? = 1e4
 
     public init() {}
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case epochs, batchSize = "batch_size", shuffle, resetOptimizer = "reset_optimizer"
-        case evalBatchSize = "eval_batch_size"
+        case evalBatchSize = "eval_batch_size", divergenceLoss = "divergence_loss"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -22,13 +24,28 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
         shuffle = try c.decode(.shuffle, default: true)
         resetOptimizer = try c.decode(.resetOptimizer, default: true)
         evalBatchSize = try c.decode(.evalBatchSize, default: 512)
+        if c.contains(.divergenceLoss) {
+            divergenceLoss = try c.decodeNil(forKey: .divergenceLoss) ? nil : c.decode(Double.self, forKey: .divergenceLoss)
+        }
+        try c.require((divergenceLoss ?? 1) > 0, .divergenceLoss, "must be > 0 or null, got \(divergenceLoss ?? 0)")
         try c.require(epochs >= 1 && epochs <= 100_000, .epochs, "must be in 1...100000, got \(epochs)")
         try c.require(batchSize >= 1 && batchSize <= 1_000_000, .batchSize, "must be in 1...1000000, got \(batchSize)")
         try c.require(evalBatchSize >= 1, .evalBatchSize, "must be ≥ 1, got \(evalBatchSize)")
     }
 
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(epochs, forKey: .epochs)
+        try c.encode(batchSize, forKey: .batchSize)
+        try c.encode(shuffle, forKey: .shuffle)
+        try c.encode(resetOptimizer, forKey: .resetOptimizer)
+        try c.encode(evalBatchSize, forKey: .evalBatchSize)
+        if let divergenceLoss { try c.encode(divergenceLoss, forKey: .divergenceLoss) } else { try c.encodeNil(forKey: .divergenceLoss) }
+    }
+
     public var options: TrainingOptions {
         TrainingOptions(epochs: epochs, batchSize: batchSize, shuffle: shuffle,
-                        resetOptimizerPerExperience: resetOptimizer, evaluationBatchSize: evalBatchSize)
+                        resetOptimizerPerExperience: resetOptimizer, evaluationBatchSize: evalBatchSize,
+                        divergenceLoss: divergenceLoss)
     }
 }

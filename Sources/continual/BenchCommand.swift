@@ -28,10 +28,10 @@ struct BenchCommand: ParsableCommand {
             Benchmarks.trainingThroughput(spec: MLPSpec(inputs: 64, hidden: [128, 64], head: .multiclass(classes: 10)),
                                           batch: 64, optimizer: sgd, steps: max(steps / 50, 100)),
         ] {
-            print(String(format: "%-48@ %10.2f M samples/s   (%@)", m.name as NSString, m.value / 1e6, m.detail as NSString))
+            print(pad(m.name) + String(format: "%10.2f M samples/s   (%@)", m.value / 1e6, m.detail as NSString))
         }
         let latency = Benchmarks.predictionLatency(spec: seed, calls: 1_000_000)
-        print(String(format: "%-48@ %10.1f ns           (%@)", latency.name as NSString, latency.value * 1e9, latency.detail as NSString))
+        print(pad(latency.name) + String(format: "%10.1f ns           (%@)", latency.value * 1e9, latency.detail as NSString))
 
         guard FileManager.default.fileExists(atPath: experiment) else {
             print("(no \(experiment); skipping the end-to-end timing)")
@@ -51,11 +51,17 @@ struct BenchCommand: ParsableCommand {
         for r in results {
             if let o = r.outcome {
                 let processed = o.samplesProcessed.reduce(0, +)
-                print(String(format: "  %-20@ train %.3f s (%.2f M samples/s through the Trainer), eval %.4f s",
-                             r.name as NSString, o.trainSeconds, Double(processed) / o.trainSeconds / 1e6, o.evalSeconds))
+                print("  " + r.name.padding(toLength: 20, withPad: " ", startingAt: 0)
+                    + String(format: " train %.3f s (%.2f M samples/s through the Trainer), eval %.4f s",
+                             o.trainSeconds, Double(processed) / o.trainSeconds / 1e6, o.evalSeconds))
             }
         }
-        print(String(format: "%-48@ %10.3f s             (%d runs; %.3f s computing, rest writing HDF5)",
-                     "end to end: \(file.name)" as NSString, total.seconds, results.count, compute.seconds))
+        print(pad("end to end: \(file.name)") + String(format: "%10.3f s             (%d runs; %.3f s computing, rest writing HDF5)",
+                                                      total.seconds, results.count, compute.seconds))
     }
+}
+
+/// Left-aligns a label in a 50-column field.
+private func pad(_ text: String) -> String {
+    text.count >= 50 ? text + " " : text.padding(toLength: 50, withPad: " ", startingAt: 0)
 }

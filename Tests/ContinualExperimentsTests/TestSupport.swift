@@ -1,0 +1,57 @@
+import Foundation
+
+/// A fresh temporary directory, removed by `cleanup()`.
+struct TemporaryDirectory {
+    let url: URL
+    init() {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("ck-test-\(UUID().uuidString)")
+        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+    func write(_ name: String, _ text: String) -> String {
+        let p = path(name)
+        try! text.write(toFile: p, atomically: true, encoding: .utf8)
+        return p
+    }
+    func cleanup() { try? FileManager.default.removeItem(at: url) }
+}
+
+/// The package root (three levels above this file).
+let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+/// Runs the built `continual` executable (found next to the test bundle's build products).
+func runCLI(_ arguments: [String], in directory: URL? = nil) throws -> (status: Int32, stdout: String, stderr: String) {
+    let candidates = [".build/debug/continual", ".build/release/continual"].map { packageRoot.appendingPathComponent($0).path }
+    guard let binary = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+        throw NSError(domain: "test", code: 1, userInfo: [NSLocalizedDescriptionKey: "continual binary not built"])
+    }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: binary)
+    process.arguments = arguments
+    process.currentDirectoryURL = directory ?? packageRoot
+    let out = Pipe(), err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    let o = out.fileHandleForReading.readDataToEndOfFile()
+    let e = err.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+}
+
+/// A small but complete experiment for tests.
+func tinyExperiment(name: String = "tiny", extra: String = "") -> String {
+    """
+    {
+      "name": "\(name)",
+      "seed": 3,
+      "scenario": {"type": "habit_drift", "train_per_experience": 200, "test_per_experience": 60,
+                   "phases": ["morning", "night", "morning"]},
+      "model": {"hidden": [8]},
+      "optimizer": {"type": "sgd", "lr": 0.05, "momentum": 0.9},
+      "training": {"epochs": 3, "batch_size": 16},
+      \(extra)
+      "variants": [{"name": "naive", "strategy": "naive"}, {"name": "joint", "strategy": ["joint"]}]
+    }
+    """
+}
