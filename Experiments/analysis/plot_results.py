@@ -77,10 +77,16 @@ def main(argv=None):
     for ax, metric, label in zip(axes, ["acc", "bwt"], ["ACC (%)", "BWT (points)"]):
         if x is not None:
             for variant, rows in done.groupby("variant", sort=False):
+                if rows[x].isna().all():  # a variant that does not sweep x (e.g. naive): a reference line
+                    m, s = rows[metric].mean() * 100, rows[metric].std() * 100
+                    line = ax.axhline(m, linestyle="--", color="gray", label=f"{variant} (no {x})")
+                    if not np.isnan(s):
+                        ax.axhspan(m - s, m + s, color=line.get_color(), alpha=0.1)
+                    continue
                 g = rows.groupby(x)[metric].agg(["mean", "std"]).sort_index()
                 ax.errorbar(g.index, g["mean"] * 100, yerr=g["std"].fillna(0) * 100, marker="o", capsize=3, label=variant)
             values = done[x].dropna()
-            if len(values) and values.min() > 0 and values.max() / values.min() >= 100:
+            if len(values) and values.min() > 0 and values.max() / values.min() >= 10:
                 ax.set_xscale("log")
             ax.set_xlabel(x)
         else:

@@ -42,7 +42,11 @@ public enum SweepReport {
         var order: [[HDF5Value]] = []
         var members: [[HDF5Value]: [[HDF5Value]]] = [:]
         for row in table.rows {
-            let key = keyIndex.map { row[$0] }
+            // NaN (a swept path the run's variant does not have) must group with NaN.
+            let key = keyIndex.map { i -> HDF5Value in
+                if case .double(let d) = row[i], d.isNaN { return .string("—") }
+                return row[i]
+            }
             if members[key] == nil { order.append(key) }
             members[key, default: []].append(row)
         }
