@@ -46,7 +46,7 @@ public enum ResultsMerger {
                     try copyHeader(from: root, to: out.root)
                 } else {
                     guard inputLayout == layout else {
-                        throw Conflict(description: "\(input) comes from a different sweep: summary columns \(inputLayout.columns.map(\.name)) ≠ \(layout!.columns.map(\.name)) in \(inputs[0])")
+                        throw Conflict(description: "\(input) comes from a different sweep: swept columns \(inputLayout.sweptColumnNames) (kinds \(inputLayout.swept.map { "\($0.kind)" })) ≠ \(layout!.sweptColumnNames) (kinds \(layout!.swept.map { "\($0.kind)" })) in \(inputs[0])")
                     }
                     if sweep != firstSweep { report.warnings.append("\(input) was made from a different experiment file than \(inputs[0])") }
                 }

@@ -39,7 +39,7 @@ public final class SweepWriter: @unchecked Sendable {
                 }
                 let columns = try g.openDataset("summary_row").readTable().columns
                 guard columns == layout.columns else {
-                    throw HDF5Error(.typeMismatch, "\(path) holds runs of a different sweep (summary columns \(columns.map(\.name)) ≠ \(layout.columns.map(\.name))); choose another output")
+                    throw HDF5Error(.typeMismatch, "\(path) holds runs of a different sweep (summary columns \(columns.map(\.name).filter { !layout.columns.map(\.name).contains($0) }) not in this sweep's, or of other types; expected swept columns \(layout.sweptColumnNames)); choose another output")
                 }
                 completedIds.insert(id)
             }
