@@ -98,10 +98,21 @@ struct SweepCommand: ParsableCommand {
         case .success(let o): outcome = o
         case .failure(let error): throw CLIFailure.runFailed("sweep stopped: \(error)")
         }
+        var earlierFailures = 0
         if let (table, by) = try? SweepReport.read(path: path) {
             writeOut(SweepReport.text(SweepReport.groups(table, by: by)) + "\n")
+            // Failed runs kept from an earlier invocation (--resume does not retry them) count too.
+            let mine = Set(session.selected.map(\.runId)), now = Set(outcome.failed.map(\.runId))
+            let ids = table.column("run_id") ?? [], status = table.column("status") ?? []
+            earlierFailures = zip(ids, status).filter { id, st in
+                guard let id = id.stringValue else { return false }
+                return mine.contains(id) && !now.contains(id) && st.stringValue != "completed"
+            }.count
         }
         writeOut("results: \(path) (\(outcome.written) written now, \(outcome.skipped) already there)\n")
+        if outcome.failed.isEmpty && earlierFailures > 0 {
+            throw CLIFailure.runFailed("\(earlierFailures) run(s) in \(path) failed or diverged in an earlier invocation (--resume does not retry them; see `continual inspect \(path) --csv`)")
+        }
         if !outcome.failed.isEmpty {
             throw CLIFailure.runFailed("\(outcome.failed.count) of \(outcome.written) runs did not complete: "
                 + outcome.failed.prefix(10).map { "\($0.name) (\($0.status.rawValue): \($0.message))" }.joined(separator: "; ")

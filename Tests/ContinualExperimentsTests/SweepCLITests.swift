@@ -76,7 +76,7 @@ struct SweepCLITests {
         try """
         {"name": "div", "scenario": {"type": "habit_drift", "train_per_experience": 100, "test_per_experience": 40, "phases": ["morning", "night"]},
          "model": {"hidden": [8]}, "training": {"epochs": 1, "batch_size": 16}, "strategy": ["naive"],
-         "sweep": {"parameters": {"optimizer.lr": [0.05, 1e12], "seed": [0, 1]}}}
+         "sweep": {"parameters": {"optimizer.lr": [0.05, 1e6], "seed": [0, 1]}}}
         """.write(toFile: scratch.path("d.json"), atomically: true, encoding: .utf8)
         try #"{"name": "bad", "sweep": {"parameters": {"optimizer.lr": 5}}}"#.write(toFile: scratch.path("bad.json"), atomically: true, encoding: .utf8)
         #expect(try Self.run(["sweep", "bad.json"], in: scratch.url).status == 2)

@@ -129,7 +129,7 @@ struct SweepRunTests {
         let e = try SweepFixtures.experiment("""
         {"name": "div", "scenario": {"type": "habit_drift", "train_per_experience": 120, "test_per_experience": 60, "phases": ["morning", "night"]},
          "model": {"hidden": [8]}, "training": {"epochs": 2, "batch_size": 16}, "strategy": ["naive"],
-         "sweep": {"parameters": {"optimizer.lr": [0.05, 1e12], "seed": [0, 1, 2]}}}
+         "sweep": {"parameters": {"optimizer.lr": [0.05, 1e6], "seed": [0, 1, 2]}}}
         """)
         let outcome = try await SweepFixtures.sweep(e, to: scratch.path("d.h5"), jobs: 2)
         #expect(outcome.written == 6 && outcome.failed.count == 3)
