@@ -33,7 +33,8 @@ public struct Trainer {
         }
         for i in plugins.indices {
             let context = RunContext(seed: seed, pluginIndex: i, experienceCount: T,
-                                     dimension: stream.dimension, head: stream.head, training: options)
+                                     dimension: stream.dimension, head: stream.head, training: options,
+                                     featureNames: stream.featureNames)
             try plugins[i].prepare(model: &model, context: context)
         }
         if model.routeCount > 1 && model.routeCount < T {

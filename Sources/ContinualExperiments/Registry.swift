@@ -13,6 +13,10 @@ public enum Registry {
         EWC.Options.self,
         SynapticIntelligence.Options.self,
         Replay.Options.self,
+        Adapters.Options.self,
+        LoRA.Options.self,
+        LastLayer.Options.self,
+        BitFit.Options.self,
     ]
 
     public static let scenarios: [any ScenarioOptions.Type] = [

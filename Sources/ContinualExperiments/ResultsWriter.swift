@@ -122,7 +122,7 @@ public enum ResultsWriter {
         }
 
         let parameters = try g.write(o.finalModel.parameters, shape: [o.finalModel.parameterCount], name: "final_parameters")
-        try parameters.attributes.set("meaning", "flat parameter vector after the last experience (layer by layer: W [in×out] row-major, then b)")
+        try parameters.attributes.set("meaning", "flat parameter vector after the last experience: the plain network first (layer by layer, head copy by head copy: W [in×out] row-major, then b), then adapter and LoRA parameters if any (see docs/adapters.md)")
         try parameters.attributes.set("layer_sizes", ([o.finalModel.spec.inputs] + o.finalModel.spec.hidden + [o.finalModel.logitCount]).map { Int64($0) })
 
         let metrics = try g.createGroup("metrics")
