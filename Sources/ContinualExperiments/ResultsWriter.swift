@@ -177,16 +177,30 @@ public enum ResultsWriter {
         let m = r.metrics, c = r.costs, o = r.outcome
         let nan = Double.nan
         return [
-            .string(r.runId), .string(r.name), .string(r.run.config.strategyLabel),
+            .string(r.runId), .int(Int64(r.run.sweepIndex)), .string(r.name),
+            .string(r.run.variant.isEmpty ? r.name : r.run.variant), .string(r.run.config.strategyLabel),
             .string(r.run.config.scenario.typeName), .int(Int64(bitPattern: r.run.config.seed)),
             .string(r.status.rawValue), .string(r.message),
             .double(m?.acc ?? nan), .double(m?.bwt ?? nan), .double(m?.fwt ?? nan), .double(m?.forgetting ?? nan),
             .double(m?.learningAccuracy ?? nan), .double(m?.forgettingLast ?? nan),
             .double(m?.forgettingMaxAllRows ?? nan), .double(m?.bwtAllPairs ?? nan), .double(m?.fwtInit ?? nan),
             .int(Int64(c?.totalParameters ?? 0)), .int(Int64(c?.trainableParameters ?? 0)),
-            .int(Int64(c?.modelBytes ?? 0)), .int(Int64(c?.flopsPerPrediction ?? 0)),
+            .int(Int64(c?.modelBytes ?? 0)), .int(bufferBytes(r)), .int(Int64(c?.flopsPerPrediction ?? 0)),
             .double(o?.trainSeconds ?? nan), .double(o?.evalSeconds ?? nan),
         ]
+    }
+
+    /// Sum of the `buffer_bytes` attribute over the plugins that report one (replay buffers), else 0.
+    public static func bufferBytes(_ r: RunResult) -> Int64 {
+        var total: Int64 = 0
+        for p in r.outcome?.pluginReports ?? [] {
+            switch p.report.attributes["buffer_bytes"] {
+            case .int(let i)?: total += i
+            case .double(let d)? where d.isFinite: total += Int64(d)
+            default: break
+            }
+        }
+        return total
     }
 
     /// `/summary`: one row per run (replaces an existing table).
