@@ -16,6 +16,8 @@ public struct PrequentialTrainer {
     public let window: Int
     public let recordEvery: Int
     public let seed: UInt64
+    /// Step masks per set of routes in a batch (see `Trainer.mask`); cleared at each experience.
+    private var maskCache: [[Int32]: [Bool]?] = [:]
 
     public init(spec: MLPSpec, optimizer: OptimizerSpec, options: TrainingOptions, window: Int, recordEvery: Int = 1,
                 plugins: [any StrategyPlugin], seed: UInt64) {
@@ -37,7 +39,7 @@ public struct PrequentialTrainer {
         guard T > 0 else { throw TrainingError.invalid("the scenario has no experiences") }
         for i in plugins.indices {
             let context = RunContext(seed: seed, pluginIndex: i, experienceCount: T, dimension: stream.dimension,
-                                     head: stream.head, training: options)
+                                     head: stream.head, training: options, featureNames: stream.featureNames)
             try plugins[i].prepare(model: &model, context: context)
         }
         if model.routeCount > 1 && model.routeCount < T {
@@ -73,6 +75,7 @@ public struct PrequentialTrainer {
             let route = Int32(model.routeCount > 1 ? i : 0)
             let context = ExperienceContext(index: i, experiences: experiences, route: route)
             for p in plugins.indices { try plugins[p].beforeExperience(model: &model, context: context) }
+            maskCache = [:]
             if optimizer.parameterCount != model.parameterCount {
                 optimizer = Optimizer(spec: optimizer.spec, parameterCount: model.parameterCount)
             } else if options.resetOptimizerPerExperience {
@@ -192,7 +195,8 @@ public struct PrequentialTrainer {
             }
         }
         gradient.withUnsafeBufferPointer { g in
-            optimizer.step(parameters: &self.model.parameters, gradient: g.baseAddress!, trainable: self.model.trainable)
+            optimizer.step(parameters: &self.model.parameters, gradient: g.baseAddress!,
+                           trainable: Trainer.mask(for: batch, model: self.model, cache: &maskCache))
         }
         if observing {
             taskGradient.withUnsafeBufferPointer { t in

@@ -180,7 +180,70 @@ public struct ExperimentFile: Sendable {
             let config = try JSONDecoder().decode(RunConfig.self, from: data)
             return ResolvedRun(config: config)
         } catch let error as DecodingError {
+            if case .dataCorrupted(let c) = error, c.codingPath.isEmpty,
+               let located = locateNumberError(value, file: file, context: context) {
+                throw located
+            }
             throw ConfigError.from(error, file: file, context: context)
+        }
+    }
+
+    /// Foundation reports a fractional or out-of-range number for an integer field only as "not
+    /// valid JSON", with no key path (an open swift-foundation bug). Find the culprit by replacing
+    /// one suspect number at a time with a whole number and decoding again.
+    static func locateNumberError(_ value: JSONValue, file: String, context: String) -> ConfigError? {
+        // Each suspect is replaced by a small whole number (its rounding, at least 1), so that a
+        // correct float elsewhere (e.g. lr = 0.05) stays valid and the real culprit decodes.
+        var suspects: [(path: [JSONPathStep], number: String, replacement: Int64)] = []
+        func walk(_ v: JSONValue, _ path: [JSONPathStep]) {
+            switch v {
+            case .double(let d) where d != d.rounded() || abs(d) >= 9.2e18:
+                let small = d.isFinite && abs(d) < 1e6 ? max(1, Int64(d.rounded())) : 1
+                suspects.append((path, d.isFinite ? "\(d)" : "a non-finite number", small))
+            case .uint(let u): suspects.append((path, String(u), 1))
+            case .array(let items): for (i, item) in items.enumerated() { walk(item, path + [.index(i)]) }
+            case .object(let o): for k in o.keys.sorted() { walk(o[k]!, path + [.key(k)]) }
+            default: break
+            }
+        }
+        walk(value, [])
+        for suspect in suspects {
+            let patched = replacing(value, at: suspect.path[...], with: .int(suspect.replacement))
+            guard let data = try? JSONEncoder().encode(patched) else { continue }
+            let location = suspect.path.map { step -> String in
+                switch step {
+                case .key(let k): return "." + k
+                case .index(let i): return "[\(i)]"
+                }
+            }.joined()
+            do {
+                _ = try JSONDecoder().decode(RunConfig.self, from: data)
+            } catch let DecodingError.dataCorrupted(c) where c.codingPath.isEmpty {
+                continue  // still the same kind of failure: not this number
+            } catch let error as DecodingError {
+                // The replacement itself is invalid there (e.g. momentum 1): inconclusive.
+                if ConfigError.from(error, file: file).location == location { continue }
+            } catch {}
+            let suffix = context.isEmpty ? "" : " (\(context))"
+            return ConfigError(file: file, location: location,
+                               message: "expected an integer in range, found \(suspect.number)\(suffix)")
+        }
+        return nil
+    }
+
+    enum JSONPathStep { case key(String), index(Int) }
+
+    static func replacing(_ value: JSONValue, at path: ArraySlice<JSONPathStep>, with new: JSONValue) -> JSONValue {
+        guard let first = path.first else { return new }
+        switch (first, value) {
+        case (.key(let k), .object(var o)):
+            o[k] = replacing(o[k] ?? .null, at: path.dropFirst(), with: new)
+            return .object(o)
+        case (.index(let i), .array(var a)) where a.indices.contains(i):
+            a[i] = replacing(a[i], at: path.dropFirst(), with: new)
+            return .array(a)
+        default:
+            return value
         }
     }
 

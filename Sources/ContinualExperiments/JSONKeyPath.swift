@@ -118,7 +118,7 @@ extension JSONValue {
         switch self {
         case .null: return "missing"
         case .bool: return "true/false"
-        case .int, .double: return "a number"
+        case .int, .uint, .double: return "a number"
         case .string: return "a string"
         case .array: return "an array"
         case .object: return "an object"

@@ -143,14 +143,14 @@ public enum PopulationExecutor {
 
         // The run-level numbers: user 0's stream description and costs, and the mean accuracy
         // matrix over the users that completed (ACC and BWT of the mean = mean ACC and BWT).
-        if let first = users.first, let stream = first.stream {
+        if let first = users.first(where: { $0.stream != nil }), let stream = first.stream {
             result.experienceNames = stream.experiences.map(\.name)
             result.experienceMetadata = stream.experiences.map(\.metadata)
             result.featureNames = stream.featureNames
             result.streamMetadata = stream.metadata.merging(["population_users": "\(n)", "population_note":
                 "accuracy_matrix, baselines and metrics are over the mean matrices of all completed users; per-user values in population/"]) { $1 }
         }
-        if let base = users.first?.outcome, !ok.isEmpty {
+        if let firstOK = ok.first, let base = users[firstOK].outcome {
             let T = base.accuracy.count
             func meanOf(_ pick: (UserResult) -> [Double]) -> [Double] {
                 (0..<T).map { j in ok.map { pick(users[$0])[j] }.reduce(0, +) / Double(ok.count) }
@@ -163,9 +163,23 @@ public enum PopulationExecutor {
             o.trainSeconds = users.map(\.trainSeconds).reduce(0, +)
             o.samplesProcessed = (0..<T).map { j in ok.map { users[$0].processed[j] }.reduce(0, +) }
             result.outcome = o
-            result.metrics = MetricSet(matrix: AccuracyMatrix(o.accuracy), randomBaseline: o.randomAccuracy,
-                                       initialBaseline: o.initialAccuracy)
-            result.costs = users[0].costs
+            var metrics = MetricSet(matrix: AccuracyMatrix(o.accuracy), randomBaseline: o.randomAccuracy,
+                                    initialBaseline: o.initialAccuracy)
+            // ACC, BWT, FWT and learning accuracy are linear in R, so the mean matrix gives the mean
+            // over users. Forgetting takes a max per user; the max of means would understate it, so
+            // those metrics are the means of the per-user values.
+            func userMean(_ name: String) -> Double? {
+                names.firstIndex { $0.name == name }.map { outcome.mean[$0] }
+            }
+            metrics.forgetting = userMean("forgetting") ?? metrics.forgetting
+            metrics.forgettingMaxAllRows = userMean("forgetting_max_all_rows") ?? metrics.forgettingMaxAllRows
+            if T > 1 {
+                metrics.forgettingPerExperience = (0..<(T - 1)).map { j in
+                    ok.map { AccuracyMatrix(users[$0].matrix).forgettingPerExperience[j] }.reduce(0, +) / Double(ok.count)
+                }
+            }
+            result.metrics = metrics
+            result.costs = users[firstOK].costs
         }
         let failed = n - ok.count
         result.status = failed == 0 ? .completed : .failed

@@ -73,14 +73,17 @@ public enum ResultsWriter {
         let T = o.accuracy.count
         let experience = try g.write((0..<T).map { Int64($0) }, shape: [T], name: "experience", compress: false)
         try experience.attributes.set("meaning", "index of the evaluated experience (test set)")
+        try experience.attributes.set("units", "index")
         try experience.makeDimensionScale(name: "experience")
         let trained = try g.write((0..<T).map { Int64($0) }, shape: [T], name: "trained_through", compress: false)
         try trained.attributes.set("meaning", "index of the last experience trained on")
+        try trained.attributes.set("units", "index")
         try trained.makeDimensionScale(name: "trained_through")
 
         let R = try g.write(o.accuracy.flatMap { $0 }, shape: [T, T], name: "accuracy_matrix")
         try R.attributes.set("axis0", "trained_through: row i = after training on experience i")
         try R.attributes.set("axis1", "experience: column j = accuracy on experience j's test set")
+        try R.attributes.set("meaning", "R[i][j]: test accuracy on experience j after training through experience i")
         try R.attributes.set("units", "fraction correct (0..1)")
         try R.attachDimensionScale(trained, toDimension: 0)
         try R.attachDimensionScale(experience, toDimension: 1)
@@ -115,8 +118,10 @@ public enum ResultsWriter {
         let penalty = try g.write(o.penaltyCurve.flatMap { $0 + [Double](repeating: .nan, count: epochs - $0.count) },
                                   shape: [T, epochs], name: "penalty_curve")
         try penalty.attributes.set("meaning", "mean regulariser value per step (sum of plugins' penalties) per epoch")
+        try penalty.attributes.set("units", "nats (added to the per-sample loss)")
         let epochScale = try g.write((0..<epochs).map { Int64($0) }, shape: [epochs], name: "epoch", compress: false)
         try epochScale.attributes.set("meaning", "epoch index within an experience")
+        try epochScale.attributes.set("units", "index")
         try epochScale.makeDimensionScale(name: "epoch")
         for curve in [loss, penalty] {
             try curve.attachDimensionScale(experience, toDimension: 0)
@@ -125,6 +130,7 @@ public enum ResultsWriter {
 
         let parameters = try g.write(o.finalModel.parameters, shape: [o.finalModel.parameterCount], name: "final_parameters")
         try parameters.attributes.set("meaning", "flat parameter vector after the last experience: the plain network first (layer by layer, head copy by head copy: W [in×out] row-major, then b), then adapter and LoRA parameters if any (see docs/adapters.md)")
+        try parameters.attributes.set("units", "weights and biases (dimensionless)")
         try parameters.attributes.set("layer_sizes", ([o.finalModel.spec.inputs] + o.finalModel.spec.hidden + [o.finalModel.logitCount]).map { Int64($0) })
 
         let metrics = try g.createGroup("metrics")

@@ -65,6 +65,7 @@ public struct SummaryLayout: Sendable, Equatable {
             switch col.kind {
             case .int64:
                 if case .int(let i)? = v { return .int(i) }
+                if case .uint(let u)? = v { return .int(Int64(bitPattern: u)) }  // same bit pattern as the `seed` column
                 return .int(0)
             case .float64: return .double(v?.numberValue ?? .nan)
             case .string: return .string(v?.shortDescription ?? "")

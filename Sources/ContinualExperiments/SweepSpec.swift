@@ -210,6 +210,7 @@ extension JSONValue {
     var numberValue: Double? {
         switch self {
         case .int(let i): return Double(i)
+        case .uint(let u): return Double(u)
         case .double(let d): return d
         default: return nil
         }

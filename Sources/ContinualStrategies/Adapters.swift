@@ -22,6 +22,10 @@ public struct Adapters: StrategyPlugin {
         try state.prepare(context: context)
         guard !model.spec.isExtended else { throw TrainingError.invalid("adapters: the model already has adapters or LoRA blocks") }
         let layers = try options.layers.resolve(count: model.spec.hidden.count, what: "adapters: hidden layer")
+        guard !layers.isEmpty else {
+            // Otherwise the core would be frozen with nothing left to train (BWT 0 for no reason).
+            throw TrainingError.invalid("adapters: the model has no hidden layer to put an adapter after (model.hidden is empty)")
+        }
         let (copies, stride) = state.extensionLayout(experiences: context.experienceCount)
         var spec = model.spec
         spec.adapters = layers.map {
