@@ -3,7 +3,7 @@
 
 Usage: python3 datasets/check_export.py FILE.h5 [FILE.h5 ...]
 Exit status 0 if every file passes, 1 otherwise (each problem is printed).
-Layout: docs/scenarios.md ("Dataset layout").
+Layout: the README's Scenarios section ("Dataset layout").
 """
 import json
 import sys
