@@ -27,7 +27,13 @@ def check(path):
         if len(names) != dim:
             problems.append(f"{len(names)} feature names but dimension {dim}")
         json.loads(a["metadata_json"])
-        groups = sorted(f["experiences"])
+        # Numeric order (by the stored index, else the group name): "1000" sorts after "999".
+        def order(g):
+            e = f["experiences"][g]
+            if "index" in e.attrs:
+                return (int(e.attrs["index"]), g)
+            return (int(g) if g.isdigit() else 1 << 62, g)
+        groups = sorted(f["experiences"], key=order)
         if len(groups) != int(a["experience_count"]) or len(f["experience_names"]) != len(groups):
             problems.append("experience_count / experience_names disagree with /experiences")
         total = 0

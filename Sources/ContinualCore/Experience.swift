@@ -38,3 +38,15 @@ public struct ExperienceStream: Sendable, Equatable {
 
     public var dimension: Int { featureNames.count }
 }
+
+extension ExperienceStream {
+    /// Throws a `ScenarioError` naming the first experience whose train or test set is empty:
+    /// an empty test set gives NaN accuracies, an empty train set nothing to learn.
+    public static func requireNonEmptySplits(_ experiences: [Experience], source: String) throws {
+        for e in experiences where e.train.isEmpty || e.test.isEmpty {
+            let which = e.train.isEmpty && e.test.isEmpty ? "train and test sets are" : e.train.isEmpty ? "train set is" : "test set is"
+            throw ScenarioError("\(source): experience \(e.index) (\"\(e.name)\"): its \(which) empty "
+                + "(train \(e.train.count), test \(e.test.count) samples); every experience needs both")
+        }
+    }
+}

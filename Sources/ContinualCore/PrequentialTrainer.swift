@@ -87,42 +87,46 @@ public struct PrequentialTrainer {
             outcome.trainSetSizes.append(trainSet.count)
             outcome.trainableParameters.append(model.trainableCount)
             curve.experienceStarts.append(seen)
+            let own = Self.ownRows(of: experiences[i].train, in: trainSet)
             var lossSum = 0.0, penaltySum = 0.0, rows = 0, steps = 0
             batch.removeAll()
             for k in 0..<trainSet.count {
                 // Test: predict the new sample with the current model (or a plugin's override).
-                var overridden: [Int32]? = nil
-                single.features.replaceSubrange(0..<stream.dimension, with: trainSet.row(k))
-                single.labels[0] = trainSet.labels[k]
-                for p in plugins.indices {
-                    overridden = plugins[p].predictions(model: model, samples: single, experienceIndex: i, workspace: ws)
-                    if overridden != nil { break }
-                }
-                if let overridden {
-                    prediction = overridden[0]
-                } else {
-                    single.features.withUnsafeBufferPointer { x in
-                        model.predict(x.baseAddress!, count: 1, route: model.routeCount > 1 ? Int(trainSet.routes?[k] ?? route) : 0, workspace: ws,
-                                      into: &prediction)
+                // Rows a plugin added (joint's earlier experiences) were seen before: train only.
+                if own[k] {
+                    var overridden: [Int32]? = nil
+                    single.features.replaceSubrange(0..<stream.dimension, with: trainSet.row(k))
+                    single.labels[0] = trainSet.labels[k]
+                    for p in plugins.indices {
+                        overridden = plugins[p].predictions(model: model, samples: single, experienceIndex: i, workspace: ws)
+                        if overridden != nil { break }
                     }
-                }
-                let correct = prediction == trainSet.labels[k]
-                if ringCount == window {
-                    if ring[seen % window] { ringCorrect -= 1 }
-                } else {
-                    ringCount += 1
-                }
-                ring[seen % window] = correct
-                if correct {
-                    ringCorrect += 1
-                    correctTotal += 1
-                }
-                seen += 1
-                if seen % recordEvery == 0 {
-                    curve.position.append(seen)
-                    curve.windowAccuracy.append(Double(ringCorrect) / Double(ringCount))
-                    curve.cumulativeAccuracy.append(Double(correctTotal) / Double(seen))
-                    curve.experience.append(i)
+                    if let overridden {
+                        prediction = overridden[0]
+                    } else {
+                        single.features.withUnsafeBufferPointer { x in
+                            model.predict(x.baseAddress!, count: 1, route: model.routeCount > 1 ? Int(trainSet.routes?[k] ?? route) : 0, workspace: ws,
+                                          into: &prediction)
+                        }
+                    }
+                    let correct = prediction == trainSet.labels[k]
+                    if ringCount == window {
+                        if ring[seen % window] { ringCorrect -= 1 }
+                    } else {
+                        ringCount += 1
+                    }
+                    ring[seen % window] = correct
+                    if correct {
+                        ringCorrect += 1
+                        correctTotal += 1
+                    }
+                    seen += 1
+                    if seen % recordEvery == 0 {
+                        curve.position.append(seen)
+                        curve.windowAccuracy.append(Double(ringCorrect) / Double(ringCount))
+                        curve.cumulativeAccuracy.append(Double(correctTotal) / Double(seen))
+                        curve.experience.append(i)
+                    }
                 }
                 // Train: the sample joins the batch; a full batch (or the end) makes one step.
                 batch.append(from: trainSet, index: k, route: route)
@@ -162,6 +166,29 @@ public struct PrequentialTrainer {
         outcome.evalSeconds = evalTime.seconds
         outcome.pluginReports = plugins.map { ($0.name, $0.report()) }
         return (outcome, curve)
+    }
+
+    /// Which rows of the adjusted training set are the experience's own (`own`, in order): matched
+    /// from the end by features and label, since plugins such as joint put earlier data first.
+    /// If the plugins changed the rows themselves, falls back to the last `own.count` rows.
+    static func ownRows(of own: Samples, in adjusted: Samples) -> [Bool] {
+        var mask = [Bool](repeating: false, count: adjusted.count)
+        let d = own.dimension
+        var j = own.count - 1
+        var k = adjusted.count - 1
+        while j >= 0 && k >= 0 {
+            if adjusted.labels[k] == own.labels[j]
+                && adjusted.features[(k * d)..<((k + 1) * d)].elementsEqual(own.features[(j * d)..<((j + 1) * d)]) {
+                mask[k] = true
+                j -= 1
+            }
+            k -= 1
+        }
+        if j >= 0 {
+            mask = [Bool](repeating: false, count: adjusted.count)
+            for k in max(0, adjusted.count - own.count)..<adjusted.count { mask[k] = true }
+        }
+        return mask
     }
 
     /// One optimizer step on `batch` with penalties and step observers; (Σ task loss, penalty).

@@ -23,22 +23,32 @@ public struct CSVScenarioReader: Sendable {
         return try parse(String(decoding: data, as: UTF8.self), path: path)
     }
 
-    static func fields(_ line: Substring) -> [String] {
-        line.split(separator: ",", omittingEmptySubsequences: false).map { raw in
+    /// The comma-separated fields of `line`; a field wholly in double quotes loses them. Quoting
+    /// is not otherwise supported (no commas, quotes or line breaks inside fields): returns the
+    /// 0-based column of the first field that needs it as `quoted`.
+    static func fields(_ line: Substring) -> (fields: [String], quoted: Int?) {
+        var quoted: Int? = nil
+        let f = line.split(separator: ",", omittingEmptySubsequences: false).enumerated().map { c, raw in
             var s = raw.trimmingCharacters(in: .whitespaces)
             if s.count >= 2, s.hasPrefix("\""), s.hasSuffix("\"") { s = String(s.dropFirst().dropLast()) }
+            if s.contains("\""), quoted == nil { quoted = c }
             return s
         }
+        return (f, quoted)
     }
 
     public func parse(_ text: String, path: String) throws -> ExperienceStream {
+        // A UTF-8 byte order mark (as Excel writes) is not part of the first column's name.
+        var text = text
+        if text.unicodeScalars.first == "\u{FEFF}" { text = String(text.unicodeScalars.dropFirst()) }
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map {
             $0.hasSuffix("\r") ? $0.dropLast() : $0
         }
         guard let headerIndex = lines.firstIndex(where: { !$0.trimmingCharacters(in: .whitespaces).isEmpty }) else {
             throw ScenarioError("\(path): the file is empty (expected a header row)")
         }
-        let header = Self.fields(lines[headerIndex])
+        let (header, headerQuoted) = Self.fields(lines[headerIndex])
+        if let q = headerQuoted { throw Self.quotedError(path: path, line: headerIndex + 1, column: q) }
         func column(_ name: String) throws -> Int {
             guard let i = header.firstIndex(of: name) else {
                 throw ScenarioError("\(path):\(headerIndex + 1): missing column \"\(name)\" in the header (found: \(header.joined(separator: ", ")))")
@@ -58,7 +68,8 @@ public struct CSVScenarioReader: Sendable {
             let line = lines[lineIndex]
             if line.trimmingCharacters(in: .whitespaces).isEmpty { continue }
             let lineNumber = lineIndex + 1
-            let f = Self.fields(line)
+            let (f, quoted) = Self.fields(line)
+            if let q = quoted { throw Self.quotedError(path: path, line: lineNumber, column: q) }
             guard f.count == header.count else {
                 throw ScenarioError("\(path):\(lineNumber): ragged row: expected \(header.count) columns as in the header, found \(f.count)")
             }
@@ -100,7 +111,13 @@ public struct CSVScenarioReader: Sendable {
             Experience(index: i, name: "experience_\(id)", train: byExperience[id]!.train, test: byExperience[id]!.test,
                        metadata: ["experience_id": "\(id)", "source": path])
         }
+        try ExperienceStream.requireNonEmptySplits(experiences, source: path)
         return ExperienceStream(name: "dataset", featureNames: featureColumns.map { header[$0] }, head: head,
                                 experiences: experiences, metadata: ["source": path, "format": "csv"])
+    }
+
+    static func quotedError(path: String, line: Int, column: Int) -> ScenarioError {
+        ScenarioError("\(path):\(line), column \(column + 1): quoted fields with commas or quotes inside are not "
+            + "supported; write plain comma-separated values (numbers, train/test, integer labels)")
     }
 }

@@ -68,6 +68,17 @@ public struct DatasetScenario: ScenarioOptions {
         if k < stream.head.classCount {
             throw ScenarioError("\(path): the file has \(stream.head.classCount) classes but \"classes\" is \(k)")
         }
+        if head == .binary {
+            // A binary head trains BCE on labels 0 and 1 only: a label 2 would be learned as "1".
+            for e in stream.experiences {
+                for (split, samples) in [("train", e.train), ("test", e.test)] {
+                    if let row = samples.labels.firstIndex(where: { $0 < 0 || $0 > 1 }) {
+                        throw ScenarioError("\(path): \"head\": \"binary\" needs labels 0 or 1, but experience \(e.index) "
+                            + "(\"\(e.name)\") \(split) row \(row) has label \(samples.labels[row])")
+                    }
+                }
+            }
+        }
         switch head {
         case .binary: stream.head = .binary
         case .multiclass: stream.head = .multiclass(classes: k)

@@ -1,5 +1,6 @@
 import Foundation
 import ContinualCore
+import ContinualScenarios
 
 /// One fully resolved run: everything that determines its numbers. Its canonical JSON (sorted
 /// keys, every default filled in) is written to the results and hashed into the run id.
@@ -41,6 +42,25 @@ public struct RunConfig: Codable, Sendable, Equatable {
         strategy = try c.decode(.strategy, default: [StrategySpec(NaiveOptionsShim.make())])
         try c.require(!strategy.isEmpty, .strategy, "needs at least one plugin (use \"naive\" for plain fine-tuning)")
         population = try c.decodeIfPresent(PopulationConfig.self, forKey: .population)
+        if let problem = consistencyProblem() {
+            throw DecodingError.dataCorrupted(.init(codingPath: c.codingPath + problem.path.map(AnyCodingKey.init),
+                                                    debugDescription: problem.message))
+        }
+    }
+
+    /// A combination of sections that cannot give the numbers the results would claim, as the key
+    /// path (from the run config) and the reason; nil if the config is consistent. Checked when
+    /// decoding and again by `RunExecutor` (for configs built in code).
+    public func consistencyProblem() -> (path: [String], message: String)? {
+        if let split = scenario.options as? SplitDigitsScenario, split.setting == .task, !model.multiHead {
+            return (["model", "multi_head"], "split_digits \"setting\": \"task\" needs \"multi_head\": true (one head per "
+                + "experience); with one shared head it is the domain setting (use \"setting\": \"domain\")")
+        }
+        if let population, population.users > 1, let generator = scenario.options as? any PopulationScenario,
+           let problem = generator.populationProblem() {
+            return (["scenario", problem.key], problem.message)
+        }
+        return nil
     }
 
     /// Canonical JSON text (sorted keys, defaults filled in).

@@ -5,6 +5,11 @@ import ContinualMetrics
 /// metrics and costs. Pure computation (no files), so it is safe to call from parallel tasks.
 public enum RunExecutor {
     public static func execute(_ run: ResolvedRun) -> RunResult {
+        if let problem = run.config.consistencyProblem() {
+            return RunResult(run: run, status: .failed, message: "." + problem.path.joined(separator: ".") + ": " + problem.message,
+                             outcome: nil, metrics: nil, costs: nil, experienceNames: [], experienceMetadata: [],
+                             featureNames: [], streamMetadata: [:], wallSeconds: 0)
+        }
         if let population = run.config.population { return PopulationExecutor.execute(run, population: population) }
         let clock = ContinuousClock()
         let start = clock.now

@@ -19,10 +19,12 @@ public enum ScenarioArchive {
     public static let format = "continualkit-scenario"
     public static let formatVersion: Int64 = 1
 
-    /// Group name of experience `i` (zero-padded so lexical order is stream order).
-    public static func groupName(_ i: Int) -> String {
+    /// Group name of experience `i` of `count`: zero-padded to max(3, digits of count − 1), so
+    /// lexical order is stream order. Readers still order groups numerically (by `index`).
+    public static func groupName(_ i: Int, count: Int = 0) -> String {
         let s = String(i)
-        return s.count >= 3 ? s : String(repeating: "0", count: 3 - s.count) + s
+        let width = max(3, String(max(count - 1, 0)).count)
+        return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
     }
 
     /// Writes `stream` to `path` (replacing it), atomically through a temporary name.
@@ -48,7 +50,7 @@ public enum ScenarioArchive {
             _ = try root.write(stream.experiences.map(\.name), name: "experience_names")
             let experiences = try root.createGroup("experiences")
             for e in stream.experiences {
-                let g = try experiences.createGroup(groupName(e.index))
+                let g = try experiences.createGroup(groupName(e.index, count: stream.experiences.count))
                 try g.attributes.set("index", Int64(e.index))
                 try g.attributes.set("name", e.name)
                 try g.attributes.set("metadata_json", try JSONValue.encodeCanonicalText(e.metadata))
@@ -97,7 +99,14 @@ public enum ScenarioArchive {
         let metadata = try decodeMetadata(try a.string("metadata_json") ?? "{}", fail("bad root attribute metadata_json"))
         guard root.exists("experiences") else { throw fail("missing group /experiences") }
         let group = try root.openGroup("experiences")
-        let names = try group.childNames().sorted()
+        // Numeric order (by the stored index, else the group name), never text order: "1000"
+        // must come after "999" and "101".
+        var keyed: [(key: Int, name: String)] = []
+        for child in try group.childNames() {
+            let stored = try group.openGroup(child).attributes.scalar("index", as: Int64.self).map { Int($0) }
+            keyed.append((stored ?? Int(child) ?? Int.max, child))
+        }
+        let names = keyed.sorted { $0.key != $1.key ? $0.key < $1.key : $0.name < $1.name }.map(\.name)
         var experiences: [Experience] = []
         for (i, child) in names.enumerated() {
             let g = try group.openGroup(child)
@@ -137,6 +146,7 @@ public enum ScenarioArchive {
         guard experiences.map(\.index) == Array(0..<experiences.count) else {
             throw fail("experience indices must be 0..<\(experiences.count) in group-name order, found \(experiences.map(\.index))")
         }
+        try ExperienceStream.requireNonEmptySplits(experiences, source: path)
         return ExperienceStream(name: name, featureNames: featureNames, head: head, experiences: experiences, metadata: metadata)
     }
 

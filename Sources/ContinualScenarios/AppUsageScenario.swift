@@ -123,10 +123,15 @@ public struct AppUsageScenario: ScenarioOptions {
         }
     }
 
+    /// How many categories (the first ones) `phase` uses: labels, noisy ones included, stay below it.
+    public static func activeCategories(_ p: AppUsagePhase) -> Int {
+        max(1, min(categoryNames.count, Int(p[.categories].rounded())))
+    }
+
     /// The ground truth: the probability of each category for `features` under `phase`.
     public static func categoryProbabilities(_ f: [Float], phase p: AppUsagePhase, profile: Profile) -> [Double] {
         let k = categoryNames.count
-        let active = max(1, min(k, Int(p[.categories].rounded())))
+        let active = activeCategories(p)
         let location = (0..<4).first { f[3 + $0] > 0.5 } ?? 3
         let previous = (0..<k).first { f[7 + $0] > 0.5 }
         var scores = [Double](repeating: -.infinity, count: k)
@@ -154,7 +159,6 @@ public struct AppUsageScenario: ScenarioOptions {
         var driftRNG = rng.derived("drift")
         let schedule = self.schedule
         let k = Self.categoryNames.count
-        let noise = LabelNoise(rate: labelNoise, classes: k)
         var timeline = GeneratedTimeline(dimension: Self.featureNames.count)
         var previous: Int? = nil
         var battery = 1.0
@@ -184,10 +188,14 @@ public struct AppUsageScenario: ScenarioOptions {
             let probabilities = Self.categoryProbabilities(f, phase: p, profile: profile)
             let next = Self.draw(probabilities, rng: &sim)
             previous = next
-            timeline.append(f, label: noise.apply(Int32(next), rng: &rng), day: day, segment: segment, concept: conceptIndex)
+            // Noise draws among the categories active in this sample's phase, so no category
+            // appears before its phase (with one active category there is nothing to confuse).
+            let active = Self.activeCategories(p)
+            let label = active >= 2 ? LabelNoise(rate: labelNoise, classes: active).apply(Int32(next), rng: &rng) : Int32(next)
+            timeline.append(f, label: label, day: day, segment: segment, concept: conceptIndex)
         }
         let fraction = Double(testPerExperience) / Double(trainPerExperience + testPerExperience)
-        var experiences = timeline.experiences(cut: cut, schedule: schedule, conceptNames: phases.map(\.name),
+        var experiences = try timeline.experiences(cut: cut, schedule: schedule, conceptNames: phases.map(\.name),
                                                testFraction: fraction, rng: &rng)
         for e in experiences.indices {
             let seen = Set(experiences[e].train.labels + experiences[e].test.labels).sorted()

@@ -63,7 +63,7 @@ public enum ExperienceCut: Codable, Sendable, Equatable {
     }
 
     /// Groups consecutive timeline positions into experiences (empty units are skipped, units of
-    /// one sample join the previous experience).
+    /// one sample join the previous experience, or the next one when they lead the timeline).
     public func groups(days: [Int], segments: [Int]) -> [[Int]] {
         var result: [[Int]] = []
         var lastKey: Int? = nil
@@ -76,11 +76,18 @@ public enum ExperienceCut: Codable, Sendable, Equatable {
             result[result.count - 1].append(t)
         }
         // A unit with fewer than 2 samples cannot be split into train and test: merge it into
-        // the previous experience.
+        // the previous experience, or (at the start of the timeline) into the next one.
         var merged: [[Int]] = []
+        var leading: [Int] = []
         for g in result {
-            if g.count < 2, !merged.isEmpty { merged[merged.count - 1].append(contentsOf: g) } else { merged.append(g) }
+            if g.count < 2 {
+                if merged.isEmpty { leading.append(contentsOf: g) } else { merged[merged.count - 1].append(contentsOf: g) }
+            } else {
+                merged.append(leading + g)
+                leading = []
+            }
         }
+        if !leading.isEmpty { merged.append(leading) }
         return merged
     }
 

@@ -50,8 +50,9 @@ public struct GeneratedTimeline: Sendable {
     }
 
     /// Cuts the whole timeline into experiences, `testFraction` of each going to its test set.
+    /// Throws if an experience would have an empty train or test set (its metrics would be NaN).
     public func experiences(cut: ExperienceCut, schedule: DriftSchedule, conceptNames: [String],
-                            testFraction: Double, rng: inout RandomSource, user: String = "0") -> [Experience] {
+                            testFraction: Double, rng: inout RandomSource, user: String = "0") throws -> [Experience] {
         let groups = cut.groups(days: days, segments: segments)
         var result: [Experience] = []
         for (e, g) in groups.enumerated() {
@@ -61,6 +62,7 @@ public struct GeneratedTimeline: Sendable {
                                      train: train, test: test,
                                      metadata: metadata(group: g, schedule: schedule, conceptNames: conceptNames, user: user)))
         }
+        try ExperienceStream.requireNonEmptySplits(result, source: "generated timeline (cut \(cut.unitName))")
         return result
     }
 

@@ -118,7 +118,7 @@ public struct HabitDriftScenario: ScenarioOptions {
         }
         if cut != .driftPoints {
             let fraction = Double(testPerExperience) / Double(trainPerExperience + testPerExperience)
-            experiences = timeline.experiences(cut: cut, schedule: schedule, conceptNames: names,
+            experiences = try timeline.experiences(cut: cut, schedule: schedule, conceptNames: names,
                                                testFraction: fraction, rng: &rng)
         }
         return ExperienceStream(

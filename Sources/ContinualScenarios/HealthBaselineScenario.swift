@@ -140,7 +140,7 @@ public struct HealthBaselineScenario: ScenarioOptions {
                             concept: conceptIndex)
         }
         let fraction = Double(testPerExperience) / Double(trainPerExperience + testPerExperience)
-        let experiences = timeline.experiences(cut: cut, schedule: schedule, conceptNames: phases.map(\.name),
+        let experiences = try timeline.experiences(cut: cut, schedule: schedule, conceptNames: phases.map(\.name),
                                                testFraction: fraction, rng: &rng)
         return ExperienceStream(name: Self.typeName, featureNames: Self.featureNames, head: .binary,
                                 experiences: experiences,

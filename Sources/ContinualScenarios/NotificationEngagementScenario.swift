@@ -168,7 +168,7 @@ public struct NotificationEngagementScenario: ScenarioOptions {
             timeline.append(f, label: noise.apply(opened ? 1 : 0, rng: &rng), day: day, segment: k, concept: conceptIndex)
         }
         let fraction = Double(testPerExperience) / Double(trainPerExperience + testPerExperience)
-        let experiences = timeline.experiences(cut: cut, schedule: schedule, conceptNames: phases.map(\.name),
+        let experiences = try timeline.experiences(cut: cut, schedule: schedule, conceptNames: phases.map(\.name),
                                                testFraction: fraction, rng: &rng)
         return ExperienceStream(name: Self.typeName, featureNames: Self.featureNames, head: .binary,
                                 experiences: experiences,

@@ -6,6 +6,13 @@ import ContinualCore
 /// own random days). Each user also gets their own data seed.
 public protocol PopulationScenario: ScenarioOptions {
     func user(_ index: Int, spread: Double, rng: inout RandomSource) -> Self
+    /// Why these options cannot run as a population of several users (the option key and the
+    /// reason), or nil: every user must get the same number of experiences.
+    func populationProblem() -> (key: String, message: String)?
+}
+
+extension PopulationScenario {
+    public func populationProblem() -> (key: String, message: String)? { nil }
 }
 
 extension ParameterConcept {
@@ -69,6 +76,15 @@ extension HabitDriftScenario: PopulationScenario {
 }
 
 extension NotificationEngagementScenario: PopulationScenario {
+    /// Reminders per day are random (Poisson, and per user), so calendar cuts give users
+    /// different numbers of experiences, whose accuracy matrices cannot be averaged.
+    public func populationProblem() -> (key: String, message: String)? {
+        guard cut == .week || cut == .month else { return nil }
+        return ("cut", "a population needs the same number of experiences for every user, but with \"cut\": "
+            + "\"\(cut == .week ? "week" : "month")\" it depends on each user's random reminders per day; "
+            + "use \"drift_points\" or a fixed number of samples per experience")
+    }
+
     public func user(_ index: Int, spread: Double, rng: inout RandomSource) -> NotificationEngagementScenario {
         var o = self
         o.seed = userSeed(index, rng: &rng)

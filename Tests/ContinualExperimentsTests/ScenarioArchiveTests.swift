@@ -22,11 +22,19 @@ struct ScenarioArchiveTests {
             try ScenarioCatalog.resolve(name: "health_baseline", optionsText: "").options.makeStream(seed: 5),
             try ScenarioCatalog.resolve(name: "notification_engagement", optionsText: #"{"drift": "gradual"}"#).options.makeStream(seed: 6),
         ]
-        // Routes and an empty test set survive too.
+        // Routes survive too.
         var routed = streams[0]
         routed.experiences[1].train.routes = routed.experiences[1].train.labels.map { _ in 1 }
-        routed.experiences[2].test = Samples(dimension: routed.dimension)
         streams.append(routed)
+        // An empty test set is written, but refused on reading (its accuracies would be NaN).
+        var empty = streams[0]
+        empty.experiences[2].test = Samples(dimension: empty.dimension)
+        try withScenarioTempDir { dir in
+            let path = dir + "/empty.h5"
+            try ScenarioArchive.write(empty, to: path)
+            #expect(try DatasetScenario(path: path).makeStreamError()
+                    == "\(path): experience 2 (\"reminder_fatigue\"): its test set is empty (train 200, test 0 samples); every experience needs both")
+        }
         try withScenarioTempDir { dir in
             for (i, s) in streams.enumerated() {
                 let path = dir + "/s\(i).h5"
