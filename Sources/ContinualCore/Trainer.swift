@@ -96,6 +96,7 @@ public struct Trainer {
             var epochPenalties: [Double] = []
             var processed = 0
             var steps = 0
+            var monitor = options.earlyStopping.map(EarlyStopping.Monitor.init)
             for epoch in 0..<options.epochs {
                 if options.shuffle { shuffleRNG.shuffle(&order) }
                 var lossSum = 0.0, penaltySum = 0.0, rows = 0, batches = 0
@@ -130,6 +131,7 @@ public struct Trainer {
                 }
                 epochLosses.append(epochLoss)
                 epochPenalties.append(batches > 0 ? penaltySum / Double(batches) : 0)
+                if monitor?.shouldStop(after: epochLoss) == true { break }
             }
             outcome.lossCurve.append(epochLosses)
             outcome.penaltyCurve.append(epochPenalties)

@@ -103,6 +103,7 @@ public enum ResultsWriter {
         try counts(o.trainSetSizes, "train_set_sizes", "samples in the training set used for each experience (after plugins)")
         try counts(o.samplesProcessed, "samples_processed", "rows processed while training each experience, all epochs, replay included")
         try counts(o.steps, "steps", "optimizer steps per experience")
+        try counts(o.lossCurve.map(\.count), "epochs_run", "epochs actually run per experience (fewer than training.epochs when early stopping ended it)")
         try counts(o.trainableParameters, "trainable_parameters", "trainable parameters while training each experience")
 
         let epochs = o.lossCurve.map(\.count).max() ?? 0

@@ -9,12 +9,20 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
     public var evalBatchSize = 512
     /// Mean epoch loss above which a run is reported as diverged; nil (JSON null) disables it.
     public var divergenceLoss: Double? = 1e4
+    /// `"early_stopping": {"patience": N, "min_delta": x}`; null or absent = off. Written to the
+    /// resolved config only when set, so run ids of configs without it do not change.
+    public var earlyStopping: EarlyStopping? = nil
 
     public init() {}
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case epochs, batchSize = "batch_size", shuffle, resetOptimizer = "reset_optimizer"
         case evalBatchSize = "eval_batch_size", divergenceLoss = "divergence_loss"
+        case earlyStopping = "early_stopping"
+    }
+
+    enum EarlyStoppingKeys: String, CodingKey, CaseIterable {
+        case patience, minDelta = "min_delta"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -26,6 +34,14 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
         evalBatchSize = try c.decode(.evalBatchSize, default: 512)
         if c.contains(.divergenceLoss) {
             divergenceLoss = try c.decodeNil(forKey: .divergenceLoss) ? nil : c.decode(Double.self, forKey: .divergenceLoss)
+        }
+        if c.contains(.earlyStopping), try !c.decodeNil(forKey: .earlyStopping) {
+            let e = try c.superDecoder(forKey: .earlyStopping).strictContainer(keyedBy: EarlyStoppingKeys.self)
+            let patience: Int = try e.decode(.patience, default: 3)
+            let minDelta: Double = try e.decode(.minDelta, default: 0)
+            try e.require(patience >= 1, .patience, "must be ≥ 1, got \(patience)")
+            try e.require(minDelta >= 0 && minDelta.isFinite, .minDelta, "must be a finite number ≥ 0, got \(minDelta)")
+            earlyStopping = EarlyStopping(patience: patience, minDelta: minDelta)
         }
         try c.require((divergenceLoss ?? 1) > 0, .divergenceLoss, "must be > 0 or null, got \(divergenceLoss ?? 0)")
         try c.require(epochs >= 1 && epochs <= 100_000, .epochs, "must be in 1...100000, got \(epochs)")
@@ -41,11 +57,16 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
         try c.encode(resetOptimizer, forKey: .resetOptimizer)
         try c.encode(evalBatchSize, forKey: .evalBatchSize)
         if let divergenceLoss { try c.encode(divergenceLoss, forKey: .divergenceLoss) } else { try c.encodeNil(forKey: .divergenceLoss) }
+        if let earlyStopping {
+            var e = c.nestedContainer(keyedBy: EarlyStoppingKeys.self, forKey: .earlyStopping)
+            try e.encode(earlyStopping.patience, forKey: .patience)
+            try e.encode(earlyStopping.minDelta, forKey: .minDelta)
+        }
     }
 
     public var options: TrainingOptions {
         TrainingOptions(epochs: epochs, batchSize: batchSize, shuffle: shuffle,
                         resetOptimizerPerExperience: resetOptimizer, evaluationBatchSize: evalBatchSize,
-                        divergenceLoss: divergenceLoss)
+                        divergenceLoss: divergenceLoss, earlyStopping: earlyStopping)
     }
 }
