@@ -67,6 +67,7 @@ public enum ResultsWriter {
             _ = try g.write(meta, name: "experience_metadata")
         }
         for (k, v) in r.streamMetadata.sorted(by: { $0.key < $1.key }) { try a.set("stream_" + k, v) }
+        if let d = r.device { try DeviceResultsWriter.write(d, run: g) }
         guard let o = r.outcome, let m = r.metrics, let c = r.costs else { return }
         let T = o.accuracy.count
         let experience = try g.write((0..<T).map { Int64($0) }, shape: [T], name: "experience", compress: false)
@@ -141,6 +142,7 @@ public enum ResultsWriter {
         let processed = o.samplesProcessed.reduce(0, +)
         try ca.set("training_samples_per_second", o.trainSeconds > 0 ? Double(processed) / o.trainSeconds : 0)
         try ca.set("units", "parameters: count; bytes: bytes (float32 = 4 B); flops: floating-point operations (multiply-add = 2); seconds: wall time")
+        if let d = r.device { try DeviceResultsWriter.writeCosts(d, into: costs) }
 
         if !o.pluginReports.isEmpty {
             let plugins = try g.createGroup("plugins")
@@ -185,6 +187,19 @@ public enum ResultsWriter {
             .int(Int64(c?.totalParameters ?? 0)), .int(Int64(c?.trainableParameters ?? 0)),
             .int(Int64(c?.modelBytes ?? 0)), .int(Int64(c?.flopsPerPrediction ?? 0)),
             .double(o?.trainSeconds ?? nan), .double(o?.evalSeconds ?? nan),
+        ] + deviceSummary(r)
+    }
+
+    /// Device columns (`ResultsSchema.deviceSummaryColumns`): energy, bytes, schedule, int8.
+    static func deviceSummary(_ r: RunResult) -> [HDF5Value] {
+        let d = r.device, s = d?.schedule, q = d?.quantization
+        let nan = Double.nan
+        return [
+            .double(d?.trainingJoules ?? nan), .int(Int64(s?.sessionDays.count ?? d?.sessionEnergy.count ?? 0)),
+            .int(Int64(d?.peakMemory.total ?? 0)), .int(Int64(q?.modelBytesInt8 ?? 0)),
+            .double(s?.prequentialAccuracy ?? nan), .double(s?.finalAccuracy ?? nan),
+            .double(q?.meanInt8 ?? nan), .double(d?.predictionLatencySeconds ?? nan),
+            .string(d?.profile.name ?? ""), .string(s?.type ?? ""),
         ]
     }
 

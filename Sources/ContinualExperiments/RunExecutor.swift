@@ -19,15 +19,52 @@ public enum RunExecutor {
             result.streamMetadata = stream.metadata
             let spec = config.model.spec(inputs: stream.dimension, head: stream.head,
                                          experiences: stream.experiences.count)
-            var trainer = Trainer(spec: spec, optimizer: config.optimizer.spec, options: config.training.options,
-                                  plugins: config.strategy.map { $0.options.makePlugin() }, seed: config.seed)
-            let outcome = try trainer.run(stream)
-            result.outcome = outcome
-            result.metrics = MetricSet(matrix: AccuracyMatrix(outcome.accuracy),
-                                       randomBaseline: outcome.randomAccuracy,
-                                       initialBaseline: outcome.initialAccuracy)
-            result.costs = CostModel(model: outcome.finalModel, optimizer: trainer.optimizer)
-            result.status = .completed
+            let plugins = config.strategy.map { $0.options.makePlugin() }
+            let device = config.device ?? DeviceConfig()
+            if let schedule = config.schedule {
+                // Scheduled (prequential) run: the Trainer's experiences are the training sessions.
+                let plan = ScheduledRunner.plan(stream: stream, schedule: schedule, device: device.state, seed: config.seed)
+                let (outcome, trainer, report) = try ScheduledRunner.run(
+                    plan: plan, stream: stream, spec: spec, optimizer: config.optimizer.spec,
+                    training: config.training.options, plugins: plugins, seed: config.seed, type: schedule.type.rawValue)
+                result.experienceNames = plan.sessions.map(\.name)
+                result.experienceMetadata = plan.sessions.map(\.metadata)
+                result.outcome = outcome
+                let model = outcome?.finalModel ?? trainer.model
+                if let outcome {
+                    result.metrics = MetricSet(matrix: AccuracyMatrix(outcome.accuracy),
+                                               randomBaseline: outcome.randomAccuracy,
+                                               initialBaseline: outcome.initialAccuracy)
+                } else {
+                    result.message = "no training session: the device gate never opened"
+                }
+                result.costs = CostModel(model: model, optimizer: trainer.optimizer)
+                var d = DeviceReport(profile: device.profile, model: model, optimizer: config.optimizer.spec,
+                                     training: config.training.options, outcome: outcome)
+                d.schedule = report
+                if let q = config.quantization {
+                    d.quantization = QuantizationReport(model: model, experiences: stream.experiences, granularity: q.granularity)
+                }
+                result.device = d
+                result.status = .completed
+            } else {
+                var trainer = Trainer(spec: spec, optimizer: config.optimizer.spec, options: config.training.options,
+                                      plugins: plugins, seed: config.seed)
+                let outcome = try trainer.run(stream)
+                result.outcome = outcome
+                result.metrics = MetricSet(matrix: AccuracyMatrix(outcome.accuracy),
+                                           randomBaseline: outcome.randomAccuracy,
+                                           initialBaseline: outcome.initialAccuracy)
+                result.costs = CostModel(model: outcome.finalModel, optimizer: trainer.optimizer)
+                var d = DeviceReport(profile: device.profile, model: outcome.finalModel, optimizer: config.optimizer.spec,
+                                     training: config.training.options, outcome: outcome)
+                if let q = config.quantization {
+                    d.quantization = QuantizationReport(model: outcome.finalModel, experiences: stream.experiences,
+                                                        granularity: q.granularity)
+                }
+                result.device = d
+                result.status = .completed
+            }
         } catch let error as TrainingError {
             if case .diverged = error { result.status = .diverged } else { result.status = .failed }
             result.message = error.description

@@ -26,6 +26,8 @@ public struct RunResult: Sendable {
     public var streamMetadata: [String: String]
     /// Wall time of the whole run including data generation, seconds.
     public var wallSeconds: Double
+    /// Energy, bytes, latency, schedule and int8 figures (docs/device.md).
+    public var device: DeviceReport? = nil
 
     public var runId: String { run.runId }
     public var name: String { run.config.name }
