@@ -30,13 +30,14 @@ public struct DeviceReport: Sendable {
         sessionEnergy = zip(o?.samplesProcessed ?? [], o?.steps ?? []).map {
             EnergyEstimate(training: traffic, rows: $0, steps: $1, profile: profile)
         }
-        var bufferBytes = 0, replayRows = 0
+        var bufferBytes = 0, replayRows = 0, stateBytes = 0
         for (_, report) in o?.pluginReports ?? [] {
             if case .int(let b)? = report.attributes["buffer_bytes"] { bufferBytes += Int(b) }
             if case .int(let r)? = report.attributes["replay_per_batch"] { replayRows += Int(r) }
+            if case .int(let b)? = report.attributes["state_bytes"] { stateBytes += Int(b) }
         }
         peakMemory = PeakMemory(model: model, optimizer: optimizer, batchRows: training.batchSize + replayRows,
-                                bufferBytes: bufferBytes)
+                                bufferBytes: bufferBytes, pluginStateBytes: stateBytes)
         predictionEnergy = EnergyEstimate(flops: traffic.flopsPerPrediction, bytes: traffic.bytesPerPrediction,
                                           profile: profile)
         predictionLatencySeconds = ContinualMetrics.predictionLatencySeconds(flops: traffic.flopsPerPrediction,

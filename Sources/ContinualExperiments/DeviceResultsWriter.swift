@@ -37,6 +37,7 @@ enum DeviceResultsWriter {
         try a.set("peak_memory_gradients", Int64(d.peakMemory.gradients))
         try a.set("peak_memory_activations", Int64(d.peakMemory.activations))
         try a.set("peak_memory_buffer", Int64(d.peakMemory.buffer))
+        try a.set("peak_memory_plugin_state", Int64(d.peakMemory.pluginState))
         try a.set("prediction_flops", Int64(d.predictionEnergy.flops))
         try a.set("prediction_bytes", Int64(d.predictionEnergy.bytes))
         try a.set("prediction_energy_j", d.predictionEnergy.joules)

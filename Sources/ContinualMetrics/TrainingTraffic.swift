@@ -76,17 +76,20 @@ public struct EnergyEstimate: Sendable, Equatable {
 
 /// Peak memory of training, in bytes (float32): parameters + optimizer state + gradient vector
 /// (all as allocated over the full parameter vector) + activations of one batch
-/// (rows · Σ widths incl. input) + replay buffer bytes.
+/// (rows · Σ widths incl. input) + replay buffer bytes + the plugins' own state (EWC's Fisher and
+/// anchors, SI's importance; reported by the plugins as `state_bytes`).
 public struct PeakMemory: Sendable, Equatable {
     public var parameters: Int
     public var optimizerState: Int
     public var gradients: Int
     public var activations: Int
     public var buffer: Int
-    public var total: Int { parameters + optimizerState + gradients + activations + buffer }
+    public var pluginState: Int
+    public var total: Int { parameters + optimizerState + gradients + activations + buffer + pluginState }
 
     /// `batchRows` = rows of the largest batch (batch size + replayed rows per batch).
-    public init(model: MLP, optimizer: OptimizerSpec, batchRows: Int, bufferBytes: Int) {
+    public init(model: MLP, optimizer: OptimizerSpec, batchRows: Int, bufferBytes: Int, pluginStateBytes: Int = 0) {
+        pluginState = pluginStateBytes
         let p = model.parameterCount
         parameters = 4 * p
         optimizerState = 4 * p * optimizer.stateFloatsPerParameter

@@ -135,6 +135,8 @@ public struct EWC: StrategyPlugin {
         r.attributes["gamma"] = .double(options.gamma)
         r.attributes["penalty_convention"] = .string(penaltyConvention)
         r.attributes["experiences_consolidated"] = .int(Int64(consolidated))
+        // Memory the penalty keeps on the device (Fisher + anchor per term, float32): docs/device.md.
+        r.attributes["state_bytes"] = .int(Int64(terms.reduce(0) { $0 + 4 * ($1.fisher.count + $1.anchor.count) }))
         if options.savesImportance(parameterCount: parameterCount), let last = terms.last {
             r.arrays["fisher"] = .init(values: lastFisher, attributes: [
                 "meaning": .string("diagonal Fisher estimate (\(options.fisher.rawValue)) of the last consolidated experience, one value per parameter of the flat vector"),

@@ -19,6 +19,9 @@ import ContinualMetrics
         #expect(m.activations == 64 * (10 + 16 + 8 + 1) * 4)   // 8,960 B
         #expect(m.buffer == 1000)
         #expect(m.total == 1284 * 4 + 8960 + 1000)  // 15,096 B
+        let ewc = PeakMemory(model: model, optimizer: .adam(learningRate: 1e-3), batchRows: 64, bufferBytes: 0,
+                             pluginStateBytes: 2 * 1284)   // one EWC term: Fisher + anchor
+        #expect(ewc.total == 1284 * 4 + 8960 + 2 * 1284)
         let sgd = PeakMemory(model: model, optimizer: .sgd(learningRate: 0.1), batchRows: 32, bufferBytes: 0)
         #expect(sgd.total == 1284 * 2 + 32 * 35 * 4)
     }
