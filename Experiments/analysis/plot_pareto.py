@@ -49,7 +49,7 @@ def main():
     df = load(args.results)
     df = df[df["status"] == "completed"]
     metric = args.accuracy or ("prequential_acc" if df["prequential_acc"].notna().any() else "acc")
-    cols = [metric, "final_acc", "acc_int8", "energy_j", "training_sessions", "peak_memory_bytes"]
+    cols = list(dict.fromkeys([metric, "final_acc", "acc_int8", "energy_j", "training_sessions", "peak_memory_bytes"]))
     g = df.groupby("group")[cols].agg(["mean", "std", "count"])
     groups = list(g.index)
     acc = g[(metric, "mean")].to_numpy()
