@@ -40,6 +40,20 @@ public struct SynapticIntelligence: StrategyPlugin {
         self.options = options
     }
 
+    /// Checkpoint state: ω, Ω, the penalty weights, anchor and path start, and the counter.
+    public func checkpointState() -> PluginState? {
+        PluginState(floats: ["penalty_weights": penaltyWeights, "anchor": anchor, "start": start],
+                    doubles: ["omega": omega, "importance": importance], ints: ["finished": [Int64(finished)]])
+    }
+
+    public mutating func restore(from state: PluginState) throws {
+        guard let w = state.floats["penalty_weights"], let a = state.floats["anchor"], let s = state.floats["start"],
+              let o = state.doubles["omega"], let i = state.doubles["importance"], let f = state.ints["finished"]?.first else {
+            throw CheckpointError.mismatch("SI state lacks one of penalty_weights, anchor, start, omega, importance, finished")
+        }
+        (penaltyWeights, anchor, start, omega, importance, finished) = (w, a, s, o, i, Int(f))
+    }
+
     public mutating func prepare(model: inout MLP, context: RunContext) throws {
         importance = [Double](repeating: 0, count: model.parameterCount)
         penaltyWeights = []

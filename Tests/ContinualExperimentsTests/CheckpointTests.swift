@@ -22,11 +22,22 @@ import ContinualStrategies
                 plugins: [plugin()], seed: 11)
     }
 
-    @Test(arguments: ["naive", "joint"], [0, 1, 2])
+    static func plugin(_ name: String) -> any StrategyPlugin {
+        switch name {
+        case "naive": return Naive()
+        case "joint": return Joint()
+        // Sampled Fisher: the plugin's own random stream must survive the checkpoint too.
+        case "ewc": return EWC(options: EWC.Options(lambda: 50, fisher: .sample))
+        case "online_ewc": return EWC(options: EWC.Options(lambda: 50, mode: .online, gamma: 0.9))
+        default: return SynapticIntelligence(options: SynapticIntelligence.Options(c: 1))
+        }
+    }
+
+    @Test(arguments: ["naive", "joint", "ewc", "online_ewc", "si"], [0, 1, 2])
     func stopAndResumeIsBitIdentical(strategy: String, k: Int) throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
-        let make: () -> any StrategyPlugin = strategy == "naive" ? { Naive() } : { Joint() }
+        let make: () -> any StrategyPlugin = { Self.plugin(strategy) }
         let s = try stream()
         // Adam state carried across experiences, so optimizer state must survive the checkpoint.
         let optimizer = OptimizerSpec.adam(learningRate: 0.01)
@@ -55,11 +66,11 @@ import ContinualStrategies
 
     @Test func pluginsWithoutTheHookRefuseToCheckpoint() throws {
         var t = Trainer(spec: Self.spec, optimizer: .sgd(learningRate: 0.05), options: TrainingOptions(epochs: 1),
-                        plugins: [EWC(options: EWC.Options())], seed: 1)
-        #expect(throws: CheckpointError.unsupportedPlugin("ewc")) { try t.run(try stream(), resumingFrom: nil, stopAfter: 0) }
+                        plugins: [Replay(options: Replay.Options(capacity: 20))], seed: 1)
+        #expect(throws: CheckpointError.unsupportedPlugin("replay")) { try t.run(try stream(), resumingFrom: nil, stopAfter: 0) }
         // Running to the end needs no checkpoint, so it works.
         var u = Trainer(spec: Self.spec, optimizer: .sgd(learningRate: 0.05), options: TrainingOptions(epochs: 1),
-                        plugins: [EWC(options: EWC.Options())], seed: 1)
+                        plugins: [Replay(options: Replay.Options(capacity: 20))], seed: 1)
         _ = try u.run(try stream(), resumingFrom: nil, stopAfter: nil)
     }
 
