@@ -12,17 +12,18 @@ public struct MLP: Sendable, Equatable {
     /// optimizers leave it, and its optimizer state, bit-identical.
     public var trainable: [Bool]?
 
-    /// A freshly initialised network (see `Initialization` for the draws).
+    /// A freshly initialised network (see `Initialization` for the draws). Dense layers draw
+    /// first, in the plain network's order, so an extended spec's dense weights equal the plain
+    /// spec's for the same stream; adapter and LoRA parameters draw afterwards.
     public init(spec: MLPSpec, rng: inout RandomSource) {
         let layers = spec.layers()
         self.spec = spec
         self.layers = layers
-        let count = layers.last.map { $0.offset + $0.parameterCount } ?? 0
-        var parameters = [Float](repeating: 0, count: count)
+        var parameters = [Float](repeating: 0, count: spec.parameterCount)
         parameters.withUnsafeMutableBufferPointer { p in
-            for layer in layers {
+            for layer in layers where layer.kind == .dense {
                 for copy in 0..<layer.copies {
-                    let w = p.baseAddress! + layer.weightOffset(route: copy)
+                    let w = p.baseAddress! + layer.weightOffset(route: copy * layer.routeStride)
                     spec.initialization.fill(w, count: layer.inputs * layer.outputs, fanIn: layer.inputs,
                                              fanOut: layer.outputs, activation: layer.activation, rng: &rng)
                 }
@@ -30,14 +31,55 @@ public struct MLP: Sendable, Equatable {
         }
         self.parameters = parameters
         self.trainable = nil
+        if spec.isExtended { initializeExtensions(rng: &rng) }
+    }
+
+    /// `base`'s plain network extended to `spec` (adapters, LoRA): the plain parameters are
+    /// copied unchanged, extension parameters are drawn from `rng` (see `initializeExtensions`).
+    public init(extending base: MLP, to spec: MLPSpec, rng: inout RandomSource) {
+        precondition(base.spec == spec.plain, "can only extend the plain network of the same shape")
+        self.spec = spec
+        self.layers = spec.layers()
+        var parameters = [Float](repeating: 0, count: spec.parameterCount)
+        parameters.replaceSubrange(0..<base.parameterCount, with: base.parameters)
+        self.parameters = parameters
+        self.trainable = nil
+        initializeExtensions(rng: &rng)
+    }
+
+    /// Adapters: W_down drawn like a dense layer with the adapter's activation, b_down = 0,
+    /// W_up = 0 and b_up = 0, so a fresh adapter is exactly the identity. LoRA: A drawn like a
+    /// linear layer of fan-in `inputs`, B = 0, so a fresh update is exactly zero.
+    private mutating func initializeExtensions(rng: inout RandomSource) {
+        let layers = self.layers
+        let initialization = spec.initialization
+        parameters.withUnsafeMutableBufferPointer { p in
+            for layer in layers {
+                guard case .adapter(let r, let act) = layer.kind else { continue }
+                for copy in 0..<layer.copies {
+                    let o = layer.adapterOffsets(route: copy * layer.routeStride)
+                    initialization.fill(p.baseAddress! + o.wDown, count: layer.inputs * r, fanIn: layer.inputs,
+                                        fanOut: r, activation: act, rng: &rng)
+                    (p.baseAddress! + o.bDown).update(repeating: 0, count: r + r * layer.outputs + layer.outputs)
+                }
+            }
+            for layer in layers {
+                guard let lr = layer.lowRank else { continue }
+                for copy in 0..<lr.copies {
+                    let o = layer.lowRankOffsets(route: copy * lr.routeStride)
+                    initialization.fill(p.baseAddress! + o.a, count: layer.inputs * lr.rank, fanIn: layer.inputs,
+                                        fanOut: lr.rank, activation: .identity, rng: &rng)
+                    (p.baseAddress! + o.b).update(repeating: 0, count: lr.rank * layer.outputs)
+                }
+            }
+        }
     }
 
     /// A network with given parameters (e.g. loaded from a checkpoint).
     public init(spec: MLPSpec, parameters: [Float]) {
         self.spec = spec
         self.layers = spec.layers()
-        precondition(parameters.count == (layers.last.map { $0.offset + $0.parameterCount } ?? 0),
-                     "parameter count does not match the spec")
+        precondition(parameters.count == spec.parameterCount, "parameter count does not match the spec")
         self.parameters = parameters
         self.trainable = nil
     }
@@ -45,8 +87,13 @@ public struct MLP: Sendable, Equatable {
     public var parameterCount: Int { parameters.count }
     public var inputCount: Int { spec.inputs }
     public var logitCount: Int { spec.head.logitCount }
-    /// Number of routes the model distinguishes (heads).
-    public var routeCount: Int { layers.map(\.copies).max() ?? 1 }
+    /// Number of routes the model distinguishes (heads, adapter and LoRA copies × route stride).
+    public var routeCount: Int {
+        layers.map { l in
+            max(l.copies == 1 ? 1 : l.copies * l.routeStride,
+                l.lowRank.map { $0.copies == 1 ? 1 : $0.copies * $0.routeStride } ?? 1)
+        }.max() ?? 1
+    }
 
     /// Parameters that an optimizer may change.
     public var trainableCount: Int { trainable.map { $0.lazy.filter { $0 }.count } ?? parameters.count }
@@ -73,7 +120,14 @@ public struct MLP: Sendable, Equatable {
                     DenseKernels.forward(x: x, w: base + layer.weightOffset(route: route),
                                          b: base + layer.biasOffset(route: route), y: y,
                                          batch: count, inputs: layer.inputs, outputs: layer.outputs)
+                    if layer.lowRank != nil {
+                        ExtensionKernels.lowRankForward(layer: layer, route: route, base: base, x: x, y: y,
+                                                        u: ws.inner(l), batch: count)
+                    }
                     layer.activation.apply(y, count: count &* layer.outputs)
+                case .adapter:
+                    ExtensionKernels.adapterForward(layer: layer, route: route, base: base, x: x, y: y,
+                                                    a: ws.inner(l), batch: count)
                 }
             }
         }
@@ -102,6 +156,16 @@ public struct MLP: Sendable, Equatable {
                         DenseKernels.inputGradient(dz: delta, w: base + w, dx: bufA,
                                                    batch: count, inputs: layer.inputs, outputs: layer.outputs)
                     }
+                    if layer.lowRank != nil {
+                        ExtensionKernels.lowRankBackward(layer: layer, route: route, base: base, x: x, dz: delta,
+                                                         u: UnsafePointer(ws.inner(l)), dx: l > 0 ? bufA : nil,
+                                                         scratchOut: ws.scratchOut, scratchInner: ws.scratchInner,
+                                                         batch: count, gradient: gradient)
+                    }
+                case .adapter:
+                    ExtensionKernels.adapterBackward(layer: layer, route: route, base: base, x: x, dy: delta,
+                                                     a: UnsafePointer(ws.inner(l)), dx: bufA,
+                                                     scratchInner: ws.scratchInner, batch: count, gradient: gradient)
                 }
                 if l > 0 {
                     delta = bufA

@@ -23,14 +23,23 @@ public struct QuantizedMLP: Sendable, Equatable {
     private let weightOffsets: [[Int]]   // [layer][copy] → index into `weights`
     private let scaleOffsets: [[Int]]    // [layer][copy] → index into `scales` (and `biases`)
 
+    /// Why `model` cannot be quantised by this type, or nil if it can (plain dense layers only:
+    /// adapters and LoRA updates would need their own scales).
+    public static func unsupportedReason(_ model: MLP) -> String? {
+        if model.layers.contains(where: { $0.kind != .dense }) { return "int8 quantisation supports dense layers only (the model has adapters)" }
+        if model.layers.contains(where: { $0.lowRank != nil }) { return "int8 quantisation supports dense layers only (the model has LoRA updates)" }
+        return nil
+    }
+
+    /// Quantises `model`; it must be plain dense (see `unsupportedReason`).
     public init(_ model: MLP, granularity: Granularity) {
+        precondition(QuantizedMLP.unsupportedReason(model) == nil, QuantizedMLP.unsupportedReason(model) ?? "")
         spec = model.spec
         layers = model.layers
         self.granularity = granularity
         var w: [Int8] = [], s: [Float] = [], b: [Float] = []
         var wo: [[Int]] = [], so: [[Int]] = []
         for layer in model.layers {
-            precondition(layer.kind == .dense, "only dense layers can be quantised")
             var wl: [Int], sl: [Int]
             (wl, sl) = ([], [])
             for copy in 0..<layer.copies {
@@ -78,7 +87,7 @@ public struct QuantizedMLP: Sendable, Equatable {
     public func logits(_ x: [Float], route: Int) -> [Float] {
         var h = x
         for (l, layer) in layers.enumerated() {
-            let copy = layer.copies == 1 ? 0 : route % layer.copies
+            let copy = layer.copyIndex(route: route)
             let wo = weightOffsets[l][copy], so = scaleOffsets[l][copy]
             var out = [Float](repeating: 0, count: layer.outputs)
             for j in 0..<layer.outputs {
@@ -99,7 +108,7 @@ public struct QuantizedMLP: Sendable, Equatable {
         var h = x.map(Double.init)      // float activations
         var delta = [Double](repeating: 0, count: x.count)
         for (l, layer) in layers.enumerated() {
-            let copy = layer.copies == 1 ? 0 : route % layer.copies
+            let copy = layer.copyIndex(route: route)
             let so = scaleOffsets[l][copy]
             let base = layer.weightOffset(route: copy)
             var next = [Double](repeating: 0, count: layer.outputs)

@@ -94,9 +94,12 @@ public struct RunContext: Sendable {
     public var dimension: Int
     public var head: OutputHead
     public var training: TrainingOptions
+    /// Names of the stream's features, in column order (context routing looks a feature up).
+    public var featureNames: [String]
 
     public init(seed: UInt64, pluginIndex: Int, experienceCount: Int, dimension: Int, head: OutputHead,
-                training: TrainingOptions) {
+                training: TrainingOptions, featureNames: [String] = []) {
+        self.featureNames = featureNames
         self.seed = seed
         self.pluginIndex = pluginIndex
         self.experienceCount = experienceCount

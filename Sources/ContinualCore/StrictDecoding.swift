@@ -18,7 +18,8 @@ extension Decoder {
     ) throws -> KeyedDecodingContainer<K> {
         let any = try container(keyedBy: AnyCodingKey.self)
         let allowed = Set(K.allCases.map(\.stringValue)).union(alsoAllowed)
-        for key in any.allKeys where !allowed.contains(key.stringValue) {
+        // Sorted, so that the first unknown key reported is the same on every run.
+        for key in any.allKeys.sorted(by: { $0.stringValue < $1.stringValue }) where !allowed.contains(key.stringValue) {
             throw DecodingError.dataCorrupted(.init(
                 codingPath: codingPath + [key],
                 debugDescription: "unknown key \"\(key.stringValue)\"; allowed keys: \(allowed.sorted().joined(separator: ", "))"))

@@ -46,7 +46,8 @@ public struct Trainer {
         }
         for i in plugins.indices {
             let context = RunContext(seed: seed, pluginIndex: i, experienceCount: T,
-                                     dimension: stream.dimension, head: stream.head, training: options)
+                                     dimension: stream.dimension, head: stream.head, training: options,
+                                     featureNames: stream.featureNames)
             try plugins[i].prepare(model: &model, context: context)
         }
         if model.routeCount > 1 && model.routeCount < T {
@@ -111,6 +112,9 @@ public struct Trainer {
             if gradient.count != model.parameterCount {
                 gradient = [Float](repeating: 0, count: model.parameterCount)
             }
+            // Step masks per set of routes in a batch; rebuilt each experience (plugins may change
+            // `trainable` in beforeExperience).
+            var maskCache: [[Int32]: [Bool]?] = [:]
             var trainSet = experiences[i].train
             for p in plugins.indices { plugins[p].adjustTrainingSet(&trainSet, context: context) }
             outcome.trainSetSizes.append(trainSet.count)
@@ -141,7 +145,7 @@ public struct Trainer {
                     let (loss, penalty) = Trainer.step(
                         model: &model, optimizer: &optimizer, plugins: &plugins, batch: batch,
                         gradient: &gradient, taskGradient: &taskGradient, before: &before,
-                        observing: observing, experience: i, step: steps, workspace: ws)
+                        observing: observing, experience: i, step: steps, maskCache: &maskCache, workspace: ws)
                     guard loss.isFinite, penalty.isFinite else {
                         throw TrainingError.diverged(experience: i, epoch: epoch, loss: loss.isFinite ? penalty : loss)
                     }
@@ -233,7 +237,7 @@ public struct Trainer {
     private static func step(model: inout MLP, optimizer: inout Optimizer, plugins: inout [any StrategyPlugin],
                              batch: Batch, gradient: inout [Float], taskGradient: inout [Float],
                              before: inout [Float], observing: Bool, experience: Int, step: Int,
-                             workspace ws: Workspace) -> (Double, Double) {
+                             maskCache: inout [[Int32]: [Bool]?], workspace ws: Workspace) -> (Double, Double) {
         let n = batch.count
         let scale = 1 / Float(n)
         var loss = 0.0
@@ -286,7 +290,8 @@ public struct Trainer {
             }
         }
         gradient.withUnsafeBufferPointer { g in
-            optimizer.step(parameters: &model.parameters, gradient: g.baseAddress!, trainable: model.trainable)
+            optimizer.step(parameters: &model.parameters, gradient: g.baseAddress!,
+                           trainable: Trainer.mask(for: batch, model: model, cache: &maskCache))
         }
         if observing {
             taskGradient.withUnsafeBufferPointer { t in
@@ -303,6 +308,17 @@ public struct Trainer {
             }
         }
         return (loss, penalty)
+    }
+
+    /// The optimizer mask for `batch`: `model.trainable`, restricted on multi-route models to the
+    /// shared parameters and the copies of the routes present (see `MLP.stepMask`).
+    static func mask(for batch: Batch, model: MLP, cache: inout [[Int32]: [Bool]?]) -> [Bool]? {
+        guard model.routeCount > 1 else { return model.trainable }
+        let routes = Set(batch.routes[0..<batch.count]).sorted()
+        if let cached = cache[routes] { return cached }
+        let mask = model.stepMask(routes: routes)
+        cache[routes] = mask
+        return mask
     }
 
     /// Accuracy on every experience's test set, through the plugins' prediction override if any.

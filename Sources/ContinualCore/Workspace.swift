@@ -10,6 +10,13 @@ public final class Workspace {
     private var deltaA: UnsafeMutablePointer<Float>
     private var deltaB: UnsafeMutablePointer<Float>
     private var maxWidth: Int
+    // Extensions (adapters, LoRA): per layer [rows × innerWidths[l]] (adapter hidden units or
+    // LoRA's x·A, kept for backward), and two scratch buffers for their backward pass.
+    private let innerWidths: [Int]
+    private let maxInner: Int
+    private var inners: [UnsafeMutablePointer<Float>?]
+    private var scratchO: UnsafeMutablePointer<Float>
+    private var scratchI: UnsafeMutablePointer<Float>
 
     public init(layers: [Layer], capacity: Int = 256) {
         var widths = [layers.first?.inputs ?? 0]
@@ -20,12 +27,21 @@ public final class Workspace {
         self.activations = widths.map { UnsafeMutablePointer<Float>.allocate(capacity: max($0, 1) * max(capacity, 1)) }
         self.deltaA = .allocate(capacity: maxWidth * max(capacity, 1))
         self.deltaB = .allocate(capacity: maxWidth * max(capacity, 1))
+        let innerWidths = layers.map { max($0.bottleneck, $0.lowRank?.rank ?? 0) }
+        self.innerWidths = innerWidths
+        self.maxInner = max(innerWidths.max() ?? 0, 1)
+        self.inners = innerWidths.map { $0 > 0 ? UnsafeMutablePointer<Float>.allocate(capacity: $0 * max(capacity, 1)) : nil }
+        self.scratchO = .allocate(capacity: (innerWidths.contains { $0 > 0 } ? maxWidth : 1) * max(capacity, 1))
+        self.scratchI = .allocate(capacity: maxInner * max(capacity, 1))
     }
 
     deinit {
         for a in activations { a.deallocate() }
         deltaA.deallocate()
         deltaB.deallocate()
+        for a in inners { a?.deallocate() }
+        scratchO.deallocate()
+        scratchI.deallocate()
     }
 
     /// Makes room for `rows` samples (reallocates only when growing).
@@ -38,6 +54,12 @@ public final class Workspace {
         activations = widths.map { UnsafeMutablePointer<Float>.allocate(capacity: max($0, 1) * rows) }
         deltaA = .allocate(capacity: maxWidth * rows)
         deltaB = .allocate(capacity: maxWidth * rows)
+        for a in inners { a?.deallocate() }
+        scratchO.deallocate()
+        scratchI.deallocate()
+        inners = innerWidths.map { $0 > 0 ? UnsafeMutablePointer<Float>.allocate(capacity: $0 * rows) : nil }
+        scratchO = .allocate(capacity: (innerWidths.contains { $0 > 0 } ? maxWidth : 1) * rows)
+        scratchI = .allocate(capacity: maxInner * rows)
     }
 
     /// Activations entering layer `l` (index 0 is the input copy), [rows × widths[l]].
@@ -49,6 +71,11 @@ public final class Workspace {
     /// Output activations of hidden layer `l` (0-based) after `forward`; the penultimate layer's
     /// features are `hiddenActivations(layers.count - 2)`.
     public func hiddenActivations(_ l: Int) -> UnsafeMutablePointer<Float> { activations[l + 1] }
+
+    /// Inner units of extension layer `l` after `forward` (adapter bottleneck, LoRA's x·A).
+    @inline(__always) func inner(_ l: Int) -> UnsafeMutablePointer<Float> { inners[l]! }
+    @inline(__always) var scratchOut: UnsafeMutablePointer<Float> { scratchO }
+    @inline(__always) var scratchInner: UnsafeMutablePointer<Float> { scratchI }
 
     @inline(__always) var deltas: (UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>) { (deltaA, deltaB) }
 }

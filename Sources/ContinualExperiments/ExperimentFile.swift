@@ -7,6 +7,9 @@ import ContinualCore
 /// `training`, `strategy`, `variants`. Each variant is an object with a `name` and any of the run
 /// keys; it is deep-merged over the shared settings (objects merge key by key, arrays and
 /// scalars replace). Without variants the file is one run named after the experiment.
+///
+/// A `sweep` block (top level, or inside a variant to replace it for that variant) expands
+/// each variant into one run per sweep point: variants × points, variant-major (see SweepSpec).
 public struct ExperimentFile: Sendable {
     public var name: String
     public var description: String
@@ -17,6 +20,13 @@ public struct ExperimentFile: Sendable {
     public var runs: [ResolvedRun]
     /// Path the file was read from ("" for in-memory text).
     public var path: String
+    /// Every swept key path of any variant, in column order ([] without a sweep).
+    public var sweptPaths: [String] = []
+    /// The top-level sweep block as written (nil without one).
+    public var sweepJSON: JSONValue? = nil
+
+    /// Whether the file defines a sweep (top level or in a variant).
+    public var isSweep: Bool { !sweptPaths.isEmpty }
 
     static let experimentKeys: Set<String> = ["name", "description", "output", "variants", "sweep"]
     static let runKeys: Set<String> = Set(RunConfig.CodingKeys.allCases.map(\.stringValue))
@@ -52,27 +62,30 @@ public struct ExperimentFile: Sendable {
         try checkName(name, at: ".name", file: path)
         let description = try string(top["description"], at: ".description", file: path) ?? ""
         let output = try string(top["output"], at: ".output", file: path) ?? "results/\(name).h5"
-        if top["sweep"] != nil {
-            throw ConfigError(file: path, location: ".sweep", message: "sweeps are not supported by this version; use \"variants\"")
+        let sweepValue = top.removeValue(forKey: "sweep")
+        let runKeySet = runKeys
+        let topSweep = try sweepValue.map {
+            try SweepSpec.parse($0, at: ".sweep", file: path, runKeys: runKeySet)
         }
         let variants = top.removeValue(forKey: "variants")
         for key in experimentKeys { top.removeValue(forKey: key) }
         top["name"] = .string(name)
         let base = normalized(.object(top))
 
-        var runs: [ResolvedRun] = []
+        // (variant name, merged JSON, sweep, location of the variant) in file order.
+        var bases: [(name: String, json: JSONValue, sweep: SweepSpec?, at: String)] = []
         if let variants {
             guard case .array(let list) = variants, !list.isEmpty else {
                 throw ConfigError(file: path, location: ".variants", message: "expected a non-empty array of objects")
             }
             var names = Set<String>()
             for (i, v) in list.enumerated() {
-                guard case .object(let override) = v else {
+                guard case .object(var override) = v else {
                     throw ConfigError(file: path, location: ".variants[\(i)]", message: "expected an object")
                 }
-                for key in override.keys.sorted() where !runKeys.contains(key) {
+                for key in override.keys.sorted() where !runKeys.contains(key) && key != "sweep" {
                     throw ConfigError(file: path, location: ".variants[\(i)].\(key)",
-                                      message: "unknown key \"\(key)\"; allowed keys: \(runKeys.sorted().joined(separator: ", "))")
+                                      message: "unknown key \"\(key)\"; allowed keys: \((runKeys.union(["sweep"])).sorted().joined(separator: ", "))")
                 }
                 guard let vname = try string(override["name"], at: ".variants[\(i)].name", file: path) else {
                     throw ConfigError(file: path, location: ".variants[\(i)].name", message: "required key is missing")
@@ -81,14 +94,83 @@ public struct ExperimentFile: Sendable {
                 guard names.insert(vname).inserted else {
                     throw ConfigError(file: path, location: ".variants[\(i)].name", message: "duplicate variant name \"\(vname)\"")
                 }
-                let merged = base.merging(normalized(.object(override)))
-                runs.append(try resolve(merged, file: path, context: "variant \"\(vname)\""))
+                var sweep = topSweep
+                if let own = override.removeValue(forKey: "sweep") {
+                    sweep = own == .null ? nil
+                        : try SweepSpec.parse(own, at: ".variants[\(i)].sweep", file: path, runKeys: runKeySet)
+                }
+                bases.append((vname, base.merging(normalized(.object(override))), sweep, ".variants[\(i)]"))
             }
         } else {
-            runs.append(try resolve(base, file: path, context: ""))
+            bases.append((name, base, topSweep, ""))
         }
-        return ExperimentFile(name: name, description: description, output: output,
-                              sourceText: String(decoding: data, as: UTF8.self), runs: runs, path: path)
+
+        var runs: [ResolvedRun] = []
+        var sweptPaths: [String] = []
+        for b in bases {
+            for p in b.sweep?.parameters ?? [] where !sweptPaths.contains(p.path.text) { sweptPaths.append(p.path.text) }
+        }
+        var seen: [String: String] = [:]
+        for b in bases {
+            guard let sweep = b.sweep else {
+                let context = variants == nil ? "" : "variant \"\(b.name)\""
+                var run = try resolve(b.json, file: path, context: context)
+                run.variant = b.name
+                run.sweepIndex = runs.count
+                runs.append(run)
+                continue
+            }
+            let labels = Self.labels(for: sweep.parameters.map(\.path))
+            let sweepAt = b.sweep == topSweep ? ".sweep" : b.at + ".sweep"
+            for point in sweep.points() {
+                var json = b.json
+                for (p, value) in zip(sweep.parameters, point) {
+                    do { json = try p.path.setting(value, in: json) } catch {
+                        throw ConfigError(file: path, location: "\(sweepAt).parameters[\"\(p.path.text)\"]",
+                                          message: error.message + (variants == nil ? "" : " (variant \"\(b.name)\")"))
+                    }
+                }
+                let parts = zip(labels, point).map { "\($0)=\(Self.nameText($1))" }
+                let runName = ((variants == nil ? [] : [b.name]) + parts).joined(separator: "_")
+                guard case .object(var o) = normalized(json) else { continue }
+                o["name"] = .string(runName)
+                var run = try resolve(.object(o), file: path,
+                                      context: (variants == nil ? "" : "variant \"\(b.name)\", ") + "sweep point " + parts.joined(separator: ", "))
+                run.variant = b.name
+                run.sweepIndex = runs.count
+                run.sweepValues = zip(sweep.parameters, point).map { SweepValue(path: $0.path.text, value: $1) }
+                if let other = seen[run.runId] {
+                    throw ConfigError(file: path, location: sweepAt,
+                                      message: "runs \"\(other)\" and \"\(run.config.name)\" resolve to the same configuration (id \(run.runId)); remove the duplicate value")
+                }
+                seen[run.runId] = run.config.name
+                runs.append(run)
+            }
+        }
+        var file = ExperimentFile(name: name, description: description, output: output,
+                                  sourceText: String(decoding: data, as: UTF8.self), runs: runs, path: path)
+        file.sweptPaths = sweptPaths
+        file.sweepJSON = sweepValue
+        return file
+    }
+
+    /// Short labels of swept paths for run names: the last key (`lr`), or the whole path with
+    /// dots (`strategy.0.lambda`) where two paths share a last key.
+    static func labels(for paths: [JSONKeyPath]) -> [String] {
+        let last = paths.map(\.lastKey)
+        return paths.map { p in last.filter { $0 == p.lastKey }.count > 1 ? p.flatText : p.lastKey }
+    }
+
+    /// A value as it appears in a run name (characters outside the name alphabet become `-`).
+    static func nameText(_ v: JSONValue) -> String {
+        let raw: String
+        switch v {
+        case .double(let d): raw = d == d.rounded() && abs(d) < 1e15 ? String(Int64(d)) : String(d)
+        default: raw = v.shortDescription
+        }
+        return String(raw.unicodeScalars.map { s -> Character in
+            CharacterSet.alphanumerics.contains(s) || "-.+".unicodeScalars.contains(s) ? Character(s) : "-"
+        })
     }
 
     /// Decodes one merged run object strictly.
@@ -98,7 +180,70 @@ public struct ExperimentFile: Sendable {
             let config = try JSONDecoder().decode(RunConfig.self, from: data)
             return ResolvedRun(config: config)
         } catch let error as DecodingError {
+            if case .dataCorrupted(let c) = error, c.codingPath.isEmpty,
+               let located = locateNumberError(value, file: file, context: context) {
+                throw located
+            }
             throw ConfigError.from(error, file: file, context: context)
+        }
+    }
+
+    /// Foundation reports a fractional or out-of-range number for an integer field only as "not
+    /// valid JSON", with no key path (an open swift-foundation bug). Find the culprit by replacing
+    /// one suspect number at a time with a whole number and decoding again.
+    static func locateNumberError(_ value: JSONValue, file: String, context: String) -> ConfigError? {
+        // Each suspect is replaced by a small whole number (its rounding, at least 1), so that a
+        // correct float elsewhere (e.g. lr = 0.05) stays valid and the real culprit decodes.
+        var suspects: [(path: [JSONPathStep], number: String, replacement: Int64)] = []
+        func walk(_ v: JSONValue, _ path: [JSONPathStep]) {
+            switch v {
+            case .double(let d) where d != d.rounded() || abs(d) >= 9.2e18:
+                let small = d.isFinite && abs(d) < 1e6 ? max(1, Int64(d.rounded())) : 1
+                suspects.append((path, d.isFinite ? "\(d)" : "a non-finite number", small))
+            case .uint(let u): suspects.append((path, String(u), 1))
+            case .array(let items): for (i, item) in items.enumerated() { walk(item, path + [.index(i)]) }
+            case .object(let o): for k in o.keys.sorted() { walk(o[k]!, path + [.key(k)]) }
+            default: break
+            }
+        }
+        walk(value, [])
+        for suspect in suspects {
+            let patched = replacing(value, at: suspect.path[...], with: .int(suspect.replacement))
+            guard let data = try? JSONEncoder().encode(patched) else { continue }
+            let location = suspect.path.map { step -> String in
+                switch step {
+                case .key(let k): return "." + k
+                case .index(let i): return "[\(i)]"
+                }
+            }.joined()
+            do {
+                _ = try JSONDecoder().decode(RunConfig.self, from: data)
+            } catch let DecodingError.dataCorrupted(c) where c.codingPath.isEmpty {
+                continue  // still the same kind of failure: not this number
+            } catch let error as DecodingError {
+                // The replacement itself is invalid there (e.g. momentum 1): inconclusive.
+                if ConfigError.from(error, file: file).location == location { continue }
+            } catch {}
+            let suffix = context.isEmpty ? "" : " (\(context))"
+            return ConfigError(file: file, location: location,
+                               message: "expected an integer in range, found \(suspect.number)\(suffix)")
+        }
+        return nil
+    }
+
+    enum JSONPathStep { case key(String), index(Int) }
+
+    static func replacing(_ value: JSONValue, at path: ArraySlice<JSONPathStep>, with new: JSONValue) -> JSONValue {
+        guard let first = path.first else { return new }
+        switch (first, value) {
+        case (.key(let k), .object(var o)):
+            o[k] = replacing(o[k] ?? .null, at: path.dropFirst(), with: new)
+            return .object(o)
+        case (.index(let i), .array(var a)) where a.indices.contains(i):
+            a[i] = replacing(a[i], at: path.dropFirst(), with: new)
+            return .array(a)
+        default:
+            return value
         }
     }
 
@@ -180,10 +325,26 @@ public struct ResolvedRun: Sendable, Equatable {
     public var config: RunConfig
     public var canonicalJSON: String
     public var runId: String
+    /// The variant it came from (the experiment name without variants).
+    public var variant: String = ""
+    /// Position in the experiment's expansion (variants × sweep points); orders summary rows.
+    public var sweepIndex: Int = 0
+    /// The swept values that made this run, in the sweep's parameter order ([] without a sweep).
+    public var sweepValues: [SweepValue] = []
 
     public init(config: RunConfig) {
         self.config = config
         self.canonicalJSON = config.canonicalJSON()
         self.runId = StableHash.hex(StableHash.fnv1a64(canonicalJSON))
+    }
+}
+
+/// One swept key path and the value it was given in a run.
+public struct SweepValue: Sendable, Equatable {
+    public var path: String
+    public var value: JSONValue
+    public init(path: String, value: JSONValue) {
+        self.path = path
+        self.value = value
     }
 }

@@ -6,6 +6,8 @@ public enum JSONValue: Codable, Sendable, Equatable, Hashable {
     case null
     case bool(Bool)
     case int(Int64)
+    /// Only for integers above Int64.max (e.g. a UInt64 seed); everything else is `.int`.
+    case uint(UInt64)
     case double(Double)
     case string(String)
     case array([JSONValue])
@@ -16,6 +18,7 @@ public enum JSONValue: Codable, Sendable, Equatable, Hashable {
         if c.decodeNil() { self = .null }
         else if let b = try? c.decode(Bool.self) { self = .bool(b) }
         else if let i = try? c.decode(Int64.self) { self = .int(i) }
+        else if let u = try? c.decode(UInt64.self) { self = .uint(u) }
         else if let d = try? c.decode(Double.self) { self = .double(d) }
         else if let s = try? c.decode(String.self) { self = .string(s) }
         else if let a = try? c.decode([JSONValue].self) { self = .array(a) }
@@ -28,6 +31,7 @@ public enum JSONValue: Codable, Sendable, Equatable, Hashable {
         case .null: try c.encodeNil()
         case .bool(let b): try c.encode(b)
         case .int(let i): try c.encode(i)
+        case .uint(let u): try c.encode(u)
         case .double(let d): try c.encode(d)
         case .string(let s): try c.encode(s)
         case .array(let a): try c.encode(a)
@@ -40,9 +44,12 @@ public enum JSONValue: Codable, Sendable, Equatable, Hashable {
         return nil
     }
 
-    /// `self` with `override` merged in: objects merge key by key, anything else is replaced.
+    /// `self` with `override` merged in: objects merge key by key, anything else is replaced. An
+    /// override object whose `"type"` differs from the base's replaces it whole (switching SGD to
+    /// Adam must not inherit SGD's `momentum`).
     public func merging(_ override: JSONValue) -> JSONValue {
         guard case .object(var base) = self, case .object(let over) = override else { return override }
+        if let t = over["type"], let b = base["type"], t != b { return override }
         for (k, v) in over { base[k] = base[k].map { $0.merging(v) } ?? v }
         return .object(base)
     }
@@ -60,6 +67,7 @@ public enum JSONValue: Codable, Sendable, Equatable, Hashable {
         case .null: return "null"
         case .bool(let b): return String(b)
         case .int(let i): return String(i)
+        case .uint(let u): return String(u)
         case .double(let d): return String(d)
         case .string(let s): return s
         default: return canonicalText()

@@ -32,7 +32,7 @@ public struct OptimizerConfig: Codable, Sendable, Equatable {
         let c = try decoder.strictContainer(keyedBy: CodingKeys.self)
         kind = try c.decodeChoice(.kind, default: .sgd)
         let permitted = OptimizerConfig.allowed[kind]!
-        for key in c.allKeys where !permitted.contains(key.stringValue) {
+        for key in c.allKeys.sorted(by: { $0.stringValue < $1.stringValue }) where !permitted.contains(key.stringValue) {
             throw DecodingError.dataCorruptedError(
                 forKey: key, in: c,
                 debugDescription: "not an option of \(kind.rawValue); allowed keys: \(permitted.sorted().joined(separator: ", "))")

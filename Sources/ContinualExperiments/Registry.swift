@@ -13,10 +13,20 @@ public enum Registry {
         EWC.Options.self,
         SynapticIntelligence.Options.self,
         Replay.Options.self,
+        Adapters.Options.self,
+        LoRA.Options.self,
+        LastLayer.Options.self,
+        BitFit.Options.self,
     ]
 
     public static let scenarios: [any ScenarioOptions.Type] = [
         HabitDriftScenario.self,
+        NotificationEngagementScenario.self,
+        AppUsageScenario.self,
+        HealthBaselineScenario.self,
+        DatasetScenario.self,
+        SplitDigitsScenario.self,
+        PermutedDigitsScenario.self,
     ]
 
     public static func strategy(named name: String) -> (any PluginOptions.Type)? {

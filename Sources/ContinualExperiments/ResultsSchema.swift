@@ -6,12 +6,13 @@ public enum ResultsSchema {
 
     /// Columns of `/summary`, in order.
     public static let summaryColumns: [(name: String, kind: SummaryKind)] = [
-        ("run_id", .string), ("name", .string), ("strategy", .string), ("scenario", .string),
+        ("run_id", .string), ("sweep_index", .int), ("name", .string), ("variant", .string),
+        ("strategy", .string), ("scenario", .string),
         ("seed", .int), ("status", .string), ("message", .string),
         ("acc", .double), ("bwt", .double), ("fwt", .double), ("forgetting", .double),
         ("learning_accuracy", .double), ("forgetting_last", .double), ("forgetting_max_all_rows", .double),
         ("bwt_all_pairs", .double), ("fwt_init", .double),
-        ("total_parameters", .int), ("trainable_parameters", .int), ("model_bytes", .int),
+        ("total_parameters", .int), ("trainable_parameters", .int), ("model_bytes", .int), ("buffer_bytes", .int),
         ("flops_per_prediction", .int), ("train_seconds", .double), ("eval_seconds", .double),
     ] + deviceSummaryColumns
 
@@ -23,6 +24,10 @@ public enum ResultsSchema {
         ("prequential_acc", .double), ("final_acc", .double), ("acc_int8", .double), ("prediction_latency_s", .double),
         ("device_profile", .string), ("schedule", .string),
     ]
+
+    /// Summary columns holding wall times: the only values that differ between two runs of the
+    /// same config (compare everything else).
+    public static let timingColumns: Set<String> = ["train_seconds", "eval_seconds"]
 
     public enum SummaryKind: Sendable { case string, int, double }
 }

@@ -67,19 +67,24 @@ public enum ResultsWriter {
             _ = try g.write(meta, name: "experience_metadata")
         }
         for (k, v) in r.streamMetadata.sorted(by: { $0.key < $1.key }) { try a.set("stream_" + k, v) }
+        if let curve = r.prequential { try writePrequential(curve, into: g) }
+        if let population = r.population { try writePopulation(population, into: g) }
         if let d = r.device { try DeviceResultsWriter.write(d, run: g) }
         guard let o = r.outcome, let m = r.metrics, let c = r.costs else { return }
         let T = o.accuracy.count
         let experience = try g.write((0..<T).map { Int64($0) }, shape: [T], name: "experience", compress: false)
         try experience.attributes.set("meaning", "index of the evaluated experience (test set)")
+        try experience.attributes.set("units", "index")
         try experience.makeDimensionScale(name: "experience")
         let trained = try g.write((0..<T).map { Int64($0) }, shape: [T], name: "trained_through", compress: false)
         try trained.attributes.set("meaning", "index of the last experience trained on")
+        try trained.attributes.set("units", "index")
         try trained.makeDimensionScale(name: "trained_through")
 
         let R = try g.write(o.accuracy.flatMap { $0 }, shape: [T, T], name: "accuracy_matrix")
         try R.attributes.set("axis0", "trained_through: row i = after training on experience i")
         try R.attributes.set("axis1", "experience: column j = accuracy on experience j's test set")
+        try R.attributes.set("meaning", "R[i][j]: test accuracy on experience j after training through experience i")
         try R.attributes.set("units", "fraction correct (0..1)")
         try R.attachDimensionScale(trained, toDimension: 0)
         try R.attachDimensionScale(experience, toDimension: 1)
@@ -115,8 +120,10 @@ public enum ResultsWriter {
         let penalty = try g.write(o.penaltyCurve.flatMap { $0 + [Double](repeating: .nan, count: epochs - $0.count) },
                                   shape: [T, epochs], name: "penalty_curve")
         try penalty.attributes.set("meaning", "mean regulariser value per step (sum of plugins' penalties) per epoch")
+        try penalty.attributes.set("units", "nats (added to the per-sample loss)")
         let epochScale = try g.write((0..<epochs).map { Int64($0) }, shape: [epochs], name: "epoch", compress: false)
         try epochScale.attributes.set("meaning", "epoch index within an experience")
+        try epochScale.attributes.set("units", "index")
         try epochScale.makeDimensionScale(name: "epoch")
         for curve in [loss, penalty] {
             try curve.attachDimensionScale(experience, toDimension: 0)
@@ -124,7 +131,8 @@ public enum ResultsWriter {
         }
 
         let parameters = try g.write(o.finalModel.parameters, shape: [o.finalModel.parameterCount], name: "final_parameters")
-        try parameters.attributes.set("meaning", "flat parameter vector after the last experience (layer by layer: W [in×out] row-major, then b)")
+        try parameters.attributes.set("meaning", "flat parameter vector after the last experience: the plain network first (layer by layer, head copy by head copy: W [in×out] row-major, then b), then adapter and LoRA parameters if any (see the README's Parameter isolation section)")
+        try parameters.attributes.set("units", "weights and biases (dimensionless)")
         try parameters.attributes.set("layer_sizes", ([o.finalModel.spec.inputs] + o.finalModel.spec.hidden + [o.finalModel.logitCount]).map { Int64($0) })
 
         let metrics = try g.createGroup("metrics")
@@ -178,14 +186,15 @@ public enum ResultsWriter {
         let m = r.metrics, c = r.costs, o = r.outcome
         let nan = Double.nan
         return [
-            .string(r.runId), .string(r.name), .string(r.run.config.strategyLabel),
+            .string(r.runId), .int(Int64(r.run.sweepIndex)), .string(r.name),
+            .string(r.run.variant.isEmpty ? r.name : r.run.variant), .string(r.run.config.strategyLabel),
             .string(r.run.config.scenario.typeName), .int(Int64(bitPattern: r.run.config.seed)),
             .string(r.status.rawValue), .string(r.message),
             .double(m?.acc ?? nan), .double(m?.bwt ?? nan), .double(m?.fwt ?? nan), .double(m?.forgetting ?? nan),
             .double(m?.learningAccuracy ?? nan), .double(m?.forgettingLast ?? nan),
             .double(m?.forgettingMaxAllRows ?? nan), .double(m?.bwtAllPairs ?? nan), .double(m?.fwtInit ?? nan),
             .int(Int64(c?.totalParameters ?? 0)), .int(Int64(c?.trainableParameters ?? 0)),
-            .int(Int64(c?.modelBytes ?? 0)), .int(Int64(c?.flopsPerPrediction ?? 0)),
+            .int(Int64(c?.modelBytes ?? 0)), .int(bufferBytes(r)), .int(Int64(c?.flopsPerPrediction ?? 0)),
             .double(o?.trainSeconds ?? nan), .double(o?.evalSeconds ?? nan),
         ] + deviceSummary(r)
     }
@@ -201,6 +210,19 @@ public enum ResultsWriter {
             .double(q?.meanInt8 ?? nan), .double(d?.predictionLatencySeconds ?? nan),
             .string(d?.profile.name ?? ""), .string(s?.type ?? ""),
         ]
+    }
+
+    /// Sum of the `buffer_bytes` attribute over the plugins that report one (replay buffers), else 0.
+    public static func bufferBytes(_ r: RunResult) -> Int64 {
+        var total: Int64 = 0
+        for p in r.outcome?.pluginReports ?? [] {
+            switch p.report.attributes["buffer_bytes"] {
+            case .int(let i)?: total += i
+            case .double(let d)? where d.isFinite: total += Int64(d)
+            default: break
+            }
+        }
+        return total
     }
 
     /// `/summary`: one row per run (replaces an existing table).

@@ -11,6 +11,8 @@ public struct RunConfig: Codable, Sendable, Equatable {
     public var optimizer: OptimizerConfig
     public var training: TrainingConfig
     public var strategy: [StrategySpec]
+    /// One model per simulated user (nil = a single stream); see PopulationConfig.
+    public var population: PopulationConfig? = nil
     // Device realism (docs/device.md); each is written to the resolved config only when given,
     // so configs without them keep their run ids.
     /// Energy profile and device-state generator (absent = phone_npu_2023, overnight user).
@@ -21,7 +23,7 @@ public struct RunConfig: Codable, Sendable, Equatable {
     public var quantization: QuantizationConfig?
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case name, seed, scenario, model, optimizer, training, strategy
+        case name, seed, scenario, model, optimizer, training, strategy, population
         case device, schedule, quantization
     }
 
@@ -49,8 +51,11 @@ public struct RunConfig: Codable, Sendable, Equatable {
         device = try c.decodeIfPresent(DeviceConfig.self, forKey: .device)
         schedule = try c.decodeIfPresent(ScheduleConfig.self, forKey: .schedule)
         quantization = try c.decodeIfPresent(QuantizationConfig.self, forKey: .quantization)
-        try c.require(schedule == nil || !model.multiHead, .schedule, "a schedule needs a single-head model (sessions have no task id)")
         try c.require(!strategy.isEmpty, .strategy, "needs at least one plugin (use \"naive\" for plain fine-tuning)")
+        population = try c.decodeIfPresent(PopulationConfig.self, forKey: .population)
+        try c.require(schedule == nil || !model.multiHead, .schedule, "a schedule needs a single-head model (sessions have no task id)")
+        try c.require(schedule == nil || (training.mode == .batch && population == nil), .schedule,
+                      "a schedule cannot be combined with training.mode \"prequential\" or a population (it is prequential by itself)")
     }
 
     /// Canonical JSON text (sorted keys, defaults filled in).

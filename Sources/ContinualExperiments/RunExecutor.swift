@@ -5,6 +5,7 @@ import ContinualMetrics
 /// metrics and costs. Pure computation (no files), so it is safe to call from parallel tasks.
 public enum RunExecutor {
     public static func execute(_ run: ResolvedRun) -> RunResult {
+        if let population = run.config.population { return PopulationExecutor.execute(run, population: population) }
         let clock = ContinuousClock()
         let start = clock.now
         let config = run.config
@@ -17,52 +18,17 @@ public enum RunExecutor {
             result.experienceMetadata = stream.experiences.map(\.metadata)
             result.featureNames = stream.featureNames
             result.streamMetadata = stream.metadata
-            let spec = config.model.spec(inputs: stream.dimension, head: stream.head,
-                                         experiences: stream.experiences.count)
-            let plugins = config.strategy.map { $0.options.makePlugin() }
-            let device = config.device ?? DeviceConfig()
             if let schedule = config.schedule {
-                // Scheduled (prequential) run: the Trainer's experiences are the training sessions.
-                let plan = ScheduledRunner.plan(stream: stream, schedule: schedule, device: device.state, seed: config.seed)
-                let (outcome, trainer, report) = try ScheduledRunner.run(
-                    plan: plan, stream: stream, spec: spec, optimizer: config.optimizer.spec,
-                    training: config.training.options, plugins: plugins, seed: config.seed, type: schedule.type.rawValue)
-                result.experienceNames = plan.sessions.map(\.name)
-                result.experienceMetadata = plan.sessions.map(\.metadata)
-                result.outcome = outcome
-                let model = outcome?.finalModel ?? trainer.model
-                if let outcome {
-                    result.metrics = MetricSet(matrix: AccuracyMatrix(outcome.accuracy),
-                                               randomBaseline: outcome.randomAccuracy,
-                                               initialBaseline: outcome.initialAccuracy)
-                } else {
-                    result.message = "no training session: the device gate never opened"
-                }
-                result.costs = CostModel(model: model, optimizer: trainer.optimizer)
-                var d = DeviceReport(profile: device.profile, model: model, optimizer: config.optimizer.spec,
-                                     training: config.training.options, outcome: outcome)
-                d.schedule = report
-                if let q = config.quantization {
-                    d.quantization = QuantizationReport(model: model, experiences: stream.experiences, granularity: q.granularity)
-                }
-                result.device = d
-                result.status = .completed
+                try executeScheduled(config, schedule: schedule, stream: stream, into: &result)
             } else {
-                var trainer = Trainer(spec: spec, optimizer: config.optimizer.spec, options: config.training.options,
-                                      plugins: plugins, seed: config.seed)
-                let outcome = try trainer.run(stream)
+                let (outcome, costs, curve) = try train(config, stream: stream, seed: config.seed)
                 result.outcome = outcome
+                result.prequential = curve
                 result.metrics = MetricSet(matrix: AccuracyMatrix(outcome.accuracy),
                                            randomBaseline: outcome.randomAccuracy,
                                            initialBaseline: outcome.initialAccuracy)
-                result.costs = CostModel(model: outcome.finalModel, optimizer: trainer.optimizer)
-                var d = DeviceReport(profile: device.profile, model: outcome.finalModel, optimizer: config.optimizer.spec,
-                                     training: config.training.options, outcome: outcome)
-                if let q = config.quantization {
-                    d.quantization = QuantizationReport(model: outcome.finalModel, experiences: stream.experiences,
-                                                        granularity: q.granularity)
-                }
-                result.device = d
+                result.costs = costs
+                result.device = deviceReport(config, stream: stream, model: outcome.finalModel, outcome: outcome)
                 result.status = .completed
             }
         } catch let error as TrainingError {
@@ -74,5 +40,68 @@ public enum RunExecutor {
         }
         result.wallSeconds = (clock.now - start).seconds
         return result
+    }
+
+    /// Energy, bytes and latency of a finished run (default profile `phone_npu_2023`), plus the
+    /// int8 evaluation when `quantization` is set (docs/device.md).
+    static func deviceReport(_ config: RunConfig, stream: ExperienceStream, model: MLP, outcome: TrainingOutcome?)
+        -> DeviceReport
+    {
+        let device = config.device ?? DeviceConfig()
+        var d = DeviceReport(profile: device.profile, model: model, optimizer: config.optimizer.spec,
+                             training: config.training.options, outcome: outcome)
+        if let q = config.quantization {
+            d.quantization = QuantizationReport(model: model, experiences: stream.experiences, granularity: q.granularity)
+        }
+        return d
+    }
+
+    /// Scheduled run: the device gate and the schedule pick the session days; the Trainer's
+    /// experiences are the sessions; every day is predicted prequentially (ScheduledRunner).
+    static func executeScheduled(_ config: RunConfig, schedule: ScheduleConfig, stream: ExperienceStream,
+                                 into result: inout RunResult) throws {
+        let spec = config.model.spec(inputs: stream.dimension, head: stream.head, experiences: stream.experiences.count)
+        let plugins = config.strategy.map { $0.options.makePlugin() }
+        let device = config.device ?? DeviceConfig()
+        let plan = ScheduledRunner.plan(stream: stream, schedule: schedule, device: device.state, seed: config.seed)
+        let (outcome, trainer, report) = try ScheduledRunner.run(
+            plan: plan, stream: stream, spec: spec, optimizer: config.optimizer.spec,
+            training: config.training.options, plugins: plugins, seed: config.seed, type: schedule.type.rawValue)
+        result.experienceNames = plan.sessions.map(\.name)
+        result.experienceMetadata = plan.sessions.map(\.metadata)
+        result.outcome = outcome
+        let model = outcome?.finalModel ?? trainer.model
+        if let outcome {
+            result.metrics = MetricSet(matrix: AccuracyMatrix(outcome.accuracy),
+                                       randomBaseline: outcome.randomAccuracy,
+                                       initialBaseline: outcome.initialAccuracy)
+        } else {
+            result.message = "no training session: the device gate never opened"
+        }
+        result.costs = CostModel(model: model, optimizer: trainer.optimizer)
+        var d = deviceReport(config, stream: stream, model: model, outcome: outcome)
+        d.schedule = report
+        result.device = d
+        result.status = .completed
+    }
+
+    /// Builds the model and plugins of `config` and trains `stream` in the configured mode
+    /// (batch: `Trainer`; prequential: `PrequentialTrainer`, which also returns its curve).
+    public static func train(_ config: RunConfig, stream: ExperienceStream, seed: UInt64) throws
+        -> (TrainingOutcome, CostModel, PrequentialCurve?)
+    {
+        let spec = config.model.spec(inputs: stream.dimension, head: stream.head, experiences: stream.experiences.count)
+        let plugins = config.strategy.map { $0.options.makePlugin() }
+        if config.training.mode == .prequential {
+            var trainer = PrequentialTrainer(spec: spec, optimizer: config.optimizer.spec, options: config.training.options,
+                                             window: config.training.window, recordEvery: config.training.recordEvery,
+                                             plugins: plugins, seed: seed)
+            let (outcome, curve) = try trainer.run(stream)
+            return (outcome, CostModel(model: outcome.finalModel, optimizer: trainer.optimizer), curve)
+        }
+        var trainer = Trainer(spec: spec, optimizer: config.optimizer.spec, options: config.training.options,
+                              plugins: plugins, seed: seed)
+        let outcome = try trainer.run(stream)
+        return (outcome, CostModel(model: outcome.finalModel, optimizer: trainer.optimizer), nil)
     }
 }

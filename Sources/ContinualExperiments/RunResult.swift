@@ -26,6 +26,10 @@ public struct RunResult: Sendable {
     public var streamMetadata: [String: String]
     /// Wall time of the whole run including data generation, seconds.
     public var wallSeconds: Double
+    /// Prequential mode: the online accuracy curve.
+    public var prequential: PrequentialCurve? = nil
+    /// Population runs: every user's metrics and the aggregate.
+    public var population: PopulationOutcome? = nil
     /// Energy, bytes, latency, schedule and int8 figures (docs/device.md).
     public var device: DeviceReport? = nil
 

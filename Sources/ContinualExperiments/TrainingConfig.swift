@@ -12,6 +12,15 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
     /// `"early_stopping": {"patience": N, "min_delta": x}`; null or absent = off. Written to the
     /// resolved config only when set, so run ids of configs without it do not change.
     public var earlyStopping: EarlyStopping? = nil
+    /// `batch` (experience by experience, `epochs` passes) or `prequential` (online: predict each
+    /// training sample, then learn from it; one pass; see PrequentialTrainer).
+    public var mode: Mode = .batch
+    /// Prequential mode: accuracy is averaged over the last `window` predictions...
+    public var window = 100
+    /// ...and recorded every `record_every` samples.
+    public var recordEvery = 10
+
+    public enum Mode: String, Codable, Sendable, CaseIterable { case batch, prequential }
 
     public init() {}
 
@@ -19,6 +28,7 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
         case epochs, batchSize = "batch_size", shuffle, resetOptimizer = "reset_optimizer"
         case evalBatchSize = "eval_batch_size", divergenceLoss = "divergence_loss"
         case earlyStopping = "early_stopping"
+        case mode, window, recordEvery = "record_every"
     }
 
     enum EarlyStoppingKeys: String, CodingKey, CaseIterable {
@@ -44,11 +54,20 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
             earlyStopping = EarlyStopping(patience: patience, minDelta: minDelta)
         }
         try c.require((divergenceLoss ?? 1) > 0, .divergenceLoss, "must be > 0 or null, got \(divergenceLoss ?? 0)")
+        mode = try c.decodeChoice(.mode, default: .batch)
+        window = try c.decode(.window, default: 100)
+        recordEvery = try c.decode(.recordEvery, default: 10)
+        try c.require(window >= 1, .window, "must be ≥ 1, got \(window)")
+        try c.require(recordEvery >= 1, .recordEvery, "must be ≥ 1, got \(recordEvery)")
+        try c.require(mode == .prequential || (!c.contains(.window) && !c.contains(.recordEvery)), .window,
+                      "window and record_every apply only to \"mode\": \"prequential\"")
         try c.require(epochs >= 1 && epochs <= 100_000, .epochs, "must be in 1...100000, got \(epochs)")
         try c.require(batchSize >= 1 && batchSize <= 1_000_000, .batchSize, "must be in 1...1000000, got \(batchSize)")
         try c.require(evalBatchSize >= 1, .evalBatchSize, "must be ≥ 1, got \(evalBatchSize)")
     }
 
+    /// All options; the prequential ones only in prequential mode, so batch runs keep the
+    /// canonical JSON (and run ids) they had before the mode existed.
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(epochs, forKey: .epochs)
@@ -61,6 +80,11 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
             var e = c.nestedContainer(keyedBy: EarlyStoppingKeys.self, forKey: .earlyStopping)
             try e.encode(earlyStopping.patience, forKey: .patience)
             try e.encode(earlyStopping.minDelta, forKey: .minDelta)
+        }
+        if mode == .prequential {
+            try c.encode(mode, forKey: .mode)
+            try c.encode(window, forKey: .window)
+            try c.encode(recordEvery, forKey: .recordEvery)
         }
     }
 

@@ -21,6 +21,10 @@ public struct HabitDriftScenario: ScenarioOptions {
     public var seed: UInt64?
     /// Simulated days before the first recorded day (to warm up streak and 30-day rate).
     public var warmupDays: Int
+    /// How phases turn into each other (default: sudden, real, played once).
+    public var drift: DriftOptions = .sudden
+    /// How the simulated days are cut into experiences (default: one per phase).
+    public var cut: ExperienceCut = .driftPoints
 
     public init(trainPerExperience: Int = 2000, testPerExperience: Int = 500,
                 phases: [HabitPhase] = HabitDriftScenario.defaultPhases, labelNoise: Double = 0,
@@ -38,7 +42,7 @@ public struct HabitDriftScenario: ScenarioOptions {
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case trainPerExperience = "train_per_experience", testPerExperience = "test_per_experience"
-        case phases, labelNoise = "label_noise", seed, warmupDays = "warmup_days"
+        case phases, labelNoise = "label_noise", seed, warmupDays = "warmup_days", drift, cut
     }
 
     public init(from decoder: any Decoder) throws {
@@ -49,6 +53,8 @@ public struct HabitDriftScenario: ScenarioOptions {
         labelNoise = try c.decode(.labelNoise, default: 0)
         seed = try c.decodeIfPresent(UInt64.self, forKey: .seed)
         warmupDays = try c.decode(.warmupDays, default: 30)
+        drift = try c.decode(.drift, default: .sudden)
+        cut = try c.decode(.cut, default: .driftPoints)
         try c.require(trainPerExperience >= 1, .trainPerExperience, "must be ≥ 1, got \(trainPerExperience)")
         try c.require(testPerExperience >= 1, .testPerExperience, "must be ≥ 1, got \(testPerExperience)")
         try c.require(!phases.isEmpty, .phases, "needs at least one phase")
@@ -64,46 +70,56 @@ public struct HabitDriftScenario: ScenarioOptions {
         try c.encode(labelNoise, forKey: .labelNoise)
         try c.encodeIfPresent(seed, forKey: .seed)
         try c.encode(warmupDays, forKey: .warmupDays)
+        // Written only when set, so the canonical JSON (and run ids) of existing experiments
+        // stay what they were before these options existed.
+        if drift != .sudden { try c.encode(drift, forKey: .drift) }
+        if cut != .driftPoints { try c.encode(cut, forKey: .cut) }
+    }
+
+    /// The drift schedule: one segment of `train + test` days per phase.
+    public var schedule: DriftSchedule {
+        DriftSchedule(options: drift, concepts: phases.count, length: trainPerExperience + testPerExperience)
     }
 
     public func makeStream(seed runSeed: UInt64) throws -> ExperienceStream {
         let dataSeed = seed ?? runSeed
         var rng = RandomSource(seed: dataSeed, stream: "scenario.habit_drift")
         var simulator = HabitSimulator(rng: rng.derived("days"))
+        var driftRNG = rng.derived("drift")
+        let schedule = self.schedule
+        let noise = LabelNoise(rate: labelNoise, classes: 2)
         if let first = phases.first {
             for _ in 0..<warmupDays { _ = simulator.nextDay(phase: first) }
         }
+        // With the default cut the split happens right after each segment is simulated, which
+        // keeps the random draws (and so the bytes) of the original habit_drift generator.
+        var timeline = GeneratedTimeline(dimension: HabitDay.featureNames.count)
         var experiences: [Experience] = []
-        let perPhase = trainPerExperience + testPerExperience
-        for (index, phase) in phases.enumerated() {
-            var days: [(features: [Float], label: Int32)] = []
-            days.reserveCapacity(perPhase)
-            for _ in 0..<perPhase {
+        let names = phases.map(\.name)
+        for k in schedule.sequence.indices {
+            let segmentStart = timeline.count
+            for t in schedule.starts[k]..<(schedule.starts[k] + schedule.lengths[k]) {
+                let (phase, conceptIndex) = schedule.concept(at: t, concepts: phases, rng: &driftRNG)
                 let (day, completed) = simulator.nextDay(phase: phase)
-                var label: Int32 = completed ? 1 : 0
-                if labelNoise > 0 && rng.bernoulli(labelNoise) { label = 1 - label }
-                days.append((day.features, label))
+                let label = noise.apply(completed ? 1 : 0, rng: &rng)
+                timeline.append(day.features, label: label, day: simulator.day - 1, segment: k, concept: conceptIndex)
             }
-            var order = Array(0..<perPhase)
-            rng.shuffle(&order)
-            let testSet = Set(order.prefix(testPerExperience))
-            var train = Samples(dimension: HabitDay.featureNames.count)
-            var test = Samples(dimension: HabitDay.featureNames.count)
-            for (k, d) in days.enumerated() {
-                if testSet.contains(k) {
-                    test.features.append(contentsOf: d.features)
-                    test.labels.append(d.label)
-                } else {
-                    train.features.append(contentsOf: d.features)
-                    train.labels.append(d.label)
-                }
+            if cut == .driftPoints {
+                let group = Array(segmentStart..<timeline.count)
+                let (train, test) = timeline.split(group, testCount: testPerExperience, rng: &rng)
+                let phase = phases[schedule.sequence[k]]
+                let previous = k > 0 ? phases[schedule.sequence[k - 1]].name : ""
+                var metadata = ["phase": phase.name, "drift": schedule.driftLabel(of: k),
+                                "drift_kind": drift.kind.rawValue, "previous_phase": previous, "user": "0",
+                                "days": "\(group.count)"]
+                if drift != .sudden { metadata["segments"] = "\(k)" }
+                experiences.append(Experience(index: k, name: phase.name, train: train, test: test, metadata: metadata))
             }
-            let previous = index > 0 ? phases[index - 1].name : ""
-            experiences.append(Experience(
-                index: index, name: phase.name, train: train, test: test,
-                metadata: ["phase": phase.name, "drift": index == 0 ? "none" : "sudden",
-                           "drift_kind": "real", "previous_phase": previous, "user": "0",
-                           "days": "\(perPhase)"]))
+        }
+        if cut != .driftPoints {
+            let fraction = Double(testPerExperience) / Double(trainPerExperience + testPerExperience)
+            experiences = timeline.experiences(cut: cut, schedule: schedule, conceptNames: names,
+                                               testFraction: fraction, rng: &rng)
         }
         return ExperienceStream(
             name: Self.typeName, featureNames: HabitDay.featureNames, head: .binary, experiences: experiences,

@@ -325,7 +325,7 @@ extension EWC {
         /// Write the Fisher and anchor vectors; nil = only for models with < 100 000 parameters.
         public var saveImportance: Bool? = nil
 
-        /// λ used when the JSON gives none (chosen on the habit drift scenario, see docs/regularisation.md).
+        /// λ used when the JSON gives none (chosen on the habit drift scenario, see the README's Regularisation strategies section).
         public static let defaultLambda = 100.0
         /// Models below this parameter count save importance vectors by default.
         public static let importanceParameterLimit = 100_000

@@ -8,9 +8,10 @@ struct ContinualCommand: ParsableCommand {
         abstract: "Continual-learning experiments for on-device personalisation: JSON in, HDF5 out.",
         discussion: """
         Exit codes: 0 success, 1 a run failed or diverged, 2 bad input (invalid JSON, unknown key, \
-        missing file, bad option).
+        missing file, bad option, conflicting merge), 130 sweep interrupted (rerun with --resume).
         """,
-        subcommands: [RunCommand.self, ValidateCommand.self, InspectCommand.self, BenchCommand.self]
+        subcommands: [RunCommand.self, SweepCommand.self, MergeCommand.self, ValidateCommand.self, InspectCommand.self,
+                      ScenarioCommand.self, BenchCommand.self]
     )
 
     /// Like `ParsableCommand.main()`, but usage errors exit with 2 (bad input), not 64.

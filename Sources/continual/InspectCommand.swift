@@ -6,7 +6,11 @@ struct InspectCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "inspect",
         abstract: "Print the summary of an HDF5 results file.",
-        discussion: "Shows the file's provenance, then each run's accuracy matrix and metrics."
+        discussion: """
+        Shows the file's provenance, then each run's accuracy matrix and metrics. For a sweep \
+        file it prints means ± standard deviations over seeds, grouped by variant and swept \
+        values (--runs adds every run's matrix). --csv prints /summary as CSV instead.
+        """
     )
 
     @Argument(help: "Results file (.h5) written by `continual run`.")
@@ -15,9 +19,24 @@ struct InspectCommand: ParsableCommand {
     @Flag(help: "Print only the one-line-per-run table.")
     var brief = false
 
+    @Flag(help: "Print /summary as CSV (all columns, one row per run) and nothing else.")
+    var csv = false
+
+    @Flag(help: "For a sweep file, also print every run's accuracy matrix and metrics.")
+    var runs = false
+
     func run() throws {
         guard FileManager.default.fileExists(atPath: file) else {
             throw CLIFailure.badInput("\(file): no such file")
+        }
+        if csv {
+            do {
+                let (table, _) = try SweepReport.read(path: file)
+                FileHandle.standardOutput.write(Data(SweepReport.csv(table).utf8))
+                return
+            } catch {
+                throw CLIFailure.badInput("\(file): \(error)")
+            }
         }
         let contents: ResultsReader.Contents
         do {
@@ -28,6 +47,12 @@ struct InspectCommand: ParsableCommand {
         let a = contents.attributes
         print("\(file): \(a["toolkit"] ?? "?") \(a["toolkit_version"] ?? "?"), schema \(a["schema_version"] ?? "?"), created \(a["created_utc"] ?? "?")")
         print("experiment \(a["experiment_name"] ?? "?"): \(contents.runs.count) run(s)")
+        if a["kind"] == "sweep", let (table, by) = try? SweepReport.read(path: file) {
+            let shard = a["shard"].flatMap { $0.isEmpty ? nil : " (shard \($0))" } ?? ""
+            print("sweep of \(a["sweep_run_count"] ?? "?") runs\(shard); \(table.rows.count) in /summary; means ± std over seeds (percentage points):")
+            print(SweepReport.text(SweepReport.groups(table, by: by)))
+            if !runs { return }
+        }
         if !brief {
             for r in contents.runs {
                 print("\nrun \(r.name) [\(r.runId)] strategy=\(r.strategy) seed=\(r.seed): \(r.status)\(r.message.isEmpty ? "" : " — " + r.message)")

@@ -18,6 +18,9 @@ struct ValidateCommand: ParsableCommand {
         do {
             let experiment = try ExperimentFile.load(path: file)
             print("\(file): ok — experiment \"\(experiment.name)\", \(experiment.runs.count) run(s), output \(experiment.output)")
+            if experiment.isSweep {
+                print("  sweep over \(experiment.sweptPaths.joined(separator: ", ")); run with: continual sweep \(file)")
+            }
             for r in experiment.runs {
                 print("  \(r.runId)  \(r.config.name)  strategy=\(r.config.strategyLabel)  seed=\(r.config.seed)")
                 if resolved { print("    " + r.canonicalJSON) }

@@ -82,6 +82,44 @@ import Testing
         #expect(badName?.location == ".name")
     }
 
+    @Test func fractionalOrHugeIntegersNameTheirKeyPath() {
+        let e = error(tinyExperiment().replacingOccurrences(of: "\"epochs\": 3", with: "\"epochs\": 2.5"))
+        #expect(e?.location == ".training.epochs")
+        #expect(e?.message.contains("expected an integer") == true)
+        let hidden = error(tinyExperiment().replacingOccurrences(of: "\"hidden\": [8]", with: "\"hidden\": [8, 1e30]"))
+        #expect(hidden?.location == ".model.hidden[1]")
+    }
+
+    @Test func seedsAboveInt64MaxAreExactAndDistinct() throws {
+        let a = try ExperimentFile.parse(data: Data(tinyExperiment().replacingOccurrences(
+            of: "\"seed\": 3", with: "\"seed\": 9223372036854775809").utf8))
+        let b = try ExperimentFile.parse(data: Data(tinyExperiment().replacingOccurrences(
+            of: "\"seed\": 3", with: "\"seed\": 9223372036854775810").utf8))
+        let max = try ExperimentFile.parse(data: Data(tinyExperiment().replacingOccurrences(
+            of: "\"seed\": 3", with: "\"seed\": 18446744073709551615").utf8))
+        #expect(a.runs[0].config.seed == 9_223_372_036_854_775_809)
+        #expect(b.runs[0].config.seed == 9_223_372_036_854_775_810)
+        #expect(max.runs[0].config.seed == UInt64.max)
+        #expect(a.runs[0].runId != b.runs[0].runId)
+    }
+
+    @Test func aVariantCanSwitchTheOptimizerType() throws {
+        let file = try ExperimentFile.parse(data: Data(tinyExperiment().replacingOccurrences(
+            of: "{\"name\": \"joint\", \"strategy\": [\"joint\"]}",
+            with: "{\"name\": \"adam\", \"optimizer\": {\"type\": \"adam\", \"lr\": 0.001}}").utf8))
+        #expect(file.runs[1].config.optimizer.kind == .adam)
+        #expect(file.runs[1].config.optimizer.learningRate == 0.001)
+        #expect(file.runs[0].config.optimizer.momentum == 0.9)   // the base is unchanged
+    }
+
+    @Test func theFirstUnknownKeyInSortedOrderIsReported() {
+        for _ in 0..<5 {
+            let e = error(tinyExperiment().replacingOccurrences(
+                of: "\"epochs\": 3", with: "\"epochs\": 3, \"zzz\": 1, \"ccc\": 1, \"aaa\": 1, \"mmm\": 1"))
+            #expect(e?.location == ".training.aaa")
+        }
+    }
+
     @Test func syntaxErrorsGiveLineAndColumn() {
         let e = error("{\n  \"name\": \"x\",\n  \"seed\": 1,,\n}")
         #expect(e?.message == "not valid JSON")

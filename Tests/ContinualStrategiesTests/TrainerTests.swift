@@ -131,6 +131,47 @@ import ContinualScenarios
         _ = try trainer2.run(stream)
     }
 
+    /// Weight decay and carried-over momentum must not move the heads of finished experiences:
+    /// only shared parameters and the heads of routes present in a batch are stepped.
+    @Test(arguments: [
+        OptimizerSpec.adamw(learningRate: 0.01, weightDecay: 0.1),
+        .sgd(learningRate: 0.05, momentum: 0.9, weightDecay: 0.01),
+    ])
+    func finishedHeadsStayBitIdentical(_ optimizer: OptimizerSpec) throws {
+        let stream = try Self.smallHabitStream(train: 100, test: 20)
+        var spec = Self.spec
+        spec.heads = 5
+        let head = spec.layers().last!
+        var snapshots: [[Float]] = []
+        /// Records the model after each experience.
+        struct Snapshot: StrategyPlugin {
+            var name: String { "snapshot" }
+            var models: [[Float]] = []
+            mutating func afterExperience(model: inout MLP, context: ExperienceContext, workspace: Workspace) throws {
+                models.append(model.parameters)
+            }
+            func report() -> PluginReport {
+                PluginReport(arrays: ["p": .init(values: models.flatMap { $0.map(Double.init) })])
+            }
+        }
+        var trainer = Trainer(spec: spec, optimizer: optimizer,
+                              options: TrainingOptions(epochs: 2, resetOptimizerPerExperience: false),
+                              plugins: [Snapshot()], seed: 1)
+        let o = try trainer.run(stream)
+        let flat = o.pluginReports[0].report.arrays["p"]!.values
+        let p = spec.layers().last!.offset + head.parameterCount
+        snapshots = (0..<5).map { i in flat[(i * p)..<((i + 1) * p)].map { Float($0) } }
+        for j in 0..<4 {
+            let range = head.parameterRange(route: j)
+            for later in (j + 1)..<5 {
+                #expect(range.allSatisfy { snapshots[later][$0].bitPattern == snapshots[j][$0].bitPattern },
+                        "head \(j) moved during experience \(later)")
+            }
+        }
+        // Shared layers did keep training.
+        #expect(snapshots[4][0] != snapshots[0][0])
+    }
+
     @Test func tooFewHeadsIsAnError() throws {
         let stream = try Self.smallHabitStream(train: 50, test: 10)
         var spec = Self.spec

@@ -30,6 +30,8 @@ public struct Replay: StrategyPlugin {
     private var scratch = Samples(dimension: 0)
     private var classCountsAfter: [[Int]] = []
     private var bytesAfter: [Int] = []
+    private var dimension = 0
+    private var configuredRoutes = 1
 
     public init(options: Options = Options()) {
         self.options = options
@@ -40,8 +42,35 @@ public struct Replay: StrategyPlugin {
 
     public mutating func prepare(model: inout MLP, context: RunContext) throws {
         classes = context.head.classCount
-        let layout = ReplayLayout(dimension: context.dimension, precision: options.precision, classes: classes,
-                                  routes: model.routeCount)
+        dimension = context.dimension
+        try configureMemory(routes: model.routeCount)
+        if policy.usesEmbedding && options.features == .penultimate && model.layers.count < 2 {
+            throw TrainingError.invalid("replay: \"features\": \"penultimate\" needs a model with a hidden layer")
+        }
+        replayCount = options.replayPerBatch ?? Int(((options.replayRatio ?? 1) * Double(context.training.batchSize)).rounded())
+        bufferRNG = context.randomSource("replay.buffer")
+        batchRNG = context.randomSource("replay.batch")
+        row = [Float](repeating: 0, count: context.dimension)
+        scratch = Samples(dimension: context.dimension, features: row, labels: [0], routes: [0])
+        offered = 0
+        classCountsAfter = []
+        bytesAfter = []
+    }
+
+    /// A plugin listed after replay may extend the model in its own `prepare` (e.g. per-context
+    /// LoRA adds routes); before anything is stored, size the memory for the final route count so
+    /// that the byte budget counts the route byte whatever the plugin order.
+    public mutating func beforeExperience(model: inout MLP, context: ExperienceContext) throws {
+        if context.index == 0 && model.routeCount != configuredRoutes {
+            try configureMemory(routes: model.routeCount)
+        }
+    }
+
+    /// Builds the (empty) memory for `routes` routes within the configured capacity or budget.
+    private mutating func configureMemory(routes: Int) throws {
+        configuredRoutes = routes
+        let layout = ReplayLayout(dimension: dimension, precision: options.precision, classes: classes,
+                                  routes: routes)
         let capacity: Int
         if let budget = options.capacityBytes {
             capacity = layout.capacity(forBytes: budget)
@@ -52,18 +81,7 @@ public struct Replay: StrategyPlugin {
         } else {
             capacity = options.capacity ?? 200
         }
-        if policy.usesEmbedding && options.features == .penultimate && model.layers.count < 2 {
-            throw TrainingError.invalid("replay: \"features\": \"penultimate\" needs a model with a hidden layer")
-        }
         memory = ReplayMemory(layout: layout, capacity: capacity)
-        replayCount = options.replayPerBatch ?? Int(((options.replayRatio ?? 1) * Double(context.training.batchSize)).rounded())
-        bufferRNG = context.randomSource("replay.buffer")
-        batchRNG = context.randomSource("replay.batch")
-        row = [Float](repeating: 0, count: context.dimension)
-        scratch = Samples(dimension: context.dimension, features: row, labels: [0], routes: [0])
-        offered = 0
-        classCountsAfter = []
-        bytesAfter = []
     }
 
     public mutating func adjustTrainingSet(_ samples: inout Samples, context: ExperienceContext) {

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# CI steps for sweeps (called from .ci/run): a small sweep in release mode, inspect + CSV, the
+# Python plots and checks, and the Slurm job-array check.
+#   bash Experiments/cluster/ci.sh            (SKIP_SLURM=1 skips the Slurm part)
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$root"
+swift build -c release --product continual
+bin=$root/.build/release/continual
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$bin" sweep Experiments/sweeps/tiny_sweep.json -o "$work/tiny.h5" --plain --jobs 2
+"$bin" inspect "$work/tiny.h5"
+"$bin" inspect "$work/tiny.h5" --csv > "$work/tiny.csv"
+[ "$(wc -l < "$work/tiny.csv")" -eq 25 ] || { echo "CSV should have 25 lines" >&2; exit 1; }
+python3 Experiments/analysis/plot_results.py "$work/tiny.h5" "$work/plots"
+python3 Experiments/analysis/check_sweep.py "$work/tiny.h5" --plots "$work/plots" --expect-runs 24
+if [ "${SKIP_SLURM:-0}" != 1 ]; then
+  CONTINUAL=$bin bash Experiments/cluster/ci_slurm_check.sh Experiments/sweeps/tiny_sweep.json 3
+fi
+echo "sweep CI: OK"

@@ -1,0 +1,78 @@
+import ContinualCore
+
+/// `"dataset"`: a scenario read from a file instead of generated: the HDF5 scenario layout
+/// (`.h5`, as written by `continual scenario export`) or CSV (`.csv`, see `CSVScenarioReader`).
+/// Lives here rather than in ContinualScenarios because reading HDF5 needs the outer layers.
+public struct DatasetScenario: ScenarioOptions {
+    public static let typeName = "dataset"
+    public static let summary = "your own data: a scenario read from an HDF5 (scenario layout) or CSV file"
+
+    public enum Head: String, Codable, Sendable, CaseIterable { case auto, binary, multiclass }
+
+    /// File to read, relative to the working directory.
+    public var path: String
+    /// Number of classes; nil = from the file (HDF5) or max label + 1 (CSV).
+    public var classes: Int?
+    public var head: Head = .auto
+    /// CSV column names.
+    public var experienceColumn = "experience"
+    public var splitColumn = "split"
+    public var labelColumn = "label"
+
+    public init(path: String) { self.path = path }
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case path, classes, head, experienceColumn = "experience_column", splitColumn = "split_column"
+        case labelColumn = "label_column"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.strictContainer(keyedBy: CodingKeys.self, alsoAllowed: ["type"])
+        path = try c.decode(String.self, forKey: .path)
+        classes = try c.decodeIfPresent(Int.self, forKey: .classes)
+        head = try c.decodeChoice(.head, default: .auto)
+        experienceColumn = try c.decode(.experienceColumn, default: "experience")
+        splitColumn = try c.decode(.splitColumn, default: "split")
+        labelColumn = try c.decode(.labelColumn, default: "label")
+        try c.require(path.hasSuffix(".h5") || path.hasSuffix(".hdf5") || path.hasSuffix(".csv"), .path,
+                      "must end in .h5, .hdf5 or .csv, got \"\(path)\"")
+        try c.require(classes.map { $0 >= 2 } ?? true, .classes, "must be ≥ 2, got \(classes ?? 0)")
+        try c.require(head != .binary || (classes ?? 2) == 2, .head, "binary needs classes = 2")
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(path, forKey: .path)
+        try c.encodeIfPresent(classes, forKey: .classes)
+        try c.encode(head, forKey: .head)
+        try c.encode(experienceColumn, forKey: .experienceColumn)
+        try c.encode(splitColumn, forKey: .splitColumn)
+        try c.encode(labelColumn, forKey: .labelColumn)
+    }
+
+    /// The seed is unused: the data is what the file holds.
+    public func makeStream(seed: UInt64) throws -> ExperienceStream {
+        var stream: ExperienceStream
+        if path.hasSuffix(".csv") {
+            var reader = CSVScenarioReader()
+            reader.experienceColumn = experienceColumn
+            reader.splitColumn = splitColumn
+            reader.labelColumn = labelColumn
+            reader.classes = classes
+            reader.forceMulticlass = head == .multiclass
+            stream = try reader.read(path: path)
+        } else {
+            stream = try ScenarioArchive.read(path: path)
+        }
+        let k = classes ?? stream.head.classCount
+        if k < stream.head.classCount {
+            throw ScenarioError("\(path): the file has \(stream.head.classCount) classes but \"classes\" is \(k)")
+        }
+        switch head {
+        case .binary: stream.head = .binary
+        case .multiclass: stream.head = .multiclass(classes: k)
+        case .auto: if classes != nil { stream.head = k == 2 ? .binary : .multiclass(classes: k) }
+        }
+        return stream
+    }
+}

@@ -1,0 +1,200 @@
+import Foundation
+import ContinualCore
+import ContinualMetrics
+import ContinualScenarios
+
+/// Every user's numbers of a population run, and their aggregate.
+public struct PopulationOutcome: Sendable {
+    public var config: PopulationConfig
+    /// The population seed actually used (the config's, or the run's).
+    public var seed: UInt64
+    public var dataSeeds: [UInt64]
+    public var modelSeeds: [UInt64]
+    public var status: [RunStatus]
+    public var messages: [String]
+    /// Metric names (MetricSet.named order) and values: `values[m][u]` for metric m of user u.
+    public var metricNames: [String]
+    public var metricMeanings: [String]
+    public var values: [[Double]]
+    /// Per user, R[T-1][j]: final accuracy on each experience (N × T).
+    public var finalAccuracy: [[Double]]
+    /// Per user, the whole T×T matrix (when `store_matrices`).
+    public var matrices: [[[Double]]]
+    /// Aggregates over the users that completed: mean, std and quantiles per metric.
+    public var mean: [Double]
+    public var std: [Double]
+    public var quantiles: [[Double]]
+    public var trainSeconds: [Double]
+
+    public var users: Int { status.count }
+}
+
+/// Runs one model per simulated user, in parallel over cores; the results are identical for any
+/// number of workers because every user's data and model seeds derive from the user index alone.
+public enum PopulationExecutor {
+    struct UserResult: Sendable {
+        var dataSeed: UInt64 = 0
+        var modelSeed: UInt64 = 0
+        var status: RunStatus = .failed
+        var message = ""
+        var matrix: [[Double]] = []
+        var metrics: [Double] = []
+        var trainSeconds = 0.0
+        var initial: [Double] = []
+        var random: [Double] = []
+        var processed: [Int] = []
+        var outcome: TrainingOutcome? = nil
+        var costs: CostModel? = nil
+        var stream: ExperienceStream? = nil
+    }
+
+    /// Slots written by exactly one worker each (distinct indices), read after all finish.
+    final class Slots: @unchecked Sendable {
+        let base: UnsafeMutablePointer<UserResult>
+        let count: Int
+        init(_ n: Int) {
+            count = n
+            base = .allocate(capacity: n)
+            base.initialize(repeating: UserResult(), count: n)
+        }
+        deinit {
+            base.deinitialize(count: count)
+            base.deallocate()
+        }
+    }
+
+    static func user(_ i: Int, run: RunConfig, population: PopulationConfig, popSeed: UInt64,
+                     scenario: any PopulationScenario, keepDetails: Bool) -> UserResult {
+        var r = UserResult()
+        var rng = RandomSource(seed: popSeed, stream: "population.user.\(i)")
+        var modelRNG = rng.derived("model")
+        r.modelSeed = modelRNG.next()
+        let options = scenario.user(i, spread: population.spread, rng: &rng)
+        do {
+            let stream = try options.makeStream(seed: r.modelSeed)
+            r.dataSeed = UInt64(stream.metadata["seed"] ?? "") ?? 0
+            let (outcome, costs, _) = try RunExecutor.train(run, stream: stream, seed: r.modelSeed)
+            let m = MetricSet(matrix: AccuracyMatrix(outcome.accuracy), randomBaseline: outcome.randomAccuracy,
+                              initialBaseline: outcome.initialAccuracy)
+            r.matrix = outcome.accuracy
+            r.metrics = m.named.map(\.value)
+            r.trainSeconds = outcome.trainSeconds
+            r.initial = outcome.initialAccuracy
+            r.random = outcome.randomAccuracy
+            r.processed = outcome.samplesProcessed
+            r.status = .completed
+            if keepDetails {
+                r.outcome = outcome
+                r.costs = costs
+                r.stream = stream
+            }
+        } catch let error as TrainingError {
+            if case .diverged = error { r.status = .diverged }
+            r.message = error.description
+        } catch {
+            r.message = "\(error)"
+        }
+        return r
+    }
+
+    public static func execute(_ run: ResolvedRun, population: PopulationConfig) -> RunResult {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let config = run.config
+        var result = RunResult(run: run, status: .failed, message: "", outcome: nil, metrics: nil, costs: nil,
+                               experienceNames: [], experienceMetadata: [], featureNames: [], streamMetadata: [:],
+                               wallSeconds: 0)
+        guard let scenario = config.scenario.options as? any PopulationScenario else {
+            result.message = "scenario \"\(config.scenario.typeName)\" does not support populations (supported: "
+                + Registry.scenarios.filter { $0 is any PopulationScenario.Type }.map { $0.typeName }.joined(separator: ", ") + ")"
+            return result
+        }
+        let n = population.users
+        let popSeed = population.seed ?? config.seed
+        let slots = Slots(n)
+        let workers = max(1, min(n, population.jobs > 0 ? population.jobs : ProcessInfo.processInfo.activeProcessorCount))
+        DispatchQueue.concurrentPerform(iterations: workers) { w in
+            var i = w
+            while i < n {
+                slots.base[i] = user(i, run: config, population: population, popSeed: popSeed, scenario: scenario,
+                                     keepDetails: i == 0)
+                i += workers
+            }
+        }
+        let users = (0..<n).map { slots.base[$0] }
+        let names = MetricSet(matrix: AccuracyMatrix([[0]]), randomBaseline: [0], initialBaseline: [0]).named
+        let ok = users.indices.filter { users[$0].status == .completed }
+        let values = names.indices.map { m in users.map { $0.status == .completed ? $0.metrics[m] : .nan } }
+        var outcome = PopulationOutcome(
+            config: population, seed: popSeed, dataSeeds: users.map(\.dataSeed), modelSeeds: users.map(\.modelSeed),
+            status: users.map(\.status), messages: users.map(\.message), metricNames: names.map(\.name),
+            metricMeanings: names.map(\.meaning), values: values,
+            finalAccuracy: users.map { $0.matrix.last ?? [] }, matrices: population.storeMatrices ? users.map(\.matrix) : [],
+            mean: [], std: [], quantiles: [], trainSeconds: users.map(\.trainSeconds))
+        for m in names.indices {
+            let v = ok.map { values[m][$0] }.filter { !$0.isNaN }.sorted()
+            let mean = v.isEmpty ? .nan : v.reduce(0, +) / Double(v.count)
+            let variance = v.count > 1 ? v.map { ($0 - mean) * ($0 - mean) }.reduce(0, +) / Double(v.count - 1) : .nan
+            outcome.mean.append(mean)
+            outcome.std.append(variance.squareRoot())
+            outcome.quantiles.append(population.quantiles.map { quantile(v, $0) })
+        }
+        result.population = outcome
+
+        // The run-level numbers: user 0's stream description and costs, and the mean accuracy
+        // matrix over the users that completed (ACC and BWT of the mean = mean ACC and BWT).
+        if let first = users.first(where: { $0.stream != nil }), let stream = first.stream {
+            result.experienceNames = stream.experiences.map(\.name)
+            result.experienceMetadata = stream.experiences.map(\.metadata)
+            result.featureNames = stream.featureNames
+            result.streamMetadata = stream.metadata.merging(["population_users": "\(n)", "population_note":
+                "accuracy_matrix, baselines and metrics are over the mean matrices of all completed users; per-user values in population/"]) { $1 }
+        }
+        if let firstOK = ok.first, let base = users[firstOK].outcome {
+            let T = base.accuracy.count
+            func meanOf(_ pick: (UserResult) -> [Double]) -> [Double] {
+                (0..<T).map { j in ok.map { pick(users[$0])[j] }.reduce(0, +) / Double(ok.count) }
+            }
+            var o = base
+            o.accuracy = (0..<T).map { i in meanOf { $0.matrix[i] } }
+            o.initialAccuracy = meanOf(\.initial)
+            o.randomAccuracy = meanOf(\.random)
+            // Totals over users, so throughput figures stay meaningful.
+            o.trainSeconds = users.map(\.trainSeconds).reduce(0, +)
+            o.samplesProcessed = (0..<T).map { j in ok.map { users[$0].processed[j] }.reduce(0, +) }
+            result.outcome = o
+            var metrics = MetricSet(matrix: AccuracyMatrix(o.accuracy), randomBaseline: o.randomAccuracy,
+                                    initialBaseline: o.initialAccuracy)
+            // ACC, BWT, FWT and learning accuracy are linear in R, so the mean matrix gives the mean
+            // over users. Forgetting takes a max per user; the max of means would understate it, so
+            // those metrics are the means of the per-user values.
+            func userMean(_ name: String) -> Double? {
+                names.firstIndex { $0.name == name }.map { outcome.mean[$0] }
+            }
+            metrics.forgetting = userMean("forgetting") ?? metrics.forgetting
+            metrics.forgettingMaxAllRows = userMean("forgetting_max_all_rows") ?? metrics.forgettingMaxAllRows
+            if T > 1 {
+                metrics.forgettingPerExperience = (0..<(T - 1)).map { j in
+                    ok.map { AccuracyMatrix(users[$0].matrix).forgettingPerExperience[j] }.reduce(0, +) / Double(ok.count)
+                }
+            }
+            result.metrics = metrics
+            result.costs = users[firstOK].costs
+        }
+        let failed = n - ok.count
+        result.status = failed == 0 ? .completed : .failed
+        if failed > 0, let bad = users.first(where: { $0.status != .completed }) {
+            result.message = "\(failed) of \(n) users did not complete; first: \(bad.message)"
+        }
+        result.wallSeconds = (clock.now - start).seconds
+        return result
+    }
+
+    /// Linear-interpolation quantile of sorted values (numpy's default); NaN if empty.
+    static func quantile(_ sorted: [Double], _ q: Double) -> Double {
+        guard !sorted.isEmpty else { return .nan }
+        let h = q * Double(sorted.count - 1)
+        let lo = Int(h.rounded(.down)), hi = min(lo + 1, sorted.count - 1)
+        return sorted[lo] + (h - Double(lo)) * (sorted[hi] - sorted[lo])
+    }
+}

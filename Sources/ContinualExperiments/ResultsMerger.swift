@@ -1,0 +1,106 @@
+import Foundation
+import ContinualHDF5
+
+/// Merges sweep results files (shards, or partial sweeps) into one, rebuilding `/summary`.
+///
+/// Run groups are copied as they are (`H5Ocopy`). A run id present in several inputs must have
+/// the same content (config and every summary value except wall times); otherwise the merge is
+/// refused, because two different results under one id mean the inputs are inconsistent.
+public enum ResultsMerger {
+    public struct Report: Sendable {
+        public var runs: Int
+        public var duplicates: Int
+        public var skippedIncomplete: Int
+        public var warnings: [String]
+    }
+
+    public struct Conflict: Error, Sendable, CustomStringConvertible {
+        public var description: String
+    }
+
+    public static func merge(inputs: [String], output: String) throws -> Report {
+        guard !inputs.isEmpty else { throw Conflict(description: "no input files") }
+        try FileManager.default.createDirectory(at: URL(fileURLWithPath: output).deletingLastPathComponent(),
+                                                withIntermediateDirectories: true)
+        let temporary = output + ".tmp-\(ProcessInfo.processInfo.processIdentifier)"
+        var report = Report(runs: 0, duplicates: 0, skippedIncomplete: 0, warnings: [])
+        do {
+            let out = try HDF5File.create(path: temporary)
+            let outRuns = try out.root.createGroup("runs")
+            var layout: SummaryLayout?
+            var firstSweep: String?
+            // id → (input path, config JSON, row) of the copy kept.
+            var kept: [String: (source: String, config: String, row: [HDF5Value])] = [:]
+            var rows: [[HDF5Value]] = []
+            for (n, input) in inputs.enumerated() {
+                let file = try HDF5File.open(path: input, mode: .readOnly)
+                defer { try? file.close() }
+                let root = file.root
+                guard try root.attributes.string("kind") == "sweep", let inputLayout = try SweepWriter.readLayout(root) else {
+                    throw Conflict(description: "\(input) is not a sweep results file (written by `continual sweep`)")
+                }
+                let sweep = try root.attributes.string("experiment_json") ?? ""
+                if n == 0 {
+                    layout = inputLayout
+                    firstSweep = sweep
+                    try copyHeader(from: root, to: out.root)
+                } else {
+                    guard inputLayout == layout else {
+                        throw Conflict(description: "\(input) comes from a different sweep: swept columns \(inputLayout.sweptColumnNames) (kinds \(inputLayout.swept.map { "\($0.kind)" })) ≠ \(layout!.sweptColumnNames) (kinds \(layout!.swept.map { "\($0.kind)" })) in \(inputs[0])")
+                    }
+                    if sweep != firstSweep { report.warnings.append("\(input) was made from a different experiment file than \(inputs[0])") }
+                }
+                let names = inputLayout.columns.map(\.name)
+                let compared = names.indices.filter { !ResultsSchema.timingColumns.contains(names[$0]) }
+                let runs = try root.openGroup("runs")
+                let stored = try SweepWriter.storedRows(root)
+                report.skippedIncomplete += try runs.childNames().count - stored.count
+                for entry in stored {
+                    let config = try runs.openGroup(entry.id).attributes.string("config_json") ?? ""
+                    if let previous = kept[entry.id] {
+                        if previous.config != config {
+                            throw Conflict(description: "run \(entry.id) has different configs in \(previous.source) and \(input); refusing to merge")
+                        }
+                        for i in compared where !same(previous.row[i], entry.row[i]) {
+                            throw Conflict(description: "run \(entry.id) (\(entry.row[names.firstIndex(of: "name")!].stringValue ?? "")) differs between \(previous.source) and \(input): \(names[i]) = \(previous.row[i]) vs \(entry.row[i]); refusing to merge")
+                        }
+                        report.duplicates += 1
+                        continue
+                    }
+                    try runs.copy(entry.id, to: outRuns)
+                    kept[entry.id] = (input, config, entry.row)
+                    rows.append(entry.row)
+                }
+            }
+            try SweepWriter.writeSummary(rows, layout: layout!, into: out.root)
+            try out.root.attributes.set("shard", "")
+            try out.root.attributes.set("merged_from", inputs.map { URL(fileURLWithPath: $0).lastPathComponent })
+            try out.close()
+            report.runs = rows.count
+            guard rename(temporary, output) == 0 else {
+                throw HDF5Error(.library, "cannot move \(temporary) to \(output): \(String(cString: strerror(errno)))")
+            }
+        } catch {
+            try? FileManager.default.removeItem(atPath: temporary)
+            throw error
+        }
+        return report
+    }
+
+    /// Equal values, with NaN equal to NaN (a diverged run's metrics).
+    static func same(_ a: HDF5Value, _ b: HDF5Value) -> Bool {
+        if case .double(let x) = a, case .double(let y) = b, x.isNaN && y.isNaN { return true }
+        return a == b
+    }
+
+    private static func copyHeader(from source: HDF5Group, to target: HDF5Group) throws {
+        let a = source.attributes, t = target.attributes
+        for name in try a.names() {
+            if let s = try? a.string(name) { try t.set(name, s) }
+            else if let i = try? a.scalar(name, as: Int64.self) { try t.set(name, i) }
+            else if let d = try? a.scalar(name, as: Double.self) { try t.set(name, d) }
+        }
+        try t.set("created_utc", ISO8601DateFormatter().string(from: Date()))
+        if source.exists("metric_definitions") { try source.copy("metric_definitions", to: target) }
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+
+/// One invocation of a sweep: the runs still to do (after sharding and resume), run in parallel,
+/// each result written by the single `SweepWriter` as it arrives.
+public struct SweepSession: Sendable {
+    /// What the progress display sees after each finished run.
+    public struct Progress: Sendable {
+        public var done: Int
+        public var total: Int
+        /// Runs that failed or diverged so far.
+        public var failed: Int
+        public var elapsedSeconds: Double
+        public var last: RunResult
+        /// Remaining time at the mean pace so far (seconds).
+        public var etaSeconds: Double {
+            done == 0 ? .nan : elapsedSeconds / Double(done) * Double(total - done)
+        }
+    }
+
+    public struct Outcome: Sendable {
+        /// Runs in this shard of the sweep.
+        public var selected: Int
+        /// Runs skipped because the file already had them (`--resume`).
+        public var skipped: Int
+        public var written: Int
+        public var failed: [RunResult]
+        /// True when a stop was requested before every run was done.
+        public var interrupted: Bool
+    }
+
+    public var experiment: ExperimentFile
+    public var shard: SweepShard?
+    /// Runs of this shard, in sweep order.
+    public var selected: [ResolvedRun]
+
+    public init(experiment: ExperimentFile, shard: SweepShard? = nil) {
+        self.experiment = experiment
+        self.shard = shard
+        self.selected = shard?.select(experiment.runs) ?? experiment.runs
+    }
+
+    public var layout: SummaryLayout { SummaryLayout(experiment: experiment) }
+
+    /// Opens (or creates) the results file for this session.
+    public func makeWriter(path: String, resume: Bool) throws -> SweepWriter {
+        try SweepWriter(path: path, experiment: experiment, layout: layout, resume: resume,
+                        shard: shard?.description ?? "")
+    }
+
+    /// Runs what `writer` does not have yet with at most `jobs` in flight, then rewrites the
+    /// summary in sweep order. `shouldStop` is polled before each launch (Ctrl-C).
+    public func run(writer: SweepWriter, jobs: Int, shouldStop: @escaping @Sendable () -> Bool = { false },
+                    execute: @escaping @Sendable (ResolvedRun) -> RunResult = RunExecutor.execute,
+                    progress: (Progress) -> Void = { _ in }) async throws -> Outcome {
+        let todo = selected.filter { !writer.completedIds.contains($0.runId) }
+        var outcome = Outcome(selected: selected.count, skipped: selected.count - todo.count, written: 0, failed: [],
+                              interrupted: false)
+        let clock = ContinuousClock()
+        let start = clock.now
+        try await SweepRunner.run(todo, jobs: jobs, shouldStop: shouldStop, execute: execute) { result in
+            guard try writer.write(result) else { return }
+            outcome.written += 1
+            if result.status != .completed { outcome.failed.append(result) }
+            progress(Progress(done: outcome.written, total: todo.count, failed: outcome.failed.count,
+                              elapsedSeconds: (clock.now - start).seconds, last: result))
+        }
+        outcome.interrupted = outcome.written < todo.count
+        try writer.finish()
+        return outcome
+    }
+}

@@ -1,0 +1,218 @@
+import Foundation
+import ContinualCore
+
+/// A `"sweep"` block: which config values vary (by key path) and how they combine.
+///
+/// ```json
+/// "sweep": {"mode": "grid", "parameters": {"optimizer.lr": [0.01, 0.1], "seed": {"range": [0, 4]}}}
+/// ```
+/// Modes: `grid` (cartesian product, last parameter fastest), `zip` (lists of equal length, taken
+/// together), `random` (`samples` points, each value drawn independently, seeded by `seed`).
+/// Parameters are ordered by key path, except that `seed` always comes last (varies fastest).
+public struct SweepSpec: Sendable, Equatable {
+    public enum Mode: String, Sendable, CaseIterable { case grid, zip, random }
+
+    /// Where a parameter's values come from.
+    public enum Domain: Sendable, Equatable {
+        /// An explicit list (also what `{"range": [a, b], "step": s}` expands to).
+        case values([JSONValue])
+        /// Uniform on [low, high) (random mode only).
+        case uniform(Double, Double)
+        /// Log-uniform on [low, high), low > 0 (random mode only).
+        case logUniform(Double, Double)
+
+        var count: Int? { if case .values(let v) = self { return v.count } else { return nil } }
+    }
+
+    public struct Parameter: Sendable, Equatable {
+        public var path: JSONKeyPath
+        public var domain: Domain
+    }
+
+    public var mode: Mode
+    public var parameters: [Parameter]
+    /// Number of random points (random mode).
+    public var samples: Int
+    /// Seed of the random draws (random mode).
+    public var seed: UInt64
+    /// The block as written (stored in results files).
+    public var json: JSONValue
+    /// For a list of blocks (`"sweep": [{…}, {…}]`): the blocks, combined as a cartesian product
+    /// (e.g. a random search × every seed). `parameters` then lists all of theirs, in order.
+    public var parts: [SweepSpec] = []
+
+    static let keys: Set<String> = ["mode", "parameters", "samples", "seed"]
+    /// Grids larger than this are refused (almost certainly a mistake).
+    public static let maximumPoints = 1_000_000
+
+    /// Parses the block at `location` (e.g. `.sweep`); `runKeys` are the keys a path may start with.
+    public static func parse(_ value: JSONValue, at location: String, file: String, runKeys: Set<String>) throws -> SweepSpec {
+        if case .array(let blocks) = value {
+            guard !blocks.isEmpty else { throw ConfigError(file: file, location: location, message: "expected a sweep block or a non-empty list of blocks") }
+            let parts = try blocks.enumerated().map { try parse($1, at: "\(location)[\($0)]", file: file, runKeys: runKeys) }
+            var seen = Set<String>()
+            var total = 1
+            for (i, part) in parts.enumerated() {
+                for p in part.parameters where !seen.insert(p.path.text).inserted {
+                    throw ConfigError(file: file, location: "\(location)[\(i)].parameters[\"\(p.path.text)\"]", message: "swept in two blocks of the list")
+                }
+                total = total.multipliedReportingOverflow(by: part.points().count).partialValue
+                if total > maximumPoints || total < 0 { throw ConfigError(file: file, location: location, message: "the sweep has more than \(maximumPoints) points") }
+            }
+            return SweepSpec(mode: .grid, parameters: parts.flatMap(\.parameters), samples: 0, seed: 0, json: value, parts: parts)
+        }
+        func fail(_ where_: String, _ message: String) -> ConfigError {
+            ConfigError(file: file, location: location + where_, message: message)
+        }
+        guard case .object(let o) = value else { throw fail("", "expected an object with \"parameters\" (and optionally \"mode\", \"samples\", \"seed\")") }
+        for key in o.keys.sorted() where !keys.contains(key) {
+            throw fail("." + key, "unknown key \"\(key)\"; allowed keys: \(keys.sorted().joined(separator: ", ")) (swept key paths go inside \"parameters\")")
+        }
+        var mode = Mode.grid
+        if let m = o["mode"] {
+            guard case .string(let s) = m, let parsed = Mode(rawValue: s) else {
+                throw fail(".mode", "expected one of \(Mode.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", "))")
+            }
+            mode = parsed
+        }
+        var samples = 0
+        if let s = o["samples"] {
+            guard mode == .random else { throw fail(".samples", "only used with \"mode\": \"random\"") }
+            guard case .int(let n) = s, n >= 1, n <= maximumPoints else { throw fail(".samples", "expected an integer from 1 to \(maximumPoints)") }
+            samples = Int(n)
+        } else if mode == .random {
+            throw fail(".samples", "required key is missing (number of random points)")
+        }
+        var seed: UInt64 = 0
+        if let s = o["seed"] {
+            guard mode == .random else { throw fail(".seed", "only used with \"mode\": \"random\" (sweep run seeds with \"parameters\": {\"seed\": …})") }
+            guard case .int(let n) = s, n >= 0 else { throw fail(".seed", "expected a non-negative integer") }
+            seed = UInt64(n)
+        }
+        guard case .object(let params)? = o["parameters"], !params.isEmpty else {
+            throw fail(".parameters", "expected a non-empty object of key path → values, e.g. {\"optimizer.lr\": [0.01, 0.1]}")
+        }
+        var parameters: [Parameter] = []
+        for (text, domainValue) in params {
+            let at = ".parameters[\"\(text)\"]"
+            let path: JSONKeyPath
+            do { path = try JSONKeyPath(text) } catch { throw fail(at, error.message) }
+            guard runKeys.contains(path.head), path.head != "name" else {
+                throw fail(at, "\"\(path.head)\" is not a run setting; key paths start with one of \(runKeys.subtracting(["name"]).sorted().joined(separator: ", "))")
+            }
+            parameters.append(Parameter(path: path, domain: try domain(domainValue, mode: mode, fail: { fail(at, $0) })))
+        }
+        parameters.sort { a, b in
+            let ka = (a.path.text == "seed" ? 1 : 0, a.path.text), kb = (b.path.text == "seed" ? 1 : 0, b.path.text)
+            return ka < kb
+        }
+        switch mode {
+        case .grid:
+            var total = 1
+            for p in parameters {
+                total = total.multipliedReportingOverflow(by: p.domain.count ?? 0).partialValue
+                if total > maximumPoints || total < 0 { throw fail(".parameters", "the grid has more than \(maximumPoints) points") }
+            }
+        case .zip:
+            let counts = Set(parameters.map { $0.domain.count ?? 0 })
+            guard counts.count == 1 else {
+                throw fail(".parameters", "zip needs lists of equal length; got " + parameters.map { "\($0.path.text): \($0.domain.count ?? 0)" }.joined(separator: ", "))
+            }
+        case .random: break
+        }
+        return SweepSpec(mode: mode, parameters: parameters, samples: samples, seed: seed, json: value)
+    }
+
+    private static func domain(_ v: JSONValue, mode: Mode, fail: (String) -> ConfigError) throws -> Domain {
+        let usage = "expected a list of values, {\"range\": [from, to]} (integers, \"to\" excluded; optional \"step\")"
+            + ", {\"uniform\": [low, high]} or {\"log_uniform\": [low, high]}"
+        switch v {
+        case .array(let items):
+            guard !items.isEmpty else { throw fail("the list of values is empty") }
+            return .values(items)
+        case .object(let o):
+            if let r = o["range"] {
+                for k in o.keys where k != "range" && k != "step" { throw fail("unknown key \"\(k)\" in a range; allowed: range, step") }
+                guard case .array(let ends) = r, ends.count == 2, case .int(let a) = ends[0], case .int(let b) = ends[1] else {
+                    throw fail("\"range\" expects [from, to] with integers (to excluded)")
+                }
+                var step: Int64 = 1
+                if let s = o["step"] {
+                    guard case .int(let n) = s, n > 0 else { throw fail("\"step\" must be a positive integer") }
+                    step = n
+                }
+                guard a < b else { throw fail("\"range\": [\(a), \(b)] is empty (to is excluded)") }
+                guard (b - a) / step < Int64(maximumPoints) else { throw fail("the range has more than \(maximumPoints) values") }
+                return .values(stride(from: a, to: b, by: Int(step)).map { JSONValue.int($0) })
+            }
+            for key in ["uniform", "log_uniform"] {
+                guard let r = o[key] else { continue }
+                guard o.count == 1 else { throw fail("\"\(key)\" takes no other keys") }
+                guard mode == .random else { throw fail("\"\(key)\" ranges need \"mode\": \"random\" (use a list or \"range\" for grid and zip)") }
+                guard case .array(let ends) = r, ends.count == 2, let lo = ends[0].numberValue, let hi = ends[1].numberValue,
+                      lo.isFinite, hi.isFinite, lo < hi else {
+                    throw fail("\"\(key)\" expects [low, high] with low < high")
+                }
+                if key == "log_uniform" {
+                    guard lo > 0 else { throw fail("\"log_uniform\" needs low > 0") }
+                    return .logUniform(lo, hi)
+                }
+                return .uniform(lo, hi)
+            }
+            throw fail(usage)
+        default:
+            throw fail(usage)
+        }
+    }
+
+    /// The sweep's points: each is one value per parameter, in `parameters` order.
+    public func points() -> [[JSONValue]] {
+        if !parts.isEmpty {
+            return parts.reduce([[]]) { acc, part in
+                let points = part.points()
+                return acc.flatMap { prefix in points.map { prefix + $0 } }
+            }
+        }
+        switch mode {
+        case .grid:
+            var out: [[JSONValue]] = [[]]
+            for p in parameters {
+                guard case .values(let values) = p.domain else { return [] }
+                out = out.flatMap { prefix in values.map { prefix + [$0] } }
+            }
+            return out
+        case .zip:
+            let lists = parameters.map { p -> [JSONValue] in if case .values(let v) = p.domain { return v } else { return [] } }
+            let n = lists.first?.count ?? 0
+            return (0..<n).map { i in lists.map { $0[i] } }
+        case .random:
+            var rng = RandomSource(seed: seed, stream: "sweep")
+            return (0..<samples).map { _ in
+                parameters.map { p -> JSONValue in
+                    switch p.domain {
+                    case .values(let v): return v[rng.uniformInt(below: v.count)]
+                    case .uniform(let lo, let hi): return .double(Self.rounded(rng.uniform(lo, hi)))
+                    case .logUniform(let lo, let hi): return .double(Self.rounded(Foundation.exp(rng.uniform(Foundation.log(lo), Foundation.log(hi)))))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Random draws are kept to 6 significant digits, so run names and configs stay readable.
+    static func rounded(_ x: Double) -> Double {
+        Double(String(format: "%.6g", x)) ?? x
+    }
+}
+
+extension JSONValue {
+    /// The value as a Double if it is a number.
+    var numberValue: Double? {
+        switch self {
+        case .int(let i): return Double(i)
+        case .uint(let u): return Double(u)
+        case .double(let d): return d
+        default: return nil
+        }
+    }
+}

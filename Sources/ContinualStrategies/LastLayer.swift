@@ -1,0 +1,43 @@
+import ContinualCore
+
+/// Last-layer fine-tuning: the whole network trains up to `freeze_core_after`, then only the
+/// output layer (on a multi-head model: the current experience's head) trains.
+///
+/// A PEFT baseline expressed purely through the trainable mask; the model is unchanged.
+public struct LastLayer: StrategyPlugin {
+    public var name: String { Options.typeName }
+    public let options: Options
+    var schedule: MaskedSchedule
+
+    public init(options: Options) {
+        self.options = options
+        schedule = MaskedSchedule(freezeCoreAfter: options.freezeCoreAfter,
+                                  afterFreeze: .init(sharedOutputLayer: true, routedHeads: true))
+    }
+
+    public mutating func beforeExperience(model: inout MLP, context: ExperienceContext) throws {
+        schedule.apply(model: &model, context: context)
+    }
+
+    public func report() -> PluginReport { schedule.report(name: name) }
+
+    /// `{"type": "last_layer", "freeze_core_after": 0}`
+    public struct Options: PluginOptions {
+        public static let typeName = "last_layer"
+        public static let summary = "only the output layer trains after the first experience(s)"
+        /// Last experience on which every parameter trains (-1: only the output layer ever trains).
+        public var freezeCoreAfter: Int = 0
+        public init() {}
+        enum CodingKeys: String, CodingKey, CaseIterable { case freezeCoreAfter = "freeze_core_after" }
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.strictContainer(keyedBy: CodingKeys.self, alsoAllowed: ["type"])
+            freezeCoreAfter = try c.decode(.freezeCoreAfter, default: 0)
+            try c.require(freezeCoreAfter >= -1, .freezeCoreAfter, "must be ≥ -1, got \(freezeCoreAfter)")
+        }
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(freezeCoreAfter, forKey: .freezeCoreAfter)
+        }
+        public func makePlugin() -> any StrategyPlugin { LastLayer(options: self) }
+    }
+}

@@ -1,0 +1,28 @@
+import ContinualCore
+
+/// Shared schedule of the mask-only PEFT baselines (last-layer, BitFit): everything trains while
+/// the experience index ≤ `freeze_core_after` (exactly like naive fine-tuning), afterwards only
+/// the parts given; records the per-experience parameter accounting.
+struct MaskedSchedule {
+    var freezeCoreAfter: Int
+    var afterFreeze: TrainableMask.Parts
+    var accounting = ParameterAccounting()
+
+    mutating func apply(model: inout MLP, context: ExperienceContext) {
+        let route = Int(context.route)
+        if context.index <= freezeCoreAfter {
+            model.trainable = nil
+            accounting.record(model: model, mask: nil, parts: .init(sharedCore: true, routedHeads: true), routes: [route])
+        } else {
+            let mask = TrainableMask.mask(for: model, parts: afterFreeze, routes: [route])
+            model.trainable = mask
+            accounting.record(model: model, mask: mask, parts: afterFreeze, routes: [route])
+        }
+    }
+
+    func report(name: String) -> PluginReport {
+        var report = PluginReport(attributes: ["freeze_core_after": .int(Int64(freezeCoreAfter))])
+        for (k, v) in accounting.reportArrays { report.arrays[k] = v }
+        return report
+    }
+}

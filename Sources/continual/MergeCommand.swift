@@ -1,0 +1,43 @@
+import ArgumentParser
+import ContinualExperiments
+import Foundation
+
+struct MergeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "merge",
+        abstract: "Merge sweep results files (e.g. shards) into one, rebuilding /summary.",
+        discussion: """
+        Copies every complete run group of the inputs into OUT.h5 (written under a temporary name \
+        and renamed when complete). A run id found in several inputs must have identical content \
+        (config and all summary values except wall times): identical duplicates are kept once, \
+        different ones make the merge fail with exit code 2.
+        """
+    )
+
+    @Argument(help: "Merged results file to write.")
+    var output: String
+
+    @Argument(help: "Sweep results files (shards) to merge.")
+    var inputs: [String]
+
+    @Flag(help: "Replace OUT.h5 if it exists.")
+    var overwrite = false
+
+    func run() throws {
+        guard !inputs.isEmpty else { throw CLIFailure.badInput("no input files") }
+        for input in inputs where !FileManager.default.fileExists(atPath: input) {
+            throw CLIFailure.badInput("\(input): no such file")
+        }
+        if FileManager.default.fileExists(atPath: output) && !overwrite && !inputs.contains(output) {
+            throw CLIFailure.badInput("\(output) exists; use --overwrite to replace it")
+        }
+        let report: ResultsMerger.Report
+        do { report = try ResultsMerger.merge(inputs: inputs, output: output) } catch {
+            throw CLIFailure.badInput("merge failed: \(error)")
+        }
+        for w in report.warnings { printError("warning: \(w)") }
+        print("merged \(inputs.count) files into \(output): \(report.runs) runs"
+              + (report.duplicates > 0 ? ", \(report.duplicates) identical duplicates skipped" : "")
+              + (report.skippedIncomplete > 0 ? ", \(report.skippedIncomplete) incomplete run groups skipped" : ""))
+    }
+}

@@ -1,0 +1,183 @@
+import ArgumentParser
+import ContinualExperiments
+import Dispatch
+import Foundation
+
+struct SweepCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sweep",
+        abstract: "Run every run of a sweep in parallel into one HDF5 file with a /summary table.",
+        discussion: """
+        Expands FILE.json (variants × "sweep" points), runs them with at most --jobs in flight and \
+        writes each finished run at once (the file is closed between runs, so h5py can read it). \
+        Ctrl-C (or SIGTERM) stops cleanly: the runs finished so far stay readable, and rerunning \
+        with --resume does the rest. --shard K/N runs only runs whose sweep index ≡ K mod N; \
+        `continual merge` joins the shard files. Exit codes: 0 all runs completed, 1 a run failed \
+        or diverged, 2 bad input, 130 interrupted.
+        """
+    )
+
+    @Argument(help: "Experiment file (JSON) with a \"sweep\" block and/or \"variants\".")
+    var file: String
+
+    @Option(name: .shortAndLong, help: "Results file (default: the experiment's \"output\"; with --shard, NAME.shard-K-of-N.h5).")
+    var output: String?
+
+    @Option(name: .shortAndLong, help: "Runs in flight at once (default: all cores).")
+    var jobs: Int?
+
+    @Flag(help: "Keep the runs already in the output file and run only the missing ones.")
+    var resume = false
+
+    @Flag(help: "Replace an existing output file (otherwise an existing file needs --resume).")
+    var overwrite = false
+
+    @Option(help: "Run only shard K of N (K/N, K from 0), or `slurm` to read SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT.")
+    var shard: String?
+
+    @Flag(help: "Plain log lines even on a terminal.")
+    var plain = false
+
+    func run() throws {
+        let experiment: ExperimentFile
+        do { experiment = try ExperimentFile.load(path: file) } catch let e as ConfigError { throw CLIFailure.badInput(e.description) }
+        var selectedShard: SweepShard?
+        if let shard {
+            do { selectedShard = try SweepShard.parse(shard) } catch { throw CLIFailure.badInput(error.description) }
+        }
+        let jobs = self.jobs ?? ProcessInfo.processInfo.activeProcessorCount
+        guard jobs >= 1 else { throw CLIFailure.badInput("--jobs must be ≥ 1") }
+        guard !(resume && overwrite) else { throw CLIFailure.badInput("use either --resume or --overwrite") }
+        let path = output ?? Self.defaultOutput(experiment.output, shard: selectedShard)
+        if FileManager.default.fileExists(atPath: path) && !resume && !overwrite {
+            throw CLIFailure.badInput("\(path) exists; use --resume to complete it or --overwrite to replace it")
+        }
+        let session = SweepSession(experiment: experiment, shard: selectedShard)
+        let writer: SweepWriter
+        do { writer = try session.makeWriter(path: path, resume: resume) } catch { throw CLIFailure.badInput("\(error)") }
+
+        let tty = isatty(STDOUT_FILENO) == 1 && !plain
+        let stop = StopFlag()
+        let total = session.selected.count
+        // Ctrl-C / SIGTERM: wait for a write in progress, sort the summary, exit. Runs in flight are lost.
+        var sources: [any DispatchSourceSignal] = []
+        for sig in [SIGINT, SIGTERM] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler {
+                stop.set()
+                try? writer.finish()
+                let done = writer.completedIds.count
+                let text = (tty ? "\n" : "") + "interrupted: \(done) of \(experiment.runs.count) runs of the sweep are in \(path); run the same command with --resume to finish\n"
+                FileHandle.standardError.write(Data(text.utf8))
+                Foundation.exit(130)
+            }
+            source.resume()
+            sources.append(source)
+        }
+        defer { sources.forEach { $0.cancel() } }
+
+        let shardText = selectedShard.map { " (shard \($0))" } ?? ""
+        writeOut("sweep \(experiment.name)\(shardText): \(total) runs, \(writer.completedIds.count) already in \(path), jobs \(jobs)\n")
+        let printer = ProgressPrinter(tty: tty)
+        let box = ResultBox<SweepSession.Outcome>()
+        let semaphore = DispatchSemaphore(value: 0)
+        Task.detached {
+            do {
+                box.value = .success(try await session.run(writer: writer, jobs: jobs, shouldStop: { stop.isSet },
+                                                           progress: { printer.show($0) }))
+            } catch {
+                box.value = .failure(error)
+            }
+            semaphore.signal()
+        }
+        semaphore.wait()
+        printer.end()
+        let outcome: SweepSession.Outcome
+        switch box.value! {
+        case .success(let o): outcome = o
+        case .failure(let error): throw CLIFailure.runFailed("sweep stopped: \(error)")
+        }
+        var earlierFailures = 0
+        if let (table, by) = try? SweepReport.read(path: path) {
+            writeOut(SweepReport.text(SweepReport.groups(table, by: by)) + "\n")
+            // Failed runs kept from an earlier invocation (--resume does not retry them) count too.
+            let mine = Set(session.selected.map(\.runId)), now = Set(outcome.failed.map(\.runId))
+            let ids = table.column("run_id") ?? [], status = table.column("status") ?? []
+            earlierFailures = zip(ids, status).filter { id, st in
+                guard let id = id.stringValue else { return false }
+                return mine.contains(id) && !now.contains(id) && st.stringValue != "completed"
+            }.count
+        }
+        writeOut("results: \(path) (\(outcome.written) written now, \(outcome.skipped) already there)\n")
+        if outcome.failed.isEmpty && earlierFailures > 0 {
+            throw CLIFailure.runFailed("\(earlierFailures) run(s) in \(path) failed or diverged in an earlier invocation (--resume does not retry them; see `continual inspect \(path) --csv`)")
+        }
+        if !outcome.failed.isEmpty {
+            throw CLIFailure.runFailed("\(outcome.failed.count) of \(outcome.written) runs did not complete: "
+                + outcome.failed.prefix(10).map { "\($0.name) (\($0.status.rawValue): \($0.message))" }.joined(separator: "; ")
+                + (outcome.failed.count > 10 ? "; …" : ""))
+        }
+    }
+
+    static func defaultOutput(_ output: String, shard: SweepShard?) -> String {
+        guard let shard else { return output }
+        let base = output.hasSuffix(".h5") ? String(output.dropLast(3)) : output
+        return "\(base).shard-\(shard.index)-of-\(shard.count).h5"
+    }
+}
+
+/// A flag set by the signal handler and read by the runner (lock-protected).
+final class StopFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    var isSet: Bool { lock.lock(); defer { lock.unlock() }; return value }
+    func set() { lock.lock(); value = true; lock.unlock() }
+}
+
+/// Hands a result from the async task to the blocked command.
+final class ResultBox<T: Sendable>: @unchecked Sendable {
+    var value: Result<T, any Error>?
+}
+
+/// Progress: one updating line on a terminal, one log line per run otherwise.
+final class ProgressPrinter: @unchecked Sendable {
+    let tty: Bool
+    private var shown = false
+    init(tty: Bool) { self.tty = tty }
+
+    func show(_ p: SweepSession.Progress) {
+        let r = p.last
+        let acc = r.metrics.map { String(format: "ACC %.2f%%", $0.acc * 100) } ?? r.status.rawValue
+        if tty {
+            var line = String(format: "[%d/%d] %d failed · %@ elapsed · ETA %@ · last %@ (%@)", p.done, p.total, p.failed,
+                              Self.duration(p.elapsedSeconds), Self.duration(p.etaSeconds), r.name, acc)
+            if line.count >= Self.terminalWidth() { line = String(line.prefix(max(20, Self.terminalWidth() - 2))) + "…" }
+            FileHandle.standardOutput.write(Data(("\r\u{1B}[K" + line).utf8))
+            shown = true
+        } else {
+            var line = String(format: "[%d/%d] %@ %@ %@ %@ %.2f s", p.done, p.total, r.status.rawValue, r.name, r.runId, acc, r.wallSeconds)
+            if !r.message.isEmpty { line += " — " + r.message }
+            writeOut(line + "\n")
+        }
+    }
+
+    func end() { if shown { writeOut("\n") } }
+
+    /// Columns of the terminal (so the line never wraps, which would break the `\r` update).
+    static func terminalWidth() -> Int {
+        var size = winsize()
+        return ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0 && size.ws_col > 0 ? Int(size.ws_col) : 100
+    }
+
+    static func duration(_ s: Double) -> String {
+        guard s.isFinite else { return "?" }
+        let t = Int(s.rounded())
+        return t >= 3600 ? "\(t / 3600)h\(String(format: "%02d", t / 60 % 60))m" : t >= 60 ? "\(t / 60)m\(String(format: "%02d", t % 60))s" : "\(t)s"
+    }
+}
+
+/// Unbuffered stdout, so log lines appear at once when piped (and in order with progress lines).
+func writeOut(_ text: String) {
+    FileHandle.standardOutput.write(Data(text.utf8))
+}
