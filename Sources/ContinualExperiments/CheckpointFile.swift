@@ -23,6 +23,13 @@ public enum CheckpointFile {
         _ = try root.write(checkpoint.accuracy.flatMap { $0 }, shape: [checkpoint.accuracy.count, T], name: "accuracy_matrix_so_far")
     }
 
+    /// The resolved config JSON the checkpoint was written with ("" if none was given).
+    public static func configJSON(path: String) throws -> String {
+        let file = try HDF5File.open(path: path)
+        defer { try? file.close() }
+        return try file.root.attributes.string("config_json") ?? ""
+    }
+
     /// Reads and verifies a checkpoint; damaged, truncated or foreign files throw a
     /// `CheckpointError` (or `ConfigError` for the wrong format) with a clear message.
     public static func read(path: String) throws -> TrainerCheckpoint {

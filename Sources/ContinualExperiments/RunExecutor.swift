@@ -5,6 +5,22 @@ import ContinualMetrics
 /// metrics and costs. Pure computation (no files), so it is safe to call from parallel tasks.
 public enum RunExecutor {
     public static func execute(_ run: ResolvedRun) -> RunResult {
+        execute(run, resumingFrom: nil, stopAfter: nil)
+    }
+
+    /// Like `execute(_:)`, but resumes from a checkpoint and/or stops after experience
+    /// `stopAfter` (then `checkpoint` holds the learner state). Batch training only: populations,
+    /// prequential and scheduled runs fail with a message saying so.
+    public static func execute(_ run: ResolvedRun, resumingFrom resume: TrainerCheckpoint?, stopAfter: Int?) -> RunResult {
+        let checkpointing = resume != nil || stopAfter != nil
+        if checkpointing && (run.config.population != nil || run.config.schedule != nil
+                             || run.config.training.mode == .prequential) {
+            var result = RunResult(run: run, status: .failed, message: "", outcome: nil, metrics: nil, costs: nil,
+                                   experienceNames: [], experienceMetadata: [], featureNames: [], streamMetadata: [:],
+                                   wallSeconds: 0)
+            result.message = "checkpoints (stop and resume) are supported for batch training only, not for populations, schedules or prequential mode"
+            return result
+        }
         if let population = run.config.population { return PopulationExecutor.execute(run, population: population) }
         let clock = ContinuousClock()
         let start = clock.now
@@ -21,8 +37,17 @@ public enum RunExecutor {
             if let schedule = config.schedule {
                 try executeScheduled(config, schedule: schedule, stream: stream, into: &result)
             } else {
-                let (outcome, costs, curve) = try train(config, stream: stream, seed: config.seed)
+                let (outcome, costs, curve, checkpoint) = try train(config, stream: stream, seed: config.seed,
+                                                                    resumingFrom: resume, stopAfter: stopAfter)
+                result.checkpoint = checkpoint
                 result.outcome = outcome
+                if let checkpoint {
+                    // Stopped early: R has only the rows trained so far, so no metrics yet.
+                    result.status = .completed
+                    result.message = "stopped after experience \(checkpoint.experiencesDone - 1) of \(checkpoint.experienceCount)"
+                    result.wallSeconds = (clock.now - start).seconds
+                    return result
+                }
                 result.prequential = curve
                 result.metrics = MetricSet(matrix: AccuracyMatrix(outcome.accuracy),
                                            randomBaseline: outcome.randomAccuracy,
@@ -90,6 +115,16 @@ public enum RunExecutor {
     public static func train(_ config: RunConfig, stream: ExperienceStream, seed: UInt64) throws
         -> (TrainingOutcome, CostModel, PrequentialCurve?)
     {
+        let (outcome, costs, curve, _) = try train(config, stream: stream, seed: seed, resumingFrom: nil, stopAfter: nil)
+        return (outcome, costs, curve)
+    }
+
+    /// `train` with checkpoints: resumes from `resume` and stops after experience `stopAfter`
+    /// (batch mode only), returning the checkpoint when it stopped early.
+    public static func train(_ config: RunConfig, stream: ExperienceStream, seed: UInt64,
+                             resumingFrom resume: TrainerCheckpoint?, stopAfter: Int?) throws
+        -> (TrainingOutcome, CostModel, PrequentialCurve?, TrainerCheckpoint?)
+    {
         let spec = config.model.spec(inputs: stream.dimension, head: stream.head, experiences: stream.experiences.count)
         let plugins = config.strategy.map { $0.options.makePlugin() }
         if config.training.mode == .prequential {
@@ -97,11 +132,11 @@ public enum RunExecutor {
                                              window: config.training.window, recordEvery: config.training.recordEvery,
                                              plugins: plugins, seed: seed)
             let (outcome, curve) = try trainer.run(stream)
-            return (outcome, CostModel(model: outcome.finalModel, optimizer: trainer.optimizer), curve)
+            return (outcome, CostModel(model: outcome.finalModel, optimizer: trainer.optimizer), curve, nil)
         }
         var trainer = Trainer(spec: spec, optimizer: config.optimizer.spec, options: config.training.options,
                               plugins: plugins, seed: seed)
-        let outcome = try trainer.run(stream)
-        return (outcome, CostModel(model: outcome.finalModel, optimizer: trainer.optimizer), nil)
+        let outcome = try trainer.run(stream, resumingFrom: resume, stopAfter: stopAfter)
+        return (outcome, CostModel(model: outcome.finalModel, optimizer: trainer.optimizer), nil, trainer.checkpoint)
     }
 }

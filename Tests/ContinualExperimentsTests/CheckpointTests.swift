@@ -29,11 +29,29 @@ import ContinualStrategies
         // Sampled Fisher: the plugin's own random stream must survive the checkpoint too.
         case "ewc": return EWC(options: EWC.Options(lambda: 50, fisher: .sample))
         case "online_ewc": return EWC(options: EWC.Options(lambda: 50, mode: .online, gamma: 0.9))
-        default: return SynapticIntelligence(options: SynapticIntelligence.Options(c: 1))
+        case "si": return SynapticIntelligence(options: SynapticIntelligence.Options(c: 1))
+        // Replay: buffer contents, policy counters, both random streams and the batch-sampling
+        // permutation must survive; int8 also its per-feature ranges.
+        case "replay_reservoir": return Replay(options: Replay.Options(capacity: 30))
+        case "replay_class_balanced_int8":
+            return Replay(options: Replay.Options(capacity: 25, precision: .int8, policy: .classBalanced))
+        case "replay_herding_float16":
+            return Replay(options: Replay.Options(capacityBytes: 400, precision: .float16, policy: .coresetHerding))
+        case "replay_kcenter": return Replay(options: Replay.Options(capacity: 20, policy: .coresetKCenter))
+        case "adapters": return Adapters(options: Adapters.Options())
+        case "adapters_context":
+            var o = Adapters.Options()
+            o.routing = .context
+            return Adapters(options: o)
+        case "lora": return LoRA(options: LoRA.Options())
+        case "last_layer": return LastLayer(options: LastLayer.Options())
+        default: return BitFit(options: BitFit.Options())
         }
     }
 
-    @Test(arguments: ["naive", "joint", "ewc", "online_ewc", "si"], [0, 1, 2])
+    @Test(arguments: ["naive", "joint", "ewc", "online_ewc", "si", "replay_reservoir", "replay_class_balanced_int8",
+                      "replay_herding_float16", "replay_kcenter", "adapters", "adapters_context", "lora",
+                      "last_layer", "bitfit"], [0, 1, 2])
     func stopAndResumeIsBitIdentical(strategy: String, k: Int) throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
@@ -62,15 +80,37 @@ import ContinualStrategies
         #expect(resumed.samplesProcessed == uninterrupted.samplesProcessed)
         #expect(resumed.finalModel.parameters == uninterrupted.finalModel.parameters)
         #expect(second.optimizer == full.optimizer)
+        // What the plugin reports (buffer contents, routing accuracy, accounting) is identical too.
+        #expect(Self.bitIdentical(resumed.pluginReports.map(\.report), uninterrupted.pluginReports.map(\.report)))
+    }
+
+    /// Reports equal value for value, NaN included (routing accuracy is NaN until evaluated).
+    static func bitIdentical(_ a: [PluginReport], _ b: [PluginReport]) -> Bool {
+        func key(_ r: PluginReport) -> [String] {
+            r.attributes.sorted { $0.key < $1.key }.map { k, v in
+                if case .double(let d) = v { return "\(k)=\(d.bitPattern)" }
+                return "\(k)=\(v)"
+            } + r.arrays.sorted { $0.key < $1.key }.map { k, v in
+                "\(k)=\(v.shape)\(v.values.map(\.bitPattern))\(v.attributes.sorted { $0.key < $1.key }.map { "\($0)" })"
+            }
+        }
+        return a.map(key) == b.map(key)
+    }
+
+    /// A plugin that keeps state but does not implement the checkpoint hook.
+    struct Stateful: StrategyPlugin {
+        var name: String { "stateful" }
+        var seen = 0
+        mutating func afterExperience(model: inout MLP, context: ExperienceContext, workspace: Workspace) throws { seen += 1 }
     }
 
     @Test func pluginsWithoutTheHookRefuseToCheckpoint() throws {
         var t = Trainer(spec: Self.spec, optimizer: .sgd(learningRate: 0.05), options: TrainingOptions(epochs: 1),
-                        plugins: [Replay(options: Replay.Options(capacity: 20))], seed: 1)
-        #expect(throws: CheckpointError.unsupportedPlugin("replay")) { try t.run(try stream(), resumingFrom: nil, stopAfter: 0) }
+                        plugins: [Stateful()], seed: 1)
+        #expect(throws: CheckpointError.unsupportedPlugin("stateful")) { try t.run(try stream(), resumingFrom: nil, stopAfter: 0) }
         // Running to the end needs no checkpoint, so it works.
         var u = Trainer(spec: Self.spec, optimizer: .sgd(learningRate: 0.05), options: TrainingOptions(epochs: 1),
-                        plugins: [Replay(options: Replay.Options(capacity: 20))], seed: 1)
+                        plugins: [Stateful()], seed: 1)
         _ = try u.run(try stream(), resumingFrom: nil, stopAfter: nil)
     }
 
@@ -143,5 +183,35 @@ import ContinualStrategies
         var joint = Trainer(spec: Self.spec, optimizer: .sgd(learningRate: 0.05, momentum: 0.9),
                             options: TrainingOptions(epochs: 3, batchSize: 16), plugins: [Joint()], seed: 11)
         #expect(throws: CheckpointError.self) { _ = try joint.run(try stream(), resumingFrom: cp, stopAfter: nil) }
+    }
+}
+
+/// The CLI path: `run --stop-after K --checkpoint`, then `run --resume-from`, equals one run.
+@Suite struct CheckpointCLITests {
+    @Test func stopAndResumeThroughTheCLIEqualsAnUninterruptedRun() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let json = tinyExperiment().replacingOccurrences(
+            of: "{\"name\": \"joint\", \"strategy\": [\"joint\"]}",
+            with: "{\"name\": \"replay\", \"strategy\": [{\"type\": \"replay\", \"capacity\": 40}, {\"type\": \"ewc\", \"lambda\": 10}]}")
+        let exp = dir.write("e.json", json)
+        let ck = dir.path("ck.h5")
+        let stop = try runCLI(["run", exp, "--variant", "replay", "--stop-after", "0", "--checkpoint", ck])
+        #expect(stop.status == 0, "\(stop.stderr)")
+        #expect(stop.stdout.contains("stopped after experience 0 of 3"))
+        let resumed = try runCLI(["run", exp, "--variant", "replay", "--resume-from", ck, "-q", "-o", dir.path("r.h5")])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        let full = try runCLI(["run", exp, "--variant", "replay", "-q", "-o", dir.path("f.h5")])
+        #expect(full.status == 0)
+        let a = try ResultsReader.read(path: dir.path("r.h5")), b = try ResultsReader.read(path: dir.path("f.h5"))
+        #expect(a.runs.map(\.runId) == b.runs.map(\.runId))
+        #expect(a.runs[0].accuracy == b.runs[0].accuracy)
+        #expect(a.runs[0].metrics == b.runs[0].metrics)
+
+        // Another run's checkpoint, several runs without --variant, and a missing file are bad input.
+        #expect(try runCLI(["run", exp, "--variant", "naive", "--resume-from", ck]).status == 2)
+        #expect(try runCLI(["run", exp, "--resume-from", ck]).status == 2)
+        #expect(try runCLI(["run", exp, "--variant", "replay", "--resume-from", dir.path("nope.h5")]).status == 2)
+        #expect(try runCLI(["run", exp, "--variant", "replay", "--stop-after", "1"]).status == 2)
     }
 }
