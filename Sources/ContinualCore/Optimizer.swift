@@ -27,6 +27,17 @@ public struct Optimizer: Sendable, Equatable {
         steps = 0
     }
 
+    /// Restores saved state (checkpoints); the vectors must have the lengths `init(spec:parameterCount:)` gives.
+    public init(spec: OptimizerSpec, parameterCount: Int, first: [Float], second: [Float], steps: Int) throws {
+        self.init(spec: spec, parameterCount: parameterCount)
+        guard first.count == self.first.count, second.count == self.second.count else {
+            throw CheckpointError.mismatch("optimizer state has \(first.count)+\(second.count) values, expected \(self.first.count)+\(self.second.count)")
+        }
+        self.first = first
+        self.second = second
+        self.steps = steps
+    }
+
     /// Clears all state (the Trainer does this between experiences unless told otherwise).
     public mutating func reset() {
         for i in first.indices { first[i] = 0 }

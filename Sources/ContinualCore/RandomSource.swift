@@ -16,6 +16,13 @@ public struct RandomSource: RandomNumberGenerator, Sendable, Equatable {
         s3 = RandomSource.splitMix(&sm)
     }
 
+    /// The four state words (for checkpoints) and the generator restored from them.
+    public var state: [UInt64] { [s0, s1, s2, s3] }
+    public init(state: [UInt64]) {
+        precondition(state.count == 4, "a RandomSource state has 4 words")
+        (s0, s1, s2, s3) = (state[0], state[1], state[2], state[3])
+    }
+
     /// A stream for one purpose within a run: `RandomSource(seed: 7, stream: "init")`.
     public init(seed: UInt64, stream: String) {
         self.init(seed: seed ^ StableHash.fnv1a64(stream))

@@ -58,6 +58,13 @@ public protocol StrategyPlugin {
 
     /// What to write into the run's results (options, importance vectors, buffer summary).
     func report() -> PluginReport
+
+    /// Checkpoint hook: everything the plugin carries between experiences (nil = checkpoints
+    /// not supported yet; a stateless plugin returns an empty `PluginState`).
+    func checkpointState() -> PluginState?
+
+    /// Restores `checkpointState()`'s value, after `prepare` has run on the same config.
+    mutating func restore(from state: PluginState) throws
 }
 
 public extension StrategyPlugin {
@@ -73,6 +80,8 @@ public extension StrategyPlugin {
     mutating func predictions(model: MLP, samples: Samples, experienceIndex: Int,
                               workspace: Workspace) -> [Int32]? { nil }
     func report() -> PluginReport { PluginReport() }
+    func checkpointState() -> PluginState? { nil }
+    mutating func restore(from state: PluginState) throws { throw CheckpointError.unsupportedPlugin(name) }
 }
 
 /// What every plugin knows about the run it belongs to.

@@ -10,6 +10,8 @@ public struct Trainer {
     public var plugins: [any StrategyPlugin]
     public let options: TrainingOptions
     public let seed: UInt64
+    /// Set when `run(_:resumingFrom:stopAfter:)` stopped before the end: the state to resume from.
+    public private(set) var checkpoint: TrainerCheckpoint?
 
     /// Builds the model from `spec` with the run's "init" stream.
     public init(spec: MLPSpec, optimizer: OptimizerSpec, options: TrainingOptions,
@@ -25,6 +27,17 @@ public struct Trainer {
 
     /// Runs the whole stream. Throws `TrainingError.diverged` when a loss becomes non-finite.
     public mutating func run(_ stream: ExperienceStream) throws -> TrainingOutcome {
+        try run(stream, resumingFrom: nil, stopAfter: nil)
+    }
+
+    /// Runs from `resumingFrom`'s position (or the start) through experience `stopAfter`
+    /// (inclusive; nil = to the end). When it stops early, `checkpoint` holds the full learner
+    /// state (throws `CheckpointError.unsupportedPlugin` if a plugin cannot save its state), and
+    /// the returned outcome covers the experiences done so far. A Trainer built with the same
+    /// spec, optimizer, options, plugins and seed and resumed from it gives bit-identical results.
+    public mutating func run(_ stream: ExperienceStream, resumingFrom resume: TrainerCheckpoint?,
+                             stopAfter: Int?) throws -> TrainingOutcome {
+        checkpoint = nil
         let experiences = stream.experiences
         let T = experiences.count
         guard T > 0 else { throw TrainingError.invalid("the scenario has no experiences") }
@@ -40,6 +53,9 @@ public struct Trainer {
         if model.routeCount > 1 && model.routeCount < T {
             throw TrainingError.invalid("the model has \(model.routeCount) heads but the stream has \(T) experiences")
         }
+        if let cp = resume { try restore(cp, experienceCount: T) }
+        let first = resume?.experiencesDone ?? 0
+        let end = min(T, (stopAfter ?? T - 1) + 1)
 
         let ws = model.makeWorkspace(capacity: max(options.batchSize * 2, options.evaluationBatchSize))
         let clock = ContinuousClock()
@@ -53,23 +69,37 @@ public struct Trainer {
             testSizes: experiences.map(\.test.count), trainSetSizes: [], samplesProcessed: [], steps: [],
             lossCurve: [], penaltyCurve: [], trainableParameters: [], trainSeconds: 0, evalSeconds: 0,
             finalModel: model, pluginReports: [])
-        outcome.initialAccuracy = evaluateAll(model: model, experiences: experiences, workspace: ws)
-        var baselineRNG = RandomSource(seed: seed, stream: "baseline.random")
-        let randomModel = MLP(spec: model.spec, rng: &baselineRNG)
-        // The random baseline is always the spec's plain network (b must not depend on the strategy).
-        let rws = randomModel.makeWorkspace(capacity: options.evaluationBatchSize)
-        outcome.randomAccuracy = experiences.map {
-            randomModel.accuracy(on: $0.test, route: route(for: $0.index, randomModel), workspace: rws)
+        if let cp = resume {
+            outcome.accuracy = cp.accuracy
+            outcome.initialAccuracy = cp.initialAccuracy
+            outcome.randomAccuracy = cp.randomAccuracy
+            outcome.trainSetSizes = cp.trainSetSizes
+            outcome.samplesProcessed = cp.samplesProcessed
+            outcome.steps = cp.steps
+            outcome.lossCurve = cp.lossCurve
+            outcome.penaltyCurve = cp.penaltyCurve
+            outcome.trainableParameters = cp.trainableParameters
+            trainTime = .seconds(cp.trainSeconds)
+            evalTime = .seconds(cp.evalSeconds)
+        } else {
+            outcome.initialAccuracy = evaluateAll(model: model, experiences: experiences, workspace: ws)
+            var baselineRNG = RandomSource(seed: seed, stream: "baseline.random")
+            let randomModel = MLP(spec: model.spec, rng: &baselineRNG)
+            // The random baseline is always the spec's plain network (b must not depend on the strategy).
+            let rws = randomModel.makeWorkspace(capacity: options.evaluationBatchSize)
+            outcome.randomAccuracy = experiences.map {
+                randomModel.accuracy(on: $0.test, route: route(for: $0.index, randomModel), workspace: rws)
+            }
+            evalTime += clock.now - start
         }
-        evalTime += clock.now - start
 
-        var shuffleRNG = RandomSource(seed: seed, stream: "shuffle")
+        var shuffleRNG = resume.map { RandomSource(state: $0.shuffleState) } ?? RandomSource(seed: seed, stream: "shuffle")
         var batch = Batch(dimension: stream.dimension, capacity: options.batchSize * 2)
         var gradient = [Float](repeating: 0, count: model.parameterCount)
         var taskGradient = [Float]()
         var before = [Float]()
 
-        for i in 0..<T {
+        for i in first..<end {
             start = clock.now
             let context = ExperienceContext(index: i, experiences: experiences, route: Int32(route(for: i, model)))
             for p in plugins.indices { try plugins[p].beforeExperience(model: &model, context: context) }
@@ -100,6 +130,7 @@ public struct Trainer {
             var epochPenalties: [Double] = []
             var processed = 0
             var steps = 0
+            var monitor = options.earlyStopping.map(EarlyStopping.Monitor.init)
             for epoch in 0..<options.epochs {
                 if options.shuffle { shuffleRNG.shuffle(&order) }
                 var lossSum = 0.0, penaltySum = 0.0, rows = 0, batches = 0
@@ -134,6 +165,7 @@ public struct Trainer {
                 }
                 epochLosses.append(epochLoss)
                 epochPenalties.append(batches > 0 ? penaltySum / Double(batches) : 0)
+                if monitor?.shouldStop(after: epochLoss) == true { break }
             }
             outcome.lossCurve.append(epochLosses)
             outcome.penaltyCurve.append(epochPenalties)
@@ -150,7 +182,49 @@ public struct Trainer {
         outcome.trainSeconds = trainTime.seconds
         outcome.evalSeconds = evalTime.seconds
         outcome.pluginReports = plugins.map { ($0.name, $0.report()) }
+        if end < T {
+            var states: [PluginState] = []
+            for p in plugins {
+                guard let state = p.checkpointState() else { throw CheckpointError.unsupportedPlugin(p.name) }
+                states.append(state)
+            }
+            checkpoint = TrainerCheckpoint(
+                seed: seed, experiencesDone: end, experienceCount: T, parameters: model.parameters,
+                trainable: model.trainable, optimizerFirst: optimizer.first, optimizerSecond: optimizer.second,
+                optimizerSteps: optimizer.steps, shuffleState: shuffleRNG.state, pluginNames: plugins.map(\.name),
+                pluginStates: states, accuracy: outcome.accuracy, initialAccuracy: outcome.initialAccuracy,
+                randomAccuracy: outcome.randomAccuracy, trainSetSizes: outcome.trainSetSizes,
+                samplesProcessed: outcome.samplesProcessed, steps: outcome.steps, lossCurve: outcome.lossCurve,
+                penaltyCurve: outcome.penaltyCurve, trainableParameters: outcome.trainableParameters,
+                trainSeconds: outcome.trainSeconds, evalSeconds: outcome.evalSeconds)
+        }
         return outcome
+    }
+
+    /// Puts the checkpoint's model, optimizer and plugin states in place (after `prepare`).
+    private mutating func restore(_ cp: TrainerCheckpoint, experienceCount T: Int) throws {
+        guard cp.seed == seed else { throw CheckpointError.mismatch("seed \(cp.seed), this run has \(seed)") }
+        guard cp.experienceCount == T, (0...T).contains(cp.experiencesDone) else {
+            throw CheckpointError.mismatch("\(cp.experienceCount) experiences (\(cp.experiencesDone) done), this stream has \(T)")
+        }
+        guard cp.pluginNames == plugins.map(\.name) else {
+            throw CheckpointError.mismatch("strategy \(cp.pluginNames), this run has \(plugins.map(\.name))")
+        }
+        guard cp.parameters.count == model.parameterCount, (cp.trainable?.count ?? model.parameterCount) == model.parameterCount else {
+            throw CheckpointError.mismatch("\(cp.parameters.count) parameters, this model has \(model.parameterCount)")
+        }
+        guard cp.shuffleState.count == 4 else { throw CheckpointError.mismatch("bad shuffle state") }
+        let rows = [cp.accuracy.count, cp.trainSetSizes.count, cp.samplesProcessed.count, cp.steps.count,
+                    cp.lossCurve.count, cp.penaltyCurve.count, cp.trainableParameters.count]
+        guard rows.allSatisfy({ $0 == cp.experiencesDone }), cp.initialAccuracy.count == T, cp.randomAccuracy.count == T,
+              cp.accuracy.allSatisfy({ $0.count == T }) else {
+            throw CheckpointError.mismatch("the results so far do not have \(cp.experiencesDone) rows of \(T) experiences")
+        }
+        model.parameters = cp.parameters
+        model.trainable = cp.trainable
+        optimizer = try Optimizer(spec: optimizer.spec, parameterCount: model.parameterCount, first: cp.optimizerFirst,
+                                  second: cp.optimizerSecond, steps: cp.optimizerSteps)
+        for i in plugins.indices { try plugins[i].restore(from: cp.pluginStates[i]) }
     }
 
     /// Route used for experience `index`: its own head on multi-route models, else 0.

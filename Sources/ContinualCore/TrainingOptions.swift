@@ -14,16 +14,53 @@ public struct TrainingOptions: Sendable, Equatable, Hashable {
     /// learning rate often kills every unit and leaves a *finite* but absurd loss (≈ 10⁶), which
     /// this catches; `nil` disables the threshold (NaN/∞ are always divergence).
     public var divergenceLoss: Double?
+    /// Stop an experience's epochs early when its mean training loss stops improving; nil = always
+    /// run every epoch.
+    public var earlyStopping: EarlyStopping?
 
     public init(epochs: Int = 1, batchSize: Int = 32, shuffle: Bool = true,
                 resetOptimizerPerExperience: Bool = true, evaluationBatchSize: Int = 512,
-                divergenceLoss: Double? = 1e4) {
+                divergenceLoss: Double? = 1e4, earlyStopping: EarlyStopping? = nil) {
+        self.earlyStopping = earlyStopping
         self.epochs = epochs
         self.batchSize = batchSize
         self.shuffle = shuffle
         self.resetOptimizerPerExperience = resetOptimizerPerExperience
         self.evaluationBatchSize = evaluationBatchSize
         self.divergenceLoss = divergenceLoss
+    }
+}
+
+/// Early stopping on the epoch training loss: an experience stops after `patience` consecutive
+/// epochs whose mean loss is not below the best so far by more than `minDelta` (saves energy).
+public struct EarlyStopping: Sendable, Equatable, Hashable {
+    /// Epochs without improvement before stopping (≥ 1; `Int.max` = never stop).
+    public var patience: Int
+    /// Improvement (nats per sample) that counts: loss < best − minDelta.
+    public var minDelta: Double
+
+    public init(patience: Int, minDelta: Double = 0) {
+        self.patience = patience
+        self.minDelta = minDelta
+    }
+
+    /// Tracks the best loss and the epochs since it improved.
+    public struct Monitor: Sendable {
+        public let rule: EarlyStopping
+        public private(set) var best = Double.infinity
+        public private(set) var stale = 0
+        public init(_ rule: EarlyStopping) { self.rule = rule }
+
+        /// Records an epoch's loss; returns true when training should stop.
+        public mutating func shouldStop(after loss: Double) -> Bool {
+            if loss < best - rule.minDelta {
+                best = loss
+                stale = 0
+            } else {
+                stale += 1
+            }
+            return stale >= rule.patience
+        }
     }
 }
 

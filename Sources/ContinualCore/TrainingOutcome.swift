@@ -17,7 +17,8 @@ public struct TrainingOutcome: Sendable, Equatable {
     public var samplesProcessed: [Int]
     /// Optimizer steps per experience.
     public var steps: [Int]
-    /// Mean task loss per epoch, per experience (T rows of `epochs` values).
+    /// Mean task loss per epoch, per experience (T rows of up to `epochs` values; fewer when early
+    /// stopping ended the experience, so `lossCurve[i].count` = epochs actually run).
     public var lossCurve: [[Double]]
     /// Mean penalty (sum of the plugins' regularisers) per epoch, per experience.
     public var penaltyCurve: [[Double]]

@@ -14,6 +14,15 @@ public enum ResultsSchema {
         ("bwt_all_pairs", .double), ("fwt_init", .double),
         ("total_parameters", .int), ("trainable_parameters", .int), ("model_bytes", .int), ("buffer_bytes", .int),
         ("flops_per_prediction", .int), ("train_seconds", .double), ("eval_seconds", .double),
+    ] + deviceSummaryColumns
+
+    /// Device columns (docs/device.md): training energy (J) under the run's device profile,
+    /// sessions, peak training memory (B), int8 model bytes (0 = not quantised), prequential and
+    /// final accuracy of scheduled runs (NaN otherwise), mean int8 accuracy, latency (s).
+    public static let deviceSummaryColumns: [(name: String, kind: SummaryKind)] = [
+        ("energy_j", .double), ("training_sessions", .int), ("peak_memory_bytes", .int), ("model_bytes_int8", .int),
+        ("prequential_acc", .double), ("final_acc", .double), ("acc_int8", .double), ("prediction_latency_s", .double),
+        ("device_profile", .string), ("schedule", .string),
     ]
 
     /// Summary columns holding wall times: the only values that differ between two runs of the

@@ -69,6 +69,7 @@ public enum ResultsWriter {
         for (k, v) in r.streamMetadata.sorted(by: { $0.key < $1.key }) { try a.set("stream_" + k, v) }
         if let curve = r.prequential { try writePrequential(curve, into: g) }
         if let population = r.population { try writePopulation(population, into: g) }
+        if let d = r.device { try DeviceResultsWriter.write(d, run: g) }
         guard let o = r.outcome, let m = r.metrics, let c = r.costs else { return }
         let T = o.accuracy.count
         let experience = try g.write((0..<T).map { Int64($0) }, shape: [T], name: "experience", compress: false)
@@ -108,6 +109,7 @@ public enum ResultsWriter {
         try counts(o.trainSetSizes, "train_set_sizes", "samples in the training set used for each experience (after plugins)")
         try counts(o.samplesProcessed, "samples_processed", "rows processed while training each experience, all epochs, replay included")
         try counts(o.steps, "steps", "optimizer steps per experience")
+        try counts(o.lossCurve.map(\.count), "epochs_run", "epochs actually run per experience (fewer than training.epochs when early stopping ended it)")
         try counts(o.trainableParameters, "trainable_parameters", "trainable parameters while training each experience")
 
         let epochs = o.lossCurve.map(\.count).max() ?? 0
@@ -148,6 +150,7 @@ public enum ResultsWriter {
         let processed = o.samplesProcessed.reduce(0, +)
         try ca.set("training_samples_per_second", o.trainSeconds > 0 ? Double(processed) / o.trainSeconds : 0)
         try ca.set("units", "parameters: count; bytes: bytes (float32 = 4 B); flops: floating-point operations (multiply-add = 2); seconds: wall time")
+        if let d = r.device { try DeviceResultsWriter.writeCosts(d, into: costs) }
 
         if !o.pluginReports.isEmpty {
             let plugins = try g.createGroup("plugins")
@@ -193,6 +196,19 @@ public enum ResultsWriter {
             .int(Int64(c?.totalParameters ?? 0)), .int(Int64(c?.trainableParameters ?? 0)),
             .int(Int64(c?.modelBytes ?? 0)), .int(bufferBytes(r)), .int(Int64(c?.flopsPerPrediction ?? 0)),
             .double(o?.trainSeconds ?? nan), .double(o?.evalSeconds ?? nan),
+        ] + deviceSummary(r)
+    }
+
+    /// Device columns (`ResultsSchema.deviceSummaryColumns`): energy, bytes, schedule, int8.
+    static func deviceSummary(_ r: RunResult) -> [HDF5Value] {
+        let d = r.device, s = d?.schedule, q = d?.quantization
+        let nan = Double.nan
+        return [
+            .double(d?.trainingJoules ?? nan), .int(Int64(s?.sessionDays.count ?? d?.sessionEnergy.count ?? 0)),
+            .int(Int64(d?.peakMemory.total ?? 0)), .int(Int64(q?.modelBytesInt8 ?? 0)),
+            .double(s?.prequentialAccuracy ?? nan), .double(s?.finalAccuracy ?? nan),
+            .double(q?.meanInt8 ?? nan), .double(d?.predictionLatencySeconds ?? nan),
+            .string(d?.profile.name ?? ""), .string(s?.type ?? ""),
         ]
     }
 

@@ -14,9 +14,18 @@ public struct RunConfig: Codable, Sendable, Equatable {
     public var strategy: [StrategySpec]
     /// One model per simulated user (nil = a single stream); see PopulationConfig.
     public var population: PopulationConfig? = nil
+    // Device realism (docs/device.md); each is written to the resolved config only when given,
+    // so configs without them keep their run ids.
+    /// Energy profile and device-state generator (absent = phone_npu_2023, overnight user).
+    public var device: DeviceConfig?
+    /// Training schedule (absent = train every experience, no prequential view).
+    public var schedule: ScheduleConfig?
+    /// Also evaluate the final model in int8.
+    public var quantization: QuantizationConfig?
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case name, seed, scenario, model, optimizer, training, strategy, population
+        case device, schedule, quantization
     }
 
     public init(name: String, seed: UInt64, scenario: ScenarioSpec, model: ModelConfig = ModelConfig(),
@@ -40,8 +49,14 @@ public struct RunConfig: Codable, Sendable, Equatable {
         optimizer = try c.decode(.optimizer, default: OptimizerConfig())
         training = try c.decode(.training, default: TrainingConfig())
         strategy = try c.decode(.strategy, default: [StrategySpec(NaiveOptionsShim.make())])
+        device = try c.decodeIfPresent(DeviceConfig.self, forKey: .device)
+        schedule = try c.decodeIfPresent(ScheduleConfig.self, forKey: .schedule)
+        quantization = try c.decodeIfPresent(QuantizationConfig.self, forKey: .quantization)
         try c.require(!strategy.isEmpty, .strategy, "needs at least one plugin (use \"naive\" for plain fine-tuning)")
         population = try c.decodeIfPresent(PopulationConfig.self, forKey: .population)
+        try c.require(schedule == nil || !model.multiHead, .schedule, "a schedule needs a single-head model (sessions have no task id)")
+        try c.require(schedule == nil || (training.mode == .batch && population == nil), .schedule,
+                      "a schedule cannot be combined with training.mode \"prequential\" or a population (it is prequential by itself)")
         if let problem = consistencyProblem() {
             throw DecodingError.dataCorrupted(.init(codingPath: c.codingPath + problem.path.map(AnyCodingKey.init),
                                                     debugDescription: problem.message))

@@ -5,10 +5,26 @@ import ContinualMetrics
 /// metrics and costs. Pure computation (no files), so it is safe to call from parallel tasks.
 public enum RunExecutor {
     public static func execute(_ run: ResolvedRun) -> RunResult {
+        execute(run, resumingFrom: nil, stopAfter: nil)
+    }
+
+    /// Like `execute(_:)`, but resumes from a checkpoint and/or stops after experience
+    /// `stopAfter` (then `checkpoint` holds the learner state). Batch training only: populations,
+    /// prequential and scheduled runs fail with a message saying so.
+    public static func execute(_ run: ResolvedRun, resumingFrom resume: TrainerCheckpoint?, stopAfter: Int?) -> RunResult {
         if let problem = run.config.consistencyProblem() {
             return RunResult(run: run, status: .failed, message: "." + problem.path.joined(separator: ".") + ": " + problem.message,
                              outcome: nil, metrics: nil, costs: nil, experienceNames: [], experienceMetadata: [],
                              featureNames: [], streamMetadata: [:], wallSeconds: 0)
+        }
+        let checkpointing = resume != nil || stopAfter != nil
+        if checkpointing && (run.config.population != nil || run.config.schedule != nil
+                             || run.config.training.mode == .prequential) {
+            var result = RunResult(run: run, status: .failed, message: "", outcome: nil, metrics: nil, costs: nil,
+                                   experienceNames: [], experienceMetadata: [], featureNames: [], streamMetadata: [:],
+                                   wallSeconds: 0)
+            result.message = "checkpoints (stop and resume) are supported for batch training only, not for populations, schedules or prequential mode"
+            return result
         }
         if let population = run.config.population { return PopulationExecutor.execute(run, population: population) }
         let clock = ContinuousClock()
@@ -23,14 +39,28 @@ public enum RunExecutor {
             result.experienceMetadata = stream.experiences.map(\.metadata)
             result.featureNames = stream.featureNames
             result.streamMetadata = stream.metadata
-            let (outcome, costs, curve) = try train(config, stream: stream, seed: config.seed)
-            result.outcome = outcome
-            result.prequential = curve
-            result.metrics = MetricSet(matrix: AccuracyMatrix(outcome.accuracy),
-                                       randomBaseline: outcome.randomAccuracy,
-                                       initialBaseline: outcome.initialAccuracy)
-            result.costs = costs
-            result.status = .completed
+            if let schedule = config.schedule {
+                try executeScheduled(config, schedule: schedule, stream: stream, into: &result)
+            } else {
+                let (outcome, costs, curve, checkpoint) = try train(config, stream: stream, seed: config.seed,
+                                                                    resumingFrom: resume, stopAfter: stopAfter)
+                result.checkpoint = checkpoint
+                result.outcome = outcome
+                if let checkpoint {
+                    // Stopped early: R has only the rows trained so far, so no metrics yet.
+                    result.status = .completed
+                    result.message = "stopped after experience \(checkpoint.experiencesDone - 1) of \(checkpoint.experienceCount)"
+                    result.wallSeconds = (clock.now - start).seconds
+                    return result
+                }
+                result.prequential = curve
+                result.metrics = MetricSet(matrix: AccuracyMatrix(outcome.accuracy),
+                                           randomBaseline: outcome.randomAccuracy,
+                                           initialBaseline: outcome.initialAccuracy)
+                result.costs = costs
+                result.device = deviceReport(config, stream: stream, model: outcome.finalModel, outcome: outcome)
+                result.status = .completed
+            }
         } catch let error as TrainingError {
             if case .diverged = error { result.status = .diverged } else { result.status = .failed }
             result.message = error.description
@@ -42,10 +72,63 @@ public enum RunExecutor {
         return result
     }
 
+    /// Energy, bytes and latency of a finished run (default profile `phone_npu_2023`), plus the
+    /// int8 evaluation when `quantization` is set (docs/device.md).
+    static func deviceReport(_ config: RunConfig, stream: ExperienceStream, model: MLP, outcome: TrainingOutcome?)
+        -> DeviceReport
+    {
+        let device = config.device ?? DeviceConfig()
+        var d = DeviceReport(profile: device.profile, model: model, optimizer: config.optimizer.spec,
+                             training: config.training.options, outcome: outcome)
+        if let q = config.quantization {
+            d.quantization = QuantizationReport(model: model, experiences: stream.experiences, granularity: q.granularity)
+        }
+        return d
+    }
+
+    /// Scheduled run: the device gate and the schedule pick the session days; the Trainer's
+    /// experiences are the sessions; every day is predicted prequentially (ScheduledRunner).
+    static func executeScheduled(_ config: RunConfig, schedule: ScheduleConfig, stream: ExperienceStream,
+                                 into result: inout RunResult) throws {
+        let spec = config.model.spec(inputs: stream.dimension, head: stream.head, experiences: stream.experiences.count)
+        let plugins = config.strategy.map { $0.options.makePlugin() }
+        let device = config.device ?? DeviceConfig()
+        let plan = ScheduledRunner.plan(stream: stream, schedule: schedule, device: device.state, seed: config.seed)
+        let (outcome, trainer, report) = try ScheduledRunner.run(
+            plan: plan, stream: stream, spec: spec, optimizer: config.optimizer.spec,
+            training: config.training.options, plugins: plugins, seed: config.seed, type: schedule.type.rawValue)
+        result.experienceNames = plan.sessions.map(\.name)
+        result.experienceMetadata = plan.sessions.map(\.metadata)
+        result.outcome = outcome
+        let model = outcome?.finalModel ?? trainer.model
+        if let outcome {
+            result.metrics = MetricSet(matrix: AccuracyMatrix(outcome.accuracy),
+                                       randomBaseline: outcome.randomAccuracy,
+                                       initialBaseline: outcome.initialAccuracy)
+        } else {
+            result.message = "no training session: the device gate never opened"
+        }
+        result.costs = CostModel(model: model, optimizer: trainer.optimizer)
+        var d = deviceReport(config, stream: stream, model: model, outcome: outcome)
+        d.schedule = report
+        result.device = d
+        result.status = .completed
+    }
+
     /// Builds the model and plugins of `config` and trains `stream` in the configured mode
     /// (batch: `Trainer`; prequential: `PrequentialTrainer`, which also returns its curve).
     public static func train(_ config: RunConfig, stream: ExperienceStream, seed: UInt64) throws
         -> (TrainingOutcome, CostModel, PrequentialCurve?)
+    {
+        let (outcome, costs, curve, _) = try train(config, stream: stream, seed: seed, resumingFrom: nil, stopAfter: nil)
+        return (outcome, costs, curve)
+    }
+
+    /// `train` with checkpoints: resumes from `resume` and stops after experience `stopAfter`
+    /// (batch mode only), returning the checkpoint when it stopped early.
+    public static func train(_ config: RunConfig, stream: ExperienceStream, seed: UInt64,
+                             resumingFrom resume: TrainerCheckpoint?, stopAfter: Int?) throws
+        -> (TrainingOutcome, CostModel, PrequentialCurve?, TrainerCheckpoint?)
     {
         let spec = config.model.spec(inputs: stream.dimension, head: stream.head, experiences: stream.experiences.count)
         let plugins = config.strategy.map { $0.options.makePlugin() }
@@ -54,11 +137,11 @@ public enum RunExecutor {
                                              window: config.training.window, recordEvery: config.training.recordEvery,
                                              plugins: plugins, seed: seed)
             let (outcome, curve) = try trainer.run(stream)
-            return (outcome, CostModel(model: outcome.finalModel, optimizer: trainer.optimizer), curve)
+            return (outcome, CostModel(model: outcome.finalModel, optimizer: trainer.optimizer), curve, nil)
         }
         var trainer = Trainer(spec: spec, optimizer: config.optimizer.spec, options: config.training.options,
                               plugins: plugins, seed: seed)
-        let outcome = try trainer.run(stream)
-        return (outcome, CostModel(model: outcome.finalModel, optimizer: trainer.optimizer), nil)
+        let outcome = try trainer.run(stream, resumingFrom: resume, stopAfter: stopAfter)
+        return (outcome, CostModel(model: outcome.finalModel, optimizer: trainer.optimizer), nil, trainer.checkpoint)
     }
 }

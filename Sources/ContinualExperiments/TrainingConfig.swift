@@ -9,6 +9,9 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
     public var evalBatchSize = 512
     /// Mean epoch loss above which a run is reported as diverged; nil (JSON null) disables it.
     public var divergenceLoss: Double? = 1e4
+    /// `"early_stopping": {"patience": N, "min_delta": x}`; null or absent = off. Written to the
+    /// resolved config only when set, so run ids of configs without it do not change.
+    public var earlyStopping: EarlyStopping? = nil
     /// `batch` (experience by experience, `epochs` passes) or `prequential` (online: predict each
     /// training sample, then learn from it; one pass; see PrequentialTrainer).
     public var mode: Mode = .batch
@@ -24,7 +27,12 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey, CaseIterable {
         case epochs, batchSize = "batch_size", shuffle, resetOptimizer = "reset_optimizer"
         case evalBatchSize = "eval_batch_size", divergenceLoss = "divergence_loss"
+        case earlyStopping = "early_stopping"
         case mode, window, recordEvery = "record_every"
+    }
+
+    enum EarlyStoppingKeys: String, CodingKey, CaseIterable {
+        case patience, minDelta = "min_delta"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -36,6 +44,14 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
         evalBatchSize = try c.decode(.evalBatchSize, default: 512)
         if c.contains(.divergenceLoss) {
             divergenceLoss = try c.decodeNil(forKey: .divergenceLoss) ? nil : c.decode(Double.self, forKey: .divergenceLoss)
+        }
+        if c.contains(.earlyStopping), try !c.decodeNil(forKey: .earlyStopping) {
+            let e = try c.superDecoder(forKey: .earlyStopping).strictContainer(keyedBy: EarlyStoppingKeys.self)
+            let patience: Int = try e.decode(.patience, default: 3)
+            let minDelta: Double = try e.decode(.minDelta, default: 0)
+            try e.require(patience >= 1, .patience, "must be ≥ 1, got \(patience)")
+            try e.require(minDelta >= 0 && minDelta.isFinite, .minDelta, "must be a finite number ≥ 0, got \(minDelta)")
+            earlyStopping = EarlyStopping(patience: patience, minDelta: minDelta)
         }
         try c.require((divergenceLoss ?? 1) > 0, .divergenceLoss, "must be > 0 or null, got \(divergenceLoss ?? 0)")
         mode = try c.decodeChoice(.mode, default: .batch)
@@ -60,6 +76,11 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
         try c.encode(resetOptimizer, forKey: .resetOptimizer)
         try c.encode(evalBatchSize, forKey: .evalBatchSize)
         if let divergenceLoss { try c.encode(divergenceLoss, forKey: .divergenceLoss) } else { try c.encodeNil(forKey: .divergenceLoss) }
+        if let earlyStopping {
+            var e = c.nestedContainer(keyedBy: EarlyStoppingKeys.self, forKey: .earlyStopping)
+            try e.encode(earlyStopping.patience, forKey: .patience)
+            try e.encode(earlyStopping.minDelta, forKey: .minDelta)
+        }
         if mode == .prequential {
             try c.encode(mode, forKey: .mode)
             try c.encode(window, forKey: .window)
@@ -70,6 +91,6 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
     public var options: TrainingOptions {
         TrainingOptions(epochs: epochs, batchSize: batchSize, shuffle: shuffle,
                         resetOptimizerPerExperience: resetOptimizer, evaluationBatchSize: evalBatchSize,
-                        divergenceLoss: divergenceLoss)
+                        divergenceLoss: divergenceLoss, earlyStopping: earlyStopping)
     }
 }

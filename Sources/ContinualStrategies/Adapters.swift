@@ -107,3 +107,8 @@ public struct Adapters: StrategyPlugin {
         public func makePlugin() -> any StrategyPlugin { Adapters(options: self) }
     }
 }
+
+extension Adapters {
+    public func checkpointState() -> PluginState? { state.checkpointState() }
+    public mutating func restore(from saved: PluginState) throws { try state.restore(from: saved) }
+}

@@ -42,3 +42,8 @@ public struct BitFit: StrategyPlugin {
         public func makePlugin() -> any StrategyPlugin { BitFit(options: self) }
     }
 }
+
+extension BitFit {
+    public func checkpointState() -> PluginState? { schedule.checkpointState() }
+    public mutating func restore(from state: PluginState) throws { try schedule.restore(from: state) }
+}

@@ -54,6 +54,38 @@ public struct EWC: StrategyPlugin {
         self.options = options
     }
 
+    /// Checkpoint state: every term's Fisher and anchor, the last estimate, the Fisher stream's
+    /// generator state and the counters (options come from the config).
+    public func checkpointState() -> PluginState? {
+        var state = PluginState(doubles: ["last_fisher": lastFisher],
+                                ints: ["rng": rng.state.map { Int64(bitPattern: $0) },
+                                       "counters": [Int64(parameterCount), Int64(consolidated), Int64(terms.count)]])
+        for (k, term) in terms.enumerated() {
+            state.floats["fisher_\(k)"] = term.fisher
+            state.floats["anchor_\(k)"] = term.anchor
+        }
+        return state
+    }
+
+    public mutating func restore(from state: PluginState) throws {
+        guard let counters = state.ints["counters"], counters.count == 3, let rngState = state.ints["rng"], rngState.count == 4,
+              let last = state.doubles["last_fisher"] else {
+            throw CheckpointError.mismatch("EWC state lacks counters, rng or last_fisher")
+        }
+        var restored: [Term] = []
+        for k in 0..<Int(counters[2]) {
+            guard let f = state.floats["fisher_\(k)"], let a = state.floats["anchor_\(k)"], f.count == a.count else {
+                throw CheckpointError.mismatch("EWC term \(k) missing or inconsistent")
+            }
+            restored.append(Term(fisher: f, anchor: a))
+        }
+        terms = restored
+        lastFisher = last
+        rng = RandomSource(state: rngState.map { UInt64(bitPattern: $0) })
+        parameterCount = Int(counters[0])
+        consolidated = Int(counters[1])
+    }
+
     public mutating func prepare(model: inout MLP, context: RunContext) throws {
         rng = context.randomSource("fisher")
         parameterCount = model.parameterCount
@@ -135,6 +167,8 @@ public struct EWC: StrategyPlugin {
         r.attributes["gamma"] = .double(options.gamma)
         r.attributes["penalty_convention"] = .string(penaltyConvention)
         r.attributes["experiences_consolidated"] = .int(Int64(consolidated))
+        // Memory the penalty keeps on the device (Fisher + anchor per term, float32): docs/device.md.
+        r.attributes["state_bytes"] = .int(Int64(terms.reduce(0) { $0 + 4 * ($1.fisher.count + $1.anchor.count) }))
         if options.savesImportance(parameterCount: parameterCount), let last = terms.last {
             r.arrays["fisher"] = .init(values: lastFisher, attributes: [
                 "meaning": .string("diagonal Fisher estimate (\(options.fisher.rawValue)) of the last consolidated experience, one value per parameter of the flat vector"),

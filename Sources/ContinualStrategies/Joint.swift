@@ -9,6 +9,10 @@ public struct Joint: StrategyPlugin {
     public var name: String { Options.typeName }
     public init() {}
 
+    /// Stateless: nothing to save (checkpoints).
+    public func checkpointState() -> PluginState? { PluginState() }
+    public mutating func restore(from state: PluginState) throws {}
+
     public mutating func adjustTrainingSet(_ samples: inout Samples, context: ExperienceContext) {
         var all = Samples(dimension: samples.dimension)
         for e in context.seen.dropLast() {

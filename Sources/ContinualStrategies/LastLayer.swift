@@ -41,3 +41,8 @@ public struct LastLayer: StrategyPlugin {
         public func makePlugin() -> any StrategyPlugin { LastLayer(options: self) }
     }
 }
+
+extension LastLayer {
+    public func checkpointState() -> PluginState? { schedule.checkpointState() }
+    public mutating func restore(from state: PluginState) throws { try schedule.restore(from: state) }
+}

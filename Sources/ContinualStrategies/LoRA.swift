@@ -101,3 +101,8 @@ public struct LoRA: StrategyPlugin {
         public func makePlugin() -> any StrategyPlugin { LoRA(options: self) }
     }
 }
+
+extension LoRA {
+    public func checkpointState() -> PluginState? { state.checkpointState() }
+    public mutating func restore(from saved: PluginState) throws { try state.restore(from: saved) }
+}

@@ -26,3 +26,15 @@ struct MaskedSchedule {
         return report
     }
 }
+
+extension MaskedSchedule {
+    func checkpointState() -> PluginState {
+        var state = PluginState()
+        accounting.checkpoint(into: &state, prefix: "accounting.")
+        return state
+    }
+
+    mutating func restore(from state: PluginState) throws {
+        try accounting.restore(from: state, prefix: "accounting.")
+    }
+}

@@ -5,6 +5,10 @@ public struct Naive: StrategyPlugin {
     public var name: String { Options.typeName }
     public init() {}
 
+    /// Stateless: nothing to save (checkpoints).
+    public func checkpointState() -> PluginState? { PluginState() }
+    public mutating func restore(from state: PluginState) throws {}
+
     /// `{"type": "naive"}` — no options.
     public struct Options: PluginOptions {
         public static let typeName = "naive"

@@ -40,3 +40,22 @@ public struct ParameterAccounting: Sendable {
         ]
     }
 }
+
+extension ParameterAccounting {
+    /// The accounting for a checkpoint, under names prefixed with `prefix`.
+    func checkpoint(into state: inout PluginState, prefix: String) {
+        state.ints[prefix + "trainable"] = trainable.map(Int64.init)
+        state.ints[prefix + "added"] = added.map(Int64.init)
+        state.strings[prefix + "counted"] = counted.sorted().joined(separator: "\n")
+    }
+
+    mutating func restore(from state: PluginState, prefix: String) throws {
+        guard let t = state.ints[prefix + "trainable"], let a = state.ints[prefix + "added"],
+              let c = state.strings[prefix + "counted"] else {
+            throw CheckpointError.mismatch("parameter accounting state is incomplete")
+        }
+        trainable = t.map(Int.init)
+        added = a.map(Int.init)
+        counted = Set(c.split(separator: "\n").map(String.init))
+    }
+}

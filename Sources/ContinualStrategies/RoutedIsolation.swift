@@ -172,3 +172,27 @@ struct RoutedIsolation {
         }
     }
 }
+
+extension RoutedIsolation {
+    /// What adapters/LoRA carry between experiences (the extended parameters themselves are in
+    /// the model, which the checkpoint saves; `prepare` rebuilds the same layout on resume).
+    func checkpointState() -> PluginState {
+        var state = PluginState()
+        state.ints["current"] = [Int64(current)]
+        // Bit patterns, because NaN (not yet evaluated) must round-trip and compare equal.
+        state.ints["routing_accuracy"] = routingAccuracy.flatMap { $0.map { Int64(bitPattern: $0.bitPattern) } }
+        accounting.checkpoint(into: &state, prefix: "accounting.")
+        return state
+    }
+
+    mutating func restore(from state: PluginState) throws {
+        guard let c = state.ints["current"]?.first,
+              let r = state.ints["routing_accuracy"]?.map({ Double(bitPattern: UInt64(bitPattern: $0)) }),
+              r.count == experienceCount * experienceCount else {
+            throw CheckpointError.mismatch("adapter routing state does not fit \(experienceCount) experiences")
+        }
+        current = Int(c)
+        routingAccuracy = (0..<experienceCount).map { Array(r[($0 * experienceCount)..<(($0 + 1) * experienceCount)]) }
+        try accounting.restore(from: state, prefix: "accounting.")
+    }
+}

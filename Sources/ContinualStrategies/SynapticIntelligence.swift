@@ -40,6 +40,20 @@ public struct SynapticIntelligence: StrategyPlugin {
         self.options = options
     }
 
+    /// Checkpoint state: ω, Ω, the penalty weights, anchor and path start, and the counter.
+    public func checkpointState() -> PluginState? {
+        PluginState(floats: ["penalty_weights": penaltyWeights, "anchor": anchor, "start": start],
+                    doubles: ["omega": omega, "importance": importance], ints: ["finished": [Int64(finished)]])
+    }
+
+    public mutating func restore(from state: PluginState) throws {
+        guard let w = state.floats["penalty_weights"], let a = state.floats["anchor"], let s = state.floats["start"],
+              let o = state.doubles["omega"], let i = state.doubles["importance"], let f = state.ints["finished"]?.first else {
+            throw CheckpointError.mismatch("SI state lacks one of penalty_weights, anchor, start, omega, importance, finished")
+        }
+        (penaltyWeights, anchor, start, omega, importance, finished) = (w, a, s, o, i, Int(f))
+    }
+
     public mutating func prepare(model: inout MLP, context: RunContext) throws {
         importance = [Double](repeating: 0, count: model.parameterCount)
         penaltyWeights = []
@@ -120,6 +134,9 @@ public struct SynapticIntelligence: StrategyPlugin {
             ? "c * sum_i min(Omega_i, 0.001) (theta_i - theta~_i)^2 (Avalanche: si_lambda = 2c)"
             : "c * sum_i Omega_i (theta_i - theta~_i)^2")
         r.attributes["experiences_finished"] = .int(Int64(finished))
+        // Memory SI keeps on the device (ω, Ω as Double; weights, anchor, start as Float): docs/device.md.
+        r.attributes["state_bytes"] = .int(Int64(8 * (omega.count + importance.count)
+                                                 + 4 * (penaltyWeights.count + anchor.count + start.count)))
         r.attributes["negative_omega_count"] = .int(Int64(importance.lazy.filter { $0 < 0 }.count))
         if options.savesImportance(parameterCount: importance.count), !anchor.isEmpty {
             r.arrays["importance"] = .init(values: penaltyWeights.map(Double.init), attributes: [

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ContinualCore
 import ContinualExperiments
 import Foundation
 
@@ -10,6 +11,12 @@ struct RunCommand: ParsableCommand {
         Runs every variant of FILE.json one after another, prints the accuracy matrix and the \
         metrics of each, and writes results/NAME.h5 (or the file's "output", or --output). The \
         file is written under a temporary name and renamed when complete.
+
+        Checkpoints (the on-device pattern: the app is killed, training resumes at next launch): \
+        `--stop-after K --checkpoint CK.h5` trains one run through experience K and saves the \
+        full learner state (model, optimizer, plugin state, results so far); `--resume-from \
+        CK.h5` finishes it, bit-identical to a run that never stopped. Both need a single run: \
+        pick a variant with --variant when the file has several.
         """
     )
 
@@ -22,6 +29,18 @@ struct RunCommand: ParsableCommand {
     @Flag(name: .shortAndLong, help: "Print only the comparison table and the results path.")
     var quiet = false
 
+    @Option(help: "Run only this variant (by name).")
+    var variant: String?
+
+    @Option(help: "Stop after this experience (0-based) and save a checkpoint (needs --checkpoint).")
+    var stopAfter: Int?
+
+    @Option(help: "Where --stop-after writes the checkpoint (HDF5).")
+    var checkpoint: String?
+
+    @Option(help: "Resume the run from a checkpoint written by --stop-after.")
+    var resumeFrom: String?
+
     func run() throws {
         let experiment: ExperimentFile
         do {
@@ -30,9 +49,52 @@ struct RunCommand: ParsableCommand {
             throw CLIFailure.badInput(error.description)
         }
         let path = output ?? experiment.output
+        var runs = experiment.runs
+        if let variant {
+            runs = runs.filter { $0.config.name == variant }
+            guard !runs.isEmpty else {
+                throw CLIFailure.badInput("\(file): no variant named \"\(variant)\"; variants: "
+                    + experiment.runs.map(\.config.name).joined(separator: ", "))
+            }
+        }
+        let checkpointing = stopAfter != nil || resumeFrom != nil
+        if checkpointing {
+            guard runs.count == 1 else {
+                throw CLIFailure.badInput("--stop-after and --resume-from need a single run; pick one with --variant ("
+                    + runs.map(\.config.name).joined(separator: ", ") + ")")
+            }
+            if stopAfter != nil && checkpoint == nil { throw CLIFailure.badInput("--stop-after needs --checkpoint PATH") }
+            if let k = stopAfter, k < 0 { throw CLIFailure.badInput("--stop-after must be ≥ 0, got \(k)") }
+        }
+        var resume: TrainerCheckpoint? = nil
+        if let resumeFrom {
+            guard FileManager.default.fileExists(atPath: resumeFrom) else { throw CLIFailure.badInput("\(resumeFrom): no such file") }
+            do {
+                resume = try CheckpointFile.read(path: resumeFrom)
+                let saved = try CheckpointFile.configJSON(path: resumeFrom)
+                guard saved == runs[0].canonicalJSON else {
+                    throw CLIFailure.badInput("\(resumeFrom) was written for another configuration than run \"\(runs[0].config.name)\" of \(file)")
+                }
+            } catch let failure as CLIFailure {
+                throw failure
+            } catch {
+                throw CLIFailure.badInput("\(resumeFrom): \(error)")
+            }
+        }
         var results: [RunResult] = []
-        for run in experiment.runs {
-            let result = RunExecutor.execute(run)
+        for run in runs {
+            let result = checkpointing ? RunExecutor.execute(run, resumingFrom: resume, stopAfter: stopAfter)
+                                       : RunExecutor.execute(run)
+            if let state = result.checkpoint, let checkpoint {
+                do {
+                    try CheckpointFile.write(state, configJSON: run.canonicalJSON, to: checkpoint)
+                } catch {
+                    throw CLIFailure.runFailed("cannot write checkpoint \(checkpoint): \(error)")
+                }
+                print("run \(run.config.name) \(result.message); checkpoint: \(checkpoint)")
+                print("resume with: continual run \(file)\(variant.map { " --variant \($0)" } ?? "") --resume-from \(checkpoint)")
+                return
+            }
             if !quiet { print(SummaryText.run(result) + "\n") }
             results.append(result)
         }

@@ -17,11 +17,18 @@ public protocol BufferPolicy: Sendable {
     mutating func offer(_ sample: BufferSample, memory: inout ReplayMemory, rng: inout RandomSource)
     /// Sees a whole experience at its end; may rearrange the memory freely within capacity.
     mutating func select(_ candidates: SelectionCandidates, memory: inout ReplayMemory, rng: inout RandomSource)
+    /// The policy's own counters for checkpoints (memory contents are saved separately);
+    /// stateless policies keep the default `[]`.
+    func checkpointCounters() -> [Int64]
+    /// Restores `checkpointCounters()`.
+    mutating func restoreCounters(_ counters: [Int64]) throws
 }
 
 public extension BufferPolicy {
     var supportsStreaming: Bool { true }
     var usesEmbedding: Bool { false }
+    func checkpointCounters() -> [Int64] { [] }
+    mutating func restoreCounters(_ counters: [Int64]) throws {}
 
     mutating func offer(_ sample: BufferSample, memory: inout ReplayMemory, rng: inout RandomSource) {
         preconditionFailure("\(Self.self) selects at the end of an experience only")

@@ -61,3 +61,18 @@ public struct ClassBalancedPolicy: BufferPolicy {
         preconditionFailure("no such slot")
     }
 }
+
+extension ClassBalancedPolicy {
+    /// [classes, seen per class…, full per class (0/1)…].
+    public func checkpointCounters() -> [Int64] {
+        [Int64(seenPerClass.count)] + seenPerClass.map(Int64.init) + full.map { $0 ? 1 : 0 }
+    }
+
+    public mutating func restoreCounters(_ counters: [Int64]) throws {
+        guard let k = counters.first.map(Int.init), k >= 0, counters.count == 1 + 2 * k else {
+            throw CheckpointError.mismatch("class-balanced policy state has an inconsistent length")
+        }
+        seenPerClass = counters[1...k].map(Int.init)
+        full = counters[(k + 1)...].map { $0 != 0 }
+    }
+}

@@ -66,6 +66,11 @@ public struct Replay: StrategyPlugin {
         }
     }
 
+    /// Re-sizes the memory for a checkpoint's route count (see `restore(from:)`).
+    fileprivate mutating func configureMemoryForRestore(routes: Int) throws {
+        try configureMemory(routes: routes)
+    }
+
     /// Builds the (empty) memory for `routes` routes within the configured capacity or budget.
     private mutating func configureMemory(routes: Int) throws {
         configuredRoutes = routes
@@ -218,5 +223,43 @@ public struct Replay: StrategyPlugin {
         }
         hash ^= UInt64(UInt32(bitPattern: label))
         return hash &* 0x0000_0100_0000_01b3
+    }
+}
+
+extension Replay {
+    /// Everything replay carries between experiences: memory contents, the policy's counters,
+    /// both random streams, the batch-sampling permutation and the per-experience summaries.
+    public func checkpointState() -> PluginState? {
+        var state = PluginState()
+        memory.checkpoint(into: &state, prefix: "memory.")
+        state.ints["policy"] = policy.checkpointCounters()
+        state.ints["rng.buffer"] = bufferRNG.state.map { Int64(bitPattern: $0) }
+        state.ints["rng.batch"] = batchRNG.state.map { Int64(bitPattern: $0) }
+        state.ints["slots"] = slots.map(Int64.init)
+        state.ints["counters"] = [Int64(offered), Int64(configuredRoutes), Int64(classes)]
+        state.ints["class_counts_after"] = classCountsAfter.flatMap { $0.map(Int64.init) }
+        state.ints["class_counts_width"] = [Int64(classCountsAfter.first?.count ?? 0)]
+        state.ints["bytes_after"] = bytesAfter.map(Int64.init)
+        return state
+    }
+
+    public mutating func restore(from state: PluginState) throws {
+        guard let counters = state.ints["counters"], counters.count == 3,
+              let buffer = state.ints["rng.buffer"], buffer.count == 4, let batch = state.ints["rng.batch"], batch.count == 4,
+              let slots = state.ints["slots"], let policyState = state.ints["policy"],
+              let counts = state.ints["class_counts_after"], let width = state.ints["class_counts_width"]?.first,
+              let bytes = state.ints["bytes_after"] else {
+            throw CheckpointError.mismatch("replay state is incomplete")
+        }
+        if Int(counters[1]) != configuredRoutes { try configureMemoryForRestore(routes: Int(counters[1])) }
+        try memory.restore(from: state, prefix: "memory.")
+        try policy.restoreCounters(policyState)
+        bufferRNG = RandomSource(state: buffer.map { UInt64(bitPattern: $0) })
+        batchRNG = RandomSource(state: batch.map { UInt64(bitPattern: $0) })
+        self.slots = slots.map(Int.init)
+        offered = Int(counters[0])
+        let w = Int(width)
+        classCountsAfter = w == 0 ? [] : stride(from: 0, to: counts.count, by: w).map { counts[$0..<($0 + w)].map(Int.init) }
+        bytesAfter = bytes.map(Int.init)
     }
 }

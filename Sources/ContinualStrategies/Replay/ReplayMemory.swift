@@ -1,3 +1,5 @@
+import ContinualCore
+
 /// The stored samples of a replay buffer, encoded at the buffer's storage precision.
 ///
 /// Policies decide *which* samples live here (append, replace, keep); the memory owns *how* they
@@ -173,5 +175,48 @@ public struct ReplayMemory: Sendable, Equatable {
             int8[j] = Int8((Float(int8[j]) / divisor).rounded())
             j &+= dimension
         }
+    }
+}
+
+extension ReplayMemory {
+    /// The stored samples for a checkpoint, under names prefixed with `prefix`.
+    func checkpoint(into state: inout PluginState, prefix: String) {
+        state.ints[prefix + "labels"] = labels.map(Int64.init)
+        state.ints[prefix + "routes"] = routes.map(Int64.init)
+        state.ints[prefix + "origins"] = origins.flatMap { [Int64($0.experience), Int64($0.position)] }
+        state.ints[prefix + "priorities"] = priorities.map(Int64.init)
+        state.floats[prefix + "ranges"] = ranges
+        state.floats[prefix + "float32"] = float32
+        state.ints[prefix + "float16"] = float16.map(Int64.init)
+        state.ints[prefix + "int8"] = int8.map(Int64.init)
+    }
+
+    /// Replaces the contents with a checkpoint's (same layout and capacity as when saved).
+    mutating func restore(from state: PluginState, prefix: String) throws {
+        func ints(_ name: String) throws -> [Int64] {
+            guard let v = state.ints[prefix + name] else { throw CheckpointError.mismatch("replay state lacks \(prefix + name)") }
+            return v
+        }
+        func floats(_ name: String) throws -> [Float] {
+            guard let v = state.floats[prefix + name] else { throw CheckpointError.mismatch("replay state lacks \(prefix + name)") }
+            return v
+        }
+        let labels = try ints("labels"), routes = try ints("routes"), origins = try ints("origins")
+        let priorities = try ints("priorities"), ranges = try floats("ranges"), f32 = try floats("float32")
+        let f16 = try ints("float16"), i8 = try ints("int8")
+        let n = labels.count
+        let stored = layout.precision == .float32 ? f32.count : layout.precision == .float16 ? f16.count : i8.count
+        guard n <= capacity, routes.count == n, origins.count == 2 * n, priorities.count == n,
+              ranges.count == self.ranges.count, stored == n * dimension else {
+            throw CheckpointError.mismatch("replay memory state does not fit the buffer (\(n) samples, capacity \(capacity))")
+        }
+        self.labels = labels.map { Int32(truncatingIfNeeded: $0) }
+        self.routes = routes.map { Int32(truncatingIfNeeded: $0) }
+        self.origins = (0..<n).map { SampleOrigin(experience: Int(origins[2 * $0]), position: Int(origins[2 * $0 + 1])) }
+        self.priorities = priorities.map(Int.init)
+        self.ranges = ranges
+        float32 = f32
+        float16 = f16.map { UInt16(truncatingIfNeeded: $0) }
+        int8 = i8.map { Int8(truncatingIfNeeded: $0) }
     }
 }

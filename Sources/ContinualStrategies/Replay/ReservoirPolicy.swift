@@ -24,3 +24,12 @@ public struct ReservoirPolicy: BufferPolicy {
         }
     }
 }
+
+extension ReservoirPolicy {
+    public func checkpointCounters() -> [Int64] { [Int64(seen)] }
+
+    public mutating func restoreCounters(_ counters: [Int64]) throws {
+        guard counters.count == 1 else { throw CheckpointError.mismatch("reservoir policy state has \(counters.count) values, expected 1") }
+        seen = Int(counters[0])
+    }
+}

@@ -1,0 +1,274 @@
+/// What a plugin carries from one experience to the next, for checkpoints (Fisher and anchors,
+/// Ω, buffer contents, ...): named arrays and strings. Float arrays stay Float so that a restored
+/// run is bit-identical.
+public struct PluginState: Sendable, Equatable {
+    public var floats: [String: [Float]]
+    public var doubles: [String: [Double]]
+    public var ints: [String: [Int64]]
+    public var strings: [String: String]
+
+    public init(floats: [String: [Float]] = [:], doubles: [String: [Double]] = [:], ints: [String: [Int64]] = [:],
+                strings: [String: String] = [:]) {
+        self.floats = floats
+        self.doubles = doubles
+        self.ints = ints
+        self.strings = strings
+    }
+}
+
+/// Why a checkpoint cannot be made, read or resumed. The message says what to do.
+public enum CheckpointError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// A plugin of the strategy cannot save its state yet.
+    case unsupportedPlugin(String)
+    /// The bytes end before the checkpoint does (truncated file or payload).
+    case truncated(String)
+    /// The stored checksum does not match the content.
+    case checksumMismatch(expected: UInt64, found: UInt64)
+    /// Written by an incompatible toolkit version.
+    case wrongVersion(found: Int, expected: Int)
+    /// The checkpoint belongs to another run, stream or model.
+    case mismatch(String)
+
+    public var description: String {
+        switch self {
+        case .unsupportedPlugin(let name):
+            return "plugin \"\(name)\" does not support checkpoints yet (checkpointState() returns nil)"
+        case .truncated(let what):
+            return "checkpoint is truncated: \(what)"
+        case .checksumMismatch(let expected, let found):
+            return "checkpoint is corrupt: checksum \(StableHash.hex(found)) does not match the stored \(StableHash.hex(expected))"
+        case .wrongVersion(let found, let expected):
+            return "checkpoint has format version \(found); this toolkit reads version \(expected)"
+        case .mismatch(let message):
+            return "checkpoint does not fit this run: \(message)"
+        }
+    }
+}
+
+/// The full learner state after a number of experiences: model, optimizer, shuffle stream,
+/// plugin states and the results so far. A Trainer resumed from it produces bit-identical results
+/// to a run that never stopped (the on-device pattern: the app is killed, the model resumes).
+public struct TrainerCheckpoint: Sendable, Equatable {
+    /// Format version of `encoded()`; bump when the layout changes.
+    public static let version = 1
+
+    public var seed: UInt64
+    /// Experiences finished (the next one to train).
+    public var experiencesDone: Int
+    public var experienceCount: Int
+    public var parameters: [Float]
+    public var trainable: [Bool]?
+    public var optimizerFirst: [Float]
+    public var optimizerSecond: [Float]
+    public var optimizerSteps: Int
+    public var shuffleState: [UInt64]
+    public var pluginNames: [String]
+    public var pluginStates: [PluginState]
+    // Results so far.
+    public var accuracy: [[Double]]
+    public var initialAccuracy: [Double]
+    public var randomAccuracy: [Double]
+    public var trainSetSizes: [Int]
+    public var samplesProcessed: [Int]
+    public var steps: [Int]
+    public var lossCurve: [[Double]]
+    public var penaltyCurve: [[Double]]
+    public var trainableParameters: [Int]
+    public var trainSeconds: Double
+    public var evalSeconds: Double
+
+    public init(seed: UInt64, experiencesDone: Int, experienceCount: Int, parameters: [Float], trainable: [Bool]?,
+                optimizerFirst: [Float], optimizerSecond: [Float], optimizerSteps: Int, shuffleState: [UInt64],
+                pluginNames: [String], pluginStates: [PluginState], accuracy: [[Double]], initialAccuracy: [Double],
+                randomAccuracy: [Double], trainSetSizes: [Int], samplesProcessed: [Int], steps: [Int],
+                lossCurve: [[Double]], penaltyCurve: [[Double]], trainableParameters: [Int],
+                trainSeconds: Double, evalSeconds: Double) {
+        self.seed = seed
+        self.experiencesDone = experiencesDone
+        self.experienceCount = experienceCount
+        self.parameters = parameters
+        self.trainable = trainable
+        self.optimizerFirst = optimizerFirst
+        self.optimizerSecond = optimizerSecond
+        self.optimizerSteps = optimizerSteps
+        self.shuffleState = shuffleState
+        self.pluginNames = pluginNames
+        self.pluginStates = pluginStates
+        self.accuracy = accuracy
+        self.initialAccuracy = initialAccuracy
+        self.randomAccuracy = randomAccuracy
+        self.trainSetSizes = trainSetSizes
+        self.samplesProcessed = samplesProcessed
+        self.steps = steps
+        self.lossCurve = lossCurve
+        self.penaltyCurve = penaltyCurve
+        self.trainableParameters = trainableParameters
+        self.trainSeconds = trainSeconds
+        self.evalSeconds = evalSeconds
+    }
+
+    // MARK: Byte encoding (little-endian, length-prefixed; pure stdlib so an app can store it)
+
+    /// Magic bytes at the start of the encoding.
+    public static let magic: [UInt8] = Array("CKCHKPT1".utf8)
+
+    /// The checkpoint as bytes: magic, version, then every field in declaration order.
+    public func encoded() -> [UInt8] {
+        var w = ByteWriter()
+        w.bytes(Self.magic)
+        w.int(Self.version)
+        w.u64(seed)
+        w.int(experiencesDone)
+        w.int(experienceCount)
+        w.floats(parameters)
+        w.int(trainable == nil ? 0 : 1)
+        w.int(trainable?.count ?? 0)
+        for t in trainable ?? [] { w.bytes([t ? 1 : 0]) }
+        w.floats(optimizerFirst)
+        w.floats(optimizerSecond)
+        w.int(optimizerSteps)
+        w.int(shuffleState.count)
+        for s in shuffleState { w.u64(s) }
+        w.int(pluginNames.count)
+        for (name, state) in zip(pluginNames, pluginStates) {
+            w.string(name)
+            w.int(state.floats.count)
+            for (k, v) in state.floats.sorted(by: { $0.key < $1.key }) { w.string(k); w.floats(v) }
+            w.int(state.doubles.count)
+            for (k, v) in state.doubles.sorted(by: { $0.key < $1.key }) { w.string(k); w.doubles(v) }
+            w.int(state.ints.count)
+            for (k, v) in state.ints.sorted(by: { $0.key < $1.key }) { w.string(k); w.int(v.count); v.forEach { w.u64(UInt64(bitPattern: $0)) } }
+            w.int(state.strings.count)
+            for (k, v) in state.strings.sorted(by: { $0.key < $1.key }) { w.string(k); w.string(v) }
+        }
+        w.int(accuracy.count)
+        accuracy.forEach { w.doubles($0) }
+        w.doubles(initialAccuracy)
+        w.doubles(randomAccuracy)
+        for list in [trainSetSizes, samplesProcessed, steps, trainableParameters] {
+            w.int(list.count)
+            list.forEach { w.int($0) }
+        }
+        for curves in [lossCurve, penaltyCurve] {
+            w.int(curves.count)
+            curves.forEach { w.doubles($0) }
+        }
+        w.doubles([trainSeconds, evalSeconds])
+        return w.data
+    }
+
+    /// FNV-1a 64 of `encoded()` (stored beside it to detect corruption).
+    public var checksum: UInt64 { StableHash.fnv1a64(bytes: encoded()) }
+
+    /// Decodes `encoded()` bytes; every read is bounds-checked, so damaged bytes throw, never crash.
+    public init(decoding bytes: [UInt8]) throws {
+        var r = ByteReader(bytes)
+        guard try r.bytes(Self.magic.count) == Self.magic else {
+            throw CheckpointError.mismatch("not a ContinualKit checkpoint (bad magic bytes)")
+        }
+        let version = try r.int()
+        guard version == Self.version else { throw CheckpointError.wrongVersion(found: version, expected: Self.version) }
+        seed = try r.u64()
+        experiencesDone = try r.int()
+        experienceCount = try r.int()
+        parameters = try r.floats()
+        let hasMask = try r.int()
+        let maskCount = try r.count()
+        let mask = try r.bytes(maskCount).map { $0 != 0 }
+        trainable = hasMask == 1 ? mask : nil
+        optimizerFirst = try r.floats()
+        optimizerSecond = try r.floats()
+        optimizerSteps = try r.int()
+        shuffleState = try (0..<r.count()).map { _ in try r.u64() }
+        var names: [String] = [], states: [PluginState] = []
+        for _ in 0..<(try r.count()) {
+            names.append(try r.string())
+            var s = PluginState()
+            for _ in 0..<(try r.count()) { let k = try r.string(); s.floats[k] = try r.floats() }
+            for _ in 0..<(try r.count()) { let k = try r.string(); s.doubles[k] = try r.doubles() }
+            for _ in 0..<(try r.count()) {
+                let k = try r.string()
+                s.ints[k] = try (0..<r.count()).map { _ in Int64(bitPattern: try r.u64()) }
+            }
+            for _ in 0..<(try r.count()) { let k = try r.string(); s.strings[k] = try r.string() }
+            states.append(s)
+        }
+        pluginNames = names
+        pluginStates = states
+        accuracy = try (0..<r.count()).map { _ in try r.doubles() }
+        initialAccuracy = try r.doubles()
+        randomAccuracy = try r.doubles()
+        var lists: [[Int]] = []
+        for _ in 0..<4 { lists.append(try (0..<r.count()).map { _ in try r.int() }) }
+        (trainSetSizes, samplesProcessed, steps, trainableParameters) = (lists[0], lists[1], lists[2], lists[3])
+        lossCurve = try (0..<r.count()).map { _ in try r.doubles() }
+        penaltyCurve = try (0..<r.count()).map { _ in try r.doubles() }
+        let times = try r.doubles()
+        guard times.count == 2 else { throw CheckpointError.truncated("wall times missing") }
+        (trainSeconds, evalSeconds) = (times[0], times[1])
+        guard r.atEnd else { throw CheckpointError.mismatch("\(r.remaining) unexpected bytes after the checkpoint") }
+    }
+}
+
+/// Little-endian writer for `TrainerCheckpoint.encoded()`.
+struct ByteWriter {
+    var data: [UInt8] = []
+    mutating func bytes(_ b: [UInt8]) { data.append(contentsOf: b) }
+    mutating func u64(_ v: UInt64) { for k in 0..<8 { data.append(UInt8(truncatingIfNeeded: v >> (8 * UInt64(k)))) } }
+    mutating func int(_ v: Int) { u64(UInt64(bitPattern: Int64(v))) }
+    mutating func floats(_ v: [Float]) {
+        int(v.count)
+        for x in v { let b = x.bitPattern; for k in 0..<4 { data.append(UInt8(truncatingIfNeeded: b >> (8 * UInt32(k)))) } }
+    }
+    mutating func doubles(_ v: [Double]) { int(v.count); v.forEach { u64($0.bitPattern) } }
+    mutating func string(_ s: String) { let u = Array(s.utf8); int(u.count); bytes(u) }
+}
+
+/// Bounds-checked little-endian reader: running past the end throws `CheckpointError.truncated`.
+struct ByteReader {
+    let data: [UInt8]
+    var position = 0
+    init(_ data: [UInt8]) { self.data = data }
+    var atEnd: Bool { position == data.count }
+    var remaining: Int { data.count - position }
+
+    mutating func bytes(_ n: Int) throws -> [UInt8] {
+        guard n >= 0, n <= remaining else {
+            throw CheckpointError.truncated("needed \(n) bytes at offset \(position), \(remaining) left")
+        }
+        defer { position += n }
+        return Array(data[position..<(position + n)])
+    }
+    mutating func u64() throws -> UInt64 {
+        let b = try bytes(8)
+        var v: UInt64 = 0
+        for k in 0..<8 { v |= UInt64(b[k]) << (8 * UInt64(k)) }
+        return v
+    }
+    mutating func int() throws -> Int { Int(Int64(bitPattern: try u64())) }
+    /// A length: must fit in what is left (so a damaged length cannot allocate gigabytes).
+    mutating func count(elementSize: Int = 1) throws -> Int {
+        let n = try int()
+        guard n >= 0, n <= remaining / max(elementSize, 1) + 1 else {
+            throw CheckpointError.truncated("length \(n) at offset \(position - 8) exceeds the \(remaining) bytes left")
+        }
+        return n
+    }
+    mutating func floats() throws -> [Float] {
+        let n = try count(elementSize: 4)
+        let b = try bytes(4 * n)
+        return (0..<n).map { i in
+            var v: UInt32 = 0
+            for k in 0..<4 { v |= UInt32(b[4 * i + k]) << (8 * UInt32(k)) }
+            return Float(bitPattern: v)
+        }
+    }
+    mutating func doubles() throws -> [Double] {
+        let n = try count(elementSize: 8)
+        return try (0..<n).map { _ in Double(bitPattern: try u64()) }
+    }
+    mutating func string() throws -> String {
+        let n = try count()
+        return String(decoding: try bytes(n), as: UTF8.self)
+    }
+}

@@ -1,0 +1,127 @@
+import ContinualCore
+import ContinualMetrics
+
+/// Device-level figures of one run: energy, bytes, latency, and (when configured) the training
+/// schedule's prequential results and the int8 evaluation. Written to `runs/<id>/costs` and
+/// `runs/<id>/device`.
+public struct DeviceReport: Sendable {
+    public var profile: DeviceProfile
+    public var traffic: TrainingTraffic
+    /// Training energy per experience (per session when a schedule runs), joules.
+    public var sessionEnergy: [EnergyEstimate]
+    public var peakMemory: PeakMemory
+    public var predictionEnergy: EnergyEstimate
+    public var predictionLatencySeconds: Double
+    public var modelBytesFloat: Int
+    public var schedule: ScheduleReport?
+    public var quantization: QuantizationReport?
+
+    public var trainingJoules: Double { sessionEnergy.reduce(0) { $0 + $1.joules } }
+    public var trainingFLOPs: Int { sessionEnergy.reduce(0) { $0 + $1.flops } }
+    public var trainingBytes: Int { sessionEnergy.reduce(0) { $0 + $1.bytes } }
+
+    /// Costs of a finished Trainer run (`outcome` nil = nothing was trained: zero energy).
+    public init(profile: DeviceProfile, model: MLP, optimizer: OptimizerSpec, training: TrainingOptions,
+                outcome: TrainingOutcome?) {
+        self.profile = profile
+        let traffic = TrainingTraffic(model: model, optimizer: optimizer)
+        self.traffic = traffic
+        let o = outcome
+        sessionEnergy = zip(o?.samplesProcessed ?? [], o?.steps ?? []).map {
+            EnergyEstimate(training: traffic, rows: $0, steps: $1, profile: profile)
+        }
+        var bufferBytes = 0, replayRows = 0, stateBytes = 0
+        for (_, report) in o?.pluginReports ?? [] {
+            if case .int(let b)? = report.attributes["buffer_bytes"] { bufferBytes += Int(b) }
+            if case .int(let r)? = report.attributes["replay_per_batch"] { replayRows += Int(r) }
+            if case .int(let b)? = report.attributes["state_bytes"] { stateBytes += Int(b) }
+        }
+        peakMemory = PeakMemory(model: model, optimizer: optimizer, batchRows: training.batchSize + replayRows,
+                                bufferBytes: bufferBytes, pluginStateBytes: stateBytes)
+        predictionEnergy = EnergyEstimate(flops: traffic.flopsPerPrediction, bytes: traffic.bytesPerPrediction,
+                                          profile: profile)
+        predictionLatencySeconds = ContinualMetrics.predictionLatencySeconds(flops: traffic.flopsPerPrediction,
+                                                                             profile: profile)
+        modelBytesFloat = model.parameterCount * 4
+    }
+}
+
+/// What a scheduled run measured, day by day.
+public struct ScheduleReport: Sendable {
+    public var type: String
+    /// Whether the device gate opened, per simulated day.
+    public var gateOpen: [Bool]
+    /// Training samples arriving each day.
+    public var daySamples: [Int]
+    /// Index of the scenario experience (phase) each day belongs to.
+    public var dayExperience: [Int]
+    /// Days on which a training session ran (it trains on every sample since the previous one).
+    public var sessionDays: [Int]
+    /// Samples of each day predicted correctly by the model the device held that day.
+    public var dayCorrect: [Int]
+    /// Accuracy on each scenario experience's test set with the final model.
+    public var finalExperienceAccuracy: [Double]
+
+    public var prequentialAccuracy: Double {
+        let n = daySamples.reduce(0, +)
+        return n == 0 ? .nan : Double(dayCorrect.reduce(0, +)) / Double(n)
+    }
+
+    public var dayAccuracy: [Double] {
+        zip(dayCorrect, daySamples).map { $1 == 0 ? .nan : Double($0) / Double($1) }
+    }
+
+    public var finalAccuracy: Double {
+        finalExperienceAccuracy.isEmpty ? .nan : finalExperienceAccuracy.reduce(0, +) / Double(finalExperienceAccuracy.count)
+    }
+}
+
+/// Float vs int8 evaluation of the final model on every scenario experience's test set.
+public struct QuantizationReport: Sendable {
+    public var granularity: String
+    public var accuracyFloat: [Double]
+    public var accuracyInt8: [Double]
+    public var modelBytesInt8: Int
+    /// max over test samples and logits of |logit_int8 − logit_float|.
+    public var maxOutputDifference: Double
+    /// max over test samples and logits of the guaranteed bound (`QuantizedMLP.outputErrorBound`).
+    public var maxOutputBound: Double
+    /// Whether every observed difference was within its sample's bound.
+    public var boundHolds: Bool
+
+    public var meanFloat: Double { accuracyFloat.isEmpty ? .nan : accuracyFloat.reduce(0, +) / Double(accuracyFloat.count) }
+    public var meanInt8: Double { accuracyInt8.isEmpty ? .nan : accuracyInt8.reduce(0, +) / Double(accuracyInt8.count) }
+
+    /// Quantises `model` and evaluates both versions on `experiences`' test sets.
+    public init(model: MLP, experiences: [Experience], granularity: QuantizedMLP.Granularity) {
+        let q = QuantizedMLP(model, granularity: granularity)
+        self.granularity = granularity.rawValue
+        modelBytesInt8 = q.modelBytes
+        let ws = model.makeWorkspace(capacity: 1)
+        var maxDiff = 0.0, maxBound = 0.0, holds = true
+        var accF: [Double] = [], accQ: [Double] = []
+        for e in experiences {
+            let route = model.routeCount > 1 ? e.index % model.routeCount : 0
+            accF.append(model.accuracy(on: e.test, route: route, workspace: ws))
+            accQ.append(q.accuracy(on: e.test, route: route))
+            for i in 0..<e.test.count {
+                let x = Array(e.test.row(i))
+                let zq = q.logits(x, route: route)
+                x.withUnsafeBufferPointer { model.forward($0.baseAddress!, count: 1, route: route, workspace: ws) }
+                let bound = q.outputErrorBound(x, model: model, route: route)
+                for j in zq.indices {
+                    let diff = abs(Double(zq[j]) - Double(ws.logits[j]))
+                    maxDiff = max(maxDiff, diff)
+                    maxBound = max(maxBound, bound[j])
+                    // Float32 rounding of both forward passes: allow 1e-5 relative slack.
+                    if diff > bound[j] * (1 + 1e-5) + 1e-6 { holds = false }
+                }
+            }
+        }
+        accuracyFloat = accF
+        accuracyInt8 = accQ
+        maxOutputDifference = maxDiff
+        maxOutputBound = maxBound
+        boundHolds = holds
+    }
+}

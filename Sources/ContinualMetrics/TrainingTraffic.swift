@@ -1,0 +1,105 @@
+import ContinualCore
+
+/// Analytic FLOPs and bytes of memory traffic of training and prediction, from the model's layer
+/// sizes and the optimizer (float32 = 4 B). Linear in rows and steps, so a whole experience's
+/// cost follows exactly from its processed rows and optimizer steps.
+///
+/// Bytes of one optimizer step over a batch of B rows (P_r = parameters one route uses,
+/// P_t = trainable parameters, s = optimizer state floats per parameter, A = Σ layer widths
+/// including the input):
+/// - forward reads the weights: 4·P_r; backward reads them again (for ∂x): 4·P_r
+/// - backward writes the gradient: 4·P_t
+/// - optimizer reads θ and g, writes θ: 3·4·P_t; reads and writes its state: 2·s·4·P_t
+/// - activations: forward writes B·A floats, backward reads them: 2·4·B·A
+/// Caches are ignored (every access counts as DRAM traffic: an upper bound for tiny models).
+public struct TrainingTraffic: Sendable, Equatable {
+    public var parametersPerRoute: Int
+    public var trainableParameters: Int
+    public var stateFloatsPerParameter: Int
+    /// Σ layer widths including the input (floats per row kept for backward).
+    public var activationWidth: Int
+    public var flopsPerTrainingSample: Int
+    public var flopsPerOptimizerStep: Int
+    public var flopsPerPrediction: Int
+
+    public init(model: MLP, optimizer: OptimizerSpec) {
+        let cost = CostModel(model: model, optimizer: Optimizer(spec: optimizer, parameterCount: 0))
+        parametersPerRoute = model.layers.reduce(0) { $0 + $1.inputs * $1.outputs + $1.outputs }
+        trainableParameters = model.trainableCount
+        stateFloatsPerParameter = optimizer.stateFloatsPerParameter
+        activationWidth = model.spec.inputs + model.layers.reduce(0) { $0 + $1.outputs }
+        flopsPerTrainingSample = cost.flopsPerTrainingSample
+        flopsPerOptimizerStep = cost.flopsPerOptimizerStep
+        flopsPerPrediction = cost.flopsPerPrediction
+    }
+
+    /// Bytes moved per step that do not depend on the batch size.
+    public var fixedBytesPerStep: Int {
+        4 * (2 * parametersPerRoute + trainableParameters * (1 + 3 + 2 * stateFloatsPerParameter))
+    }
+
+    /// Bytes moved per batch row (activations written in forward, read in backward).
+    public var bytesPerRow: Int { 2 * 4 * activationWidth }
+
+    /// FLOPs of training `rows` rows in `steps` optimizer steps.
+    public func flops(rows: Int, steps: Int) -> Int {
+        rows * flopsPerTrainingSample + steps * flopsPerOptimizerStep
+    }
+
+    /// Bytes moved by training `rows` rows in `steps` optimizer steps.
+    public func bytes(rows: Int, steps: Int) -> Int {
+        steps * fixedBytesPerStep + rows * bytesPerRow
+    }
+
+    /// Bytes moved by one prediction: weights read once, activations written once (4·(P_r + A)).
+    public var bytesPerPrediction: Int { 4 * (parametersPerRoute + activationWidth) }
+}
+
+/// Energy of a FLOP and byte count on a device: E = FLOPs · J/FLOP + bytes · J/byte.
+public struct EnergyEstimate: Sendable, Equatable {
+    public var flops: Int
+    public var bytes: Int
+    public var joules: Double
+
+    public init(flops: Int, bytes: Int, profile: DeviceProfile) {
+        self.flops = flops
+        self.bytes = bytes
+        joules = Double(flops) * profile.joulesPerFLOP + Double(bytes) * profile.joulesPerByte
+    }
+
+    /// Training energy of `rows` rows in `steps` steps.
+    public init(training traffic: TrainingTraffic, rows: Int, steps: Int, profile: DeviceProfile) {
+        self.init(flops: traffic.flops(rows: rows, steps: steps), bytes: traffic.bytes(rows: rows, steps: steps),
+                  profile: profile)
+    }
+}
+
+/// Peak memory of training, in bytes (float32): parameters + optimizer state + gradient vector
+/// (all as allocated over the full parameter vector) + activations of one batch
+/// (rows · Σ widths incl. input) + replay buffer bytes + the plugins' own state (EWC's Fisher and
+/// anchors, SI's importance; reported by the plugins as `state_bytes`).
+public struct PeakMemory: Sendable, Equatable {
+    public var parameters: Int
+    public var optimizerState: Int
+    public var gradients: Int
+    public var activations: Int
+    public var buffer: Int
+    public var pluginState: Int
+    public var total: Int { parameters + optimizerState + gradients + activations + buffer + pluginState }
+
+    /// `batchRows` = rows of the largest batch (batch size + replayed rows per batch).
+    public init(model: MLP, optimizer: OptimizerSpec, batchRows: Int, bufferBytes: Int, pluginStateBytes: Int = 0) {
+        pluginState = pluginStateBytes
+        let p = model.parameterCount
+        parameters = 4 * p
+        optimizerState = 4 * p * optimizer.stateFloatsPerParameter
+        gradients = 4 * p
+        activations = 4 * batchRows * (model.spec.inputs + model.layers.reduce(0) { $0 + $1.outputs })
+        buffer = bufferBytes
+    }
+}
+
+/// Latency estimate of one prediction: FLOPs / the profile's sustained FLOP/s.
+public func predictionLatencySeconds(flops: Int, profile: DeviceProfile) -> Double {
+    Double(flops) / profile.flopsPerSecond
+}

@@ -1,0 +1,217 @@
+import Foundation
+import Testing
+import ContinualCore
+import ContinualScenarios
+import ContinualStrategies
+@testable import ContinualExperiments
+
+/// Stop after experience k, save to HDF5, resume: bit-identical to an uninterrupted run; damaged
+/// checkpoints are rejected with a clear message.
+@Suite struct CheckpointTests {
+    static let spec = MLPSpec(inputs: 10, hidden: [8])
+
+    func stream() throws -> ExperienceStream {
+        try HabitDriftScenario(trainPerExperience: 120, testPerExperience: 40,
+                               phases: ["morning", "night", "reminder_fatigue", "morning"].map { HabitPhase.presets[$0]! })
+            .makeStream(seed: 6)
+    }
+
+    func trainer(_ plugin: () -> any StrategyPlugin, optimizer: OptimizerSpec, reset: Bool) -> Trainer {
+        Trainer(spec: Self.spec, optimizer: optimizer,
+                options: TrainingOptions(epochs: 3, batchSize: 16, resetOptimizerPerExperience: reset),
+                plugins: [plugin()], seed: 11)
+    }
+
+    static func plugin(_ name: String) -> any StrategyPlugin {
+        switch name {
+        case "naive": return Naive()
+        case "joint": return Joint()
+        // Sampled Fisher: the plugin's own random stream must survive the checkpoint too.
+        case "ewc": return EWC(options: EWC.Options(lambda: 50, fisher: .sample))
+        case "online_ewc": return EWC(options: EWC.Options(lambda: 50, mode: .online, gamma: 0.9))
+        case "si": return SynapticIntelligence(options: SynapticIntelligence.Options(c: 1))
+        // Replay: buffer contents, policy counters, both random streams and the batch-sampling
+        // permutation must survive; int8 also its per-feature ranges.
+        case "replay_reservoir": return Replay(options: Replay.Options(capacity: 30))
+        case "replay_class_balanced_int8":
+            return Replay(options: Replay.Options(capacity: 25, precision: .int8, policy: .classBalanced))
+        case "replay_herding_float16":
+            return Replay(options: Replay.Options(capacityBytes: 400, precision: .float16, policy: .coresetHerding))
+        case "replay_kcenter": return Replay(options: Replay.Options(capacity: 20, policy: .coresetKCenter))
+        case "adapters": return Adapters(options: Adapters.Options())
+        case "adapters_context":
+            var o = Adapters.Options()
+            o.routing = .context
+            return Adapters(options: o)
+        case "lora": return LoRA(options: LoRA.Options())
+        case "last_layer": return LastLayer(options: LastLayer.Options())
+        default: return BitFit(options: BitFit.Options())
+        }
+    }
+
+    @Test(arguments: ["naive", "joint", "ewc", "online_ewc", "si", "replay_reservoir", "replay_class_balanced_int8",
+                      "replay_herding_float16", "replay_kcenter", "adapters", "adapters_context", "lora",
+                      "last_layer", "bitfit"], [0, 1, 2])
+    func stopAndResumeIsBitIdentical(strategy: String, k: Int) throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let make: () -> any StrategyPlugin = { Self.plugin(strategy) }
+        let s = try stream()
+        // Adam state carried across experiences, so optimizer state must survive the checkpoint.
+        let optimizer = OptimizerSpec.adam(learningRate: 0.01)
+        var full = trainer(make, optimizer: optimizer, reset: false)
+        let uninterrupted = try full.run(s)
+
+        var first = trainer(make, optimizer: optimizer, reset: false)
+        let partial = try first.run(s, resumingFrom: nil, stopAfter: k)
+        #expect(partial.accuracy.count == k + 1)
+        let checkpoint = try #require(first.checkpoint)
+        #expect(checkpoint.experiencesDone == k + 1)
+        let path = dir.path("ck.h5")
+        try CheckpointFile.write(checkpoint, to: path)
+        let loaded = try CheckpointFile.read(path: path)
+        #expect(loaded == checkpoint)
+
+        var second = trainer(make, optimizer: optimizer, reset: false)   // a fresh process
+        let resumed = try second.run(s, resumingFrom: loaded, stopAfter: nil)
+        #expect(second.checkpoint == nil)
+        #expect(resumed == uninterrupted)                 // R, baselines, loss curves, final model, steps
+        #expect(resumed.penaltyCurve == uninterrupted.penaltyCurve)
+        #expect(resumed.samplesProcessed == uninterrupted.samplesProcessed)
+        #expect(resumed.finalModel.parameters == uninterrupted.finalModel.parameters)
+        #expect(second.optimizer == full.optimizer)
+        // What the plugin reports (buffer contents, routing accuracy, accounting) is identical too.
+        #expect(Self.bitIdentical(resumed.pluginReports.map(\.report), uninterrupted.pluginReports.map(\.report)))
+    }
+
+    /// Reports equal value for value, NaN included (routing accuracy is NaN until evaluated).
+    static func bitIdentical(_ a: [PluginReport], _ b: [PluginReport]) -> Bool {
+        func key(_ r: PluginReport) -> [String] {
+            r.attributes.sorted { $0.key < $1.key }.map { k, v in
+                if case .double(let d) = v { return "\(k)=\(d.bitPattern)" }
+                return "\(k)=\(v)"
+            } + r.arrays.sorted { $0.key < $1.key }.map { k, v in
+                "\(k)=\(v.shape)\(v.values.map(\.bitPattern))\(v.attributes.sorted { $0.key < $1.key }.map { "\($0)" })"
+            }
+        }
+        return a.map(key) == b.map(key)
+    }
+
+    /// A plugin that keeps state but does not implement the checkpoint hook.
+    struct Stateful: StrategyPlugin {
+        var name: String { "stateful" }
+        var seen = 0
+        mutating func afterExperience(model: inout MLP, context: ExperienceContext, workspace: Workspace) throws { seen += 1 }
+    }
+
+    @Test func pluginsWithoutTheHookRefuseToCheckpoint() throws {
+        var t = Trainer(spec: Self.spec, optimizer: .sgd(learningRate: 0.05), options: TrainingOptions(epochs: 1),
+                        plugins: [Stateful()], seed: 1)
+        #expect(throws: CheckpointError.unsupportedPlugin("stateful")) { try t.run(try stream(), resumingFrom: nil, stopAfter: 0) }
+        // Running to the end needs no checkpoint, so it works.
+        var u = Trainer(spec: Self.spec, optimizer: .sgd(learningRate: 0.05), options: TrainingOptions(epochs: 1),
+                        plugins: [Stateful()], seed: 1)
+        _ = try u.run(try stream(), resumingFrom: nil, stopAfter: nil)
+    }
+
+    func savedCheckpoint(_ dir: TemporaryDirectory) throws -> (String, TrainerCheckpoint) {
+        var t = trainer({ Naive() }, optimizer: .sgd(learningRate: 0.05, momentum: 0.9), reset: true)
+        _ = try t.run(try stream(), resumingFrom: nil, stopAfter: 1)
+        let cp = try #require(t.checkpoint)
+        let path = dir.path("ck.h5")
+        try CheckpointFile.write(cp, to: path)
+        return (path, cp)
+    }
+
+    @Test func corruptedPayloadIsRejectedByTheChecksum() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let (path, _) = try savedCheckpoint(dir)
+        var data = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        // Find the payload by its magic bytes and flip one bit of a parameter after it.
+        let magic = TrainerCheckpoint.magic
+        let at = try #require((0...(data.count - magic.count)).first { Array(data[$0..<($0 + magic.count)]) == magic })
+        data[at + 60] ^= 0x10
+        try Data(data).write(to: URL(fileURLWithPath: path))
+        do {
+            _ = try CheckpointFile.read(path: path)
+            Issue.record("a corrupted checkpoint was accepted")
+        } catch let error as CheckpointError {
+            guard case .checksumMismatch = error else { Issue.record("wrong error \(error)"); return }
+            #expect(error.description.contains("corrupt"))
+        }
+    }
+
+    @Test func truncatedFileIsRejectedWithAClearMessage() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let (path, _) = try savedCheckpoint(dir)
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        try data.prefix(data.count / 2).write(to: URL(fileURLWithPath: path))
+        #expect {
+            _ = try CheckpointFile.read(path: path)
+        } throws: { error in
+            (error as? CheckpointError)?.description.contains("truncated") == true
+        }
+    }
+
+    @Test func truncatedOrDamagedBytesNeverCrashTheDecoder() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let (_, cp) = try savedCheckpoint(dir)
+        let bytes = cp.encoded()
+        #expect(try TrainerCheckpoint(decoding: bytes) == cp)
+        for cut in stride(from: 0, to: bytes.count, by: max(1, bytes.count / 97)) {
+            #expect(throws: CheckpointError.self) { _ = try TrainerCheckpoint(decoding: Array(bytes.prefix(cut))) }
+        }
+        var wrongVersion = bytes
+        wrongVersion[TrainerCheckpoint.magic.count] = 7
+        #expect(throws: CheckpointError.wrongVersion(found: 7, expected: 1)) { _ = try TrainerCheckpoint(decoding: wrongVersion) }
+        // A huge length field must not allocate or crash.
+        var hugeLength = bytes
+        for k in 0..<8 { hugeLength[TrainerCheckpoint.magic.count + 32 + k] = 0x7f }
+        #expect(throws: CheckpointError.self) { _ = try TrainerCheckpoint(decoding: hugeLength) }
+    }
+
+    @Test func resumingTheWrongRunIsRefused() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let (_, cp) = try savedCheckpoint(dir)
+        var other = Trainer(spec: Self.spec, optimizer: .sgd(learningRate: 0.05, momentum: 0.9),
+                            options: TrainingOptions(epochs: 3, batchSize: 16), plugins: [Naive()], seed: 12)
+        #expect(throws: CheckpointError.self) { _ = try other.run(try stream(), resumingFrom: cp, stopAfter: nil) }
+        var joint = Trainer(spec: Self.spec, optimizer: .sgd(learningRate: 0.05, momentum: 0.9),
+                            options: TrainingOptions(epochs: 3, batchSize: 16), plugins: [Joint()], seed: 11)
+        #expect(throws: CheckpointError.self) { _ = try joint.run(try stream(), resumingFrom: cp, stopAfter: nil) }
+    }
+}
+
+/// The CLI path: `run --stop-after K --checkpoint`, then `run --resume-from`, equals one run.
+@Suite struct CheckpointCLITests {
+    @Test func stopAndResumeThroughTheCLIEqualsAnUninterruptedRun() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let json = tinyExperiment().replacingOccurrences(
+            of: "{\"name\": \"joint\", \"strategy\": [\"joint\"]}",
+            with: "{\"name\": \"replay\", \"strategy\": [{\"type\": \"replay\", \"capacity\": 40}, {\"type\": \"ewc\", \"lambda\": 10}]}")
+        let exp = dir.write("e.json", json)
+        let ck = dir.path("ck.h5")
+        let stop = try runCLI(["run", exp, "--variant", "replay", "--stop-after", "0", "--checkpoint", ck])
+        #expect(stop.status == 0, "\(stop.stderr)")
+        #expect(stop.stdout.contains("stopped after experience 0 of 3"))
+        let resumed = try runCLI(["run", exp, "--variant", "replay", "--resume-from", ck, "-q", "-o", dir.path("r.h5")])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        let full = try runCLI(["run", exp, "--variant", "replay", "-q", "-o", dir.path("f.h5")])
+        #expect(full.status == 0)
+        let a = try ResultsReader.read(path: dir.path("r.h5")), b = try ResultsReader.read(path: dir.path("f.h5"))
+        #expect(a.runs.map(\.runId) == b.runs.map(\.runId))
+        #expect(a.runs[0].accuracy == b.runs[0].accuracy)
+        #expect(a.runs[0].metrics == b.runs[0].metrics)
+
+        // Another run's checkpoint, several runs without --variant, and a missing file are bad input.
+        #expect(try runCLI(["run", exp, "--variant", "naive", "--resume-from", ck]).status == 2)
+        #expect(try runCLI(["run", exp, "--resume-from", ck]).status == 2)
+        #expect(try runCLI(["run", exp, "--variant", "replay", "--resume-from", dir.path("nope.h5")]).status == 2)
+        #expect(try runCLI(["run", exp, "--variant", "replay", "--stop-after", "1"]).status == 2)
+    }
+}
