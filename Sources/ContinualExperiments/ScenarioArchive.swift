@@ -144,7 +144,7 @@ public enum ScenarioArchive {
             experiences.append(Experience(index: index, name: ename, train: splits[0], test: splits[1], metadata: emeta))
         }
         guard experiences.map(\.index) == Array(0..<experiences.count) else {
-            throw fail("experience indices must be 0..<\(experiences.count) in group-name order, found \(experiences.map(\.index))")
+            throw fail("experience indices must be 0..<\(experiences.count), each once, found \(experiences.map(\.index))")
         }
         try ExperienceStream.requireNonEmptySplits(experiences, source: path)
         return ExperienceStream(name: name, featureNames: featureNames, head: head, experiences: experiences, metadata: metadata)

@@ -16,6 +16,7 @@ struct ScenarioFixTests {
         }
         // Day 31 of January (month 0) or day 6 (Sunday of week 0) joins the first full unit.
         #expect(s.experiences[0].metadata["first_day"] == (json.contains("month") ? "30" : "6"))
+        #expect(s.experiences[0].metadata["last_day"] == (json.contains("month") ? "58" : "13"))
     }
 
     @Test("groups: a leading single is merged forward, a trailing single backward")
