@@ -37,6 +37,7 @@ public enum ResultsMerger {
             // sweep_index → run id of the kept run, to catch two runs claiming one position.
             var byIndex: [Int64: (id: String, source: String)] = [:]
             var mixed = Set<String>()
+            var clashes = 0, firstClash = ""
             for (n, input) in inputs.enumerated() {
                 let file = try HDF5File.open(path: input, mode: .readOnly)
                 defer { try? file.close() }
@@ -83,7 +84,8 @@ public enum ResultsMerger {
                         guard allowMixed else {
                             throw Conflict(description: "runs \(other.id) (\(other.source)) and \(entry.id) (\(input)) both have sweep_index \(index): the inputs come from different sweeps; refusing to merge (use --allow-mixed to keep both)")
                         }
-                        report.warnings.append("runs \(other.id) and \(entry.id) share sweep_index \(index); both kept (--allow-mixed)")
+                        if clashes == 0 { firstClash = "\(other.id) and \(entry.id) at \(index)" }
+                        clashes += 1
                     } else {
                         byIndex[index] = (entry.id, input)
                     }
@@ -91,6 +93,9 @@ public enum ResultsMerger {
                     kept[entry.id] = (input, config, entry.row)
                     rows.append(entry.row)
                 }
+            }
+            if clashes > 0 {
+                report.warnings.append("\(clashes) run(s) share a sweep_index with another run (e.g. \(firstClash)); all kept (--allow-mixed)")
             }
             try SweepWriter.writeSummary(rows, layout: layout!, into: out.root)
             try out.root.attributes.set("shard", "")
