@@ -2,7 +2,10 @@
 """Check a sweep results file from Python (CI): every /summary row equals the values recomputed
 from its run's accuracy matrix (ACC, BWT, FWT vs baseline_random, forgetting, learning accuracy),
 the table has one row per complete run group in sweep order, string columns decode, and (with
---plots DIR) the PNGs of plot_results.py exist.
+--plots DIR) the PNGs of plot_results.py exist. For a population run (a `population/` subgroup)
+the run's matrix is the mean over users, and `forgetting` is the mean of the per-user values
+(README "Populations"): it is recomputed from `population/accuracy_matrices` (users that
+completed), or skipped with a note when the matrices were not stored (`store_matrices: false`).
 
     python check_sweep.py results/tiny_sweep.h5 --plots plots/ [--expect-runs 24]
 Exit code 0 when everything matches, 1 otherwise.
@@ -47,6 +50,7 @@ def main(argv=None):
         if c not in df.columns:
             problems.append(f"swept column {c!r} missing from /summary")
     checked = 0
+    notes = []
     for row in df.itertuples(index=False):
         row = row._asdict()
         run = ck.load_run(args.file, row["run_id"])
@@ -57,6 +61,13 @@ def main(argv=None):
                 problems.append(f"{row['run_id']}: {row['status']} run has ACC {row['acc']}")
             continue
         expected = ck.recompute_metrics(run["accuracy"], run["baseline_random"])
+        population = population_forgetting(args.file, row["run_id"])
+        if population is not None:
+            if population.get("forgetting") is None:
+                expected.pop("forgetting", None)
+                notes.append(f"{row['run_id']} ({row['name']}): population run without stored accuracy_matrices; forgetting not checked")
+            else:
+                expected["forgetting"] = population["forgetting"]
         for metric, value in expected.items():
             got = row[metric]
             if not (abs(got - value) <= TOLERANCE or (np.isnan(got) and np.isnan(value))):
@@ -72,8 +83,8 @@ def main(argv=None):
         problems.append("mean_std returned nothing")
     if args.plots:
         pngs = glob.glob(os.path.join(args.plots, "*.png"))
-        variants = df[df.status == "completed"].variant.unique()
-        needed = [f"heatmap_{ck_safe(v)}.png" for v in variants] + ["accuracy_curves.png"]
+        configs = ck.config_groups(df[df.status == "completed"], ck.group_columns(df))
+        needed = [f"heatmap_{ck_safe(name)}.png" for name, _ in configs] + ["accuracy_curves.png"]
         for n in needed:
             path = os.path.join(args.plots, n)
             if not os.path.exists(path):
@@ -86,10 +97,29 @@ def main(argv=None):
             problems.append("missing acc_bwt_vs_*.png")
     print(f"{args.file}: {len(df)} rows, {checked} completed runs recomputed from their accuracy matrices")
     print(summary.to_string())
+    for note in notes:
+        print("note:", note)
     for prob in problems:
         print("FAIL:", prob)
     print("OK" if not problems else f"{len(problems)} problem(s)")
     return 0 if not problems else 1
+
+
+def population_forgetting(path, run_id):
+    """None for an ordinary run; for a population run {"forgetting": mean over completed users of
+    each user's forgetting (None when `population/accuracy_matrices` is not stored)}."""
+    with h5py.File(path, "r") as f:
+        g = f["runs"][run_id]
+        if "population" not in g:
+            return None
+        pop = g["population"]
+        if "accuracy_matrices" not in pop:
+            return {"forgetting": None}
+        mats = np.asarray(pop["accuracy_matrices"][()], dtype=float)
+        status = [ck._str(s) for s in pop["status"][()]] if "status" in pop else ["completed"] * len(mats)
+    per_user = [ck.recompute_metrics(R, np.zeros(R.shape[0]))["forgetting"]
+                for R, st in zip(mats, status) if st == "completed"]
+    return {"forgetting": float(np.mean(per_user)) if per_user else float("nan")}
 
 
 def ck_safe(name):

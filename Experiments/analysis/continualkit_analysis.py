@@ -104,6 +104,29 @@ def load_run(path: str, run_id: str) -> dict:
     return out
 
 
+def group_columns(df):
+    """Columns that identify a configuration: variant + swept columns except seed."""
+    return [c for c in (df.attrs.get("group_by") or ["variant"]) if c in df.columns]
+
+
+def config_label(keys, columns):
+    """`variant_col=value_…` for a group key (NaN values, i.e. a column the variant does not sweep, left out)."""
+    keys = keys if isinstance(keys, tuple) else (keys,)
+    parts = []
+    for c, k in zip(columns, keys):
+        if isinstance(k, float) and np.isnan(k):
+            continue
+        parts.append(str(k) if c in ("variant", "name") else f"{c}={k:g}" if isinstance(k, float) else f"{c}={k}")
+    return "_".join(parts) or "all"
+
+
+def config_groups(rows, columns):
+    """(label, rows) per distinct value of `columns` (NaN kept as its own value), in first-seen order."""
+    if not columns:
+        return [("all", rows)]
+    return [(config_label(k, columns), g) for k, g in rows.groupby(columns if len(columns) > 1 else columns[0], sort=False, dropna=False)]
+
+
 def mean_std(df: pd.DataFrame, by=None, metrics=METRICS, completed_only: bool = True) -> pd.DataFrame:
     """Mean ± std (n−1) over seeds of `metrics`, grouped by `by` (default: variant + swept values
     except seed, i.e. `df.attrs["group_by"]`). Columns: (metric, "mean"|"std"|"count")."""

@@ -3,11 +3,14 @@
 
     python plot_results.py results/tiny_sweep.h5 plots/ [--x optimizer.lr]
 
-Writes, per variant (strategy configuration), `heatmap_<variant>.png` (mean accuracy matrix over
-its completed runs), `acc_bwt_vs_<x>.png` (ACC and BWT against a swept value, error bars = std
-over seeds; x defaults to the first numeric swept column other than seed, e.g. a memory budget or
-λ; without one, a bar chart per variant) and `accuracy_curves.png` (mean accuracy on the
-experiences seen so far after each experience, ± std).
+A configuration is a variant plus its values of every swept column except seed
+(`df.attrs["group_by"]`), so only seeds are pooled. Writes, per configuration,
+`heatmap_<variant>[_<column>=<value>…].png` (mean accuracy matrix over its completed runs),
+`acc_bwt_vs_<x>.png` (ACC and BWT against a swept value, one line per configuration of the other
+swept columns, error bars = std over seeds; x defaults to the first numeric swept column other
+than seed, e.g. a memory budget or λ; without one, a bar chart per configuration) and
+`accuracy_curves.png` (mean accuracy on the experiences seen so far after each experience, ± std,
+one line per configuration).
 """
 import argparse
 import os
@@ -32,6 +35,13 @@ def numeric_swept(df):
     return [c for c in df.attrs.get("swept_columns", []) if c != "seed" and c in df and np.issubdtype(df[c].dtype, np.number)]
 
 
+def line_groups(done, x, columns=None):
+    """The lines of an ACC/BWT-vs-x plot: one per configuration of every grouping column except x;
+    each line's points are (x value, rows of the seeds at that value)."""
+    columns = [c for c in (ck.group_columns(done) if columns is None else columns) if c != x]
+    return ck.config_groups(done, columns)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file")
@@ -47,8 +57,10 @@ def main(argv=None):
     written = []
     runs = {rid: ck.load_run(args.file, rid) for rid in done.run_id}
 
-    # 1. Accuracy-matrix heatmap per variant.
-    for variant, rows in done.groupby("variant", sort=False):
+    columns = ck.group_columns(df)
+
+    # 1. Accuracy-matrix heatmap per configuration (variant + swept values except seed).
+    for variant, rows in ck.config_groups(done, columns):
         mats = np.stack([runs[r]["accuracy"] for r in rows.run_id])
         R = mats.mean(axis=0)
         names = runs[rows.run_id.iloc[0]]["experience_names"] or [str(i) for i in range(R.shape[0])]
@@ -76,7 +88,7 @@ def main(argv=None):
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for ax, metric, label in zip(axes, ["acc", "bwt"], ["ACC (%)", "BWT (points)"]):
         if x is not None:
-            for variant, rows in done.groupby("variant", sort=False):
+            for variant, rows in line_groups(done, x, columns):
                 if rows[x].isna().all():  # a variant that does not sweep x (e.g. naive): a reference line
                     m, s = rows[metric].mean() * 100, rows[metric].std() * 100
                     line = ax.axhline(m, linestyle="--", color="gray", label=f"{variant} (no {x})")
@@ -90,9 +102,11 @@ def main(argv=None):
                 ax.set_xscale("log")
             ax.set_xlabel(x)
         else:
-            g = done.groupby("variant", sort=False)[metric].agg(["mean", "std"])
-            ax.bar(range(len(g)), g["mean"] * 100, yerr=g["std"].fillna(0) * 100, capsize=3)
-            ax.set_xticks(range(len(g)), g.index, rotation=30, ha="right")
+            bars = ck.config_groups(done, columns)
+            means = [rows[metric].mean() * 100 for _, rows in bars]
+            stds = [0 if np.isnan(rows[metric].std()) else rows[metric].std() * 100 for _, rows in bars]
+            ax.bar(range(len(bars)), means, yerr=stds, capsize=3)
+            ax.set_xticks(range(len(bars)), [name for name, _ in bars], rotation=30, ha="right")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
     if x is not None:
@@ -106,7 +120,7 @@ def main(argv=None):
 
     # 3. Accuracy over experiences.
     fig, ax = plt.subplots(figsize=(7, 4))
-    for variant, rows in done.groupby("variant", sort=False):
+    for variant, rows in ck.config_groups(done, columns):
         curves = np.stack([ck.seen_accuracy_curve(runs[r]["accuracy"]) for r in rows.run_id]) * 100
         m, s = curves.mean(axis=0), curves.std(axis=0, ddof=1) if len(curves) > 1 else np.zeros(curves.shape[1])
         t = np.arange(len(m))

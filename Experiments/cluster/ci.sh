@@ -15,6 +15,10 @@ trap 'rm -rf "$work"' EXIT
 [ "$(wc -l < "$work/tiny.csv")" -eq 25 ] || { echo "CSV should have 25 lines" >&2; exit 1; }
 python3 Experiments/analysis/plot_results.py "$work/tiny.h5" "$work/plots"
 python3 Experiments/analysis/check_sweep.py "$work/tiny.h5" --plots "$work/plots" --expect-runs 24
+python3 Experiments/analysis/test_analysis.py
+# Population runs: forgetting is the mean of per-user values (recomputed from accuracy_matrices).
+"$bin" sweep Experiments/sweeps/tiny_population_sweep.json -o "$work/pop.h5" --plain --jobs 2
+python3 Experiments/analysis/check_sweep.py "$work/pop.h5" --expect-runs 8
 if [ "${SKIP_SLURM:-0}" != 1 ]; then
   CONTINUAL=$bin bash Experiments/cluster/ci_slurm_check.sh Experiments/sweeps/tiny_sweep.json 3
 fi

@@ -150,3 +150,36 @@ public struct QuantizedMLP: Sendable, Equatable {
         return Double(correct) / Double(samples.count)
     }
 }
+
+extension QuantizedMLP {
+    /// Replaces every dense weight of `model` by its symmetric int8 value w_q = s·round(w/s)
+    /// (same scales as `init`, per tensor or per output channel); biases stay float32. This is
+    /// the "fake quantisation" of quantisation-aware training: the float model computes exactly
+    /// what the int8 model would. Adapters and LoRA blocks are left in float.
+    public static func fakeQuantize(_ model: inout MLP, granularity: Granularity) {
+        let layers = model.layers
+        model.parameters.withUnsafeMutableBufferPointer { p in
+            for layer in layers where layer.kind == .dense {
+                for copy in 0..<layer.copies {
+                    let base = layer.offset + copy * layer.parametersPerCopy
+                    var scales = [Float](repeating: 0, count: layer.outputs)
+                    for k in 0..<layer.inputs {
+                        for j in 0..<layer.outputs { scales[j] = max(scales[j], abs(p[base + k * layer.outputs + j])) }
+                    }
+                    if granularity == .perTensor {
+                        let m = scales.max() ?? 0
+                        scales = [Float](repeating: m, count: layer.outputs)
+                    }
+                    for j in 0..<layer.outputs { scales[j] = scales[j] > 0 ? scales[j] / 127 : 1 }
+                    for k in 0..<layer.inputs {
+                        for j in 0..<layer.outputs {
+                            let i = base + k * layer.outputs + j
+                            let q = max(-127, min(127, (p[i] / scales[j]).rounded(.toNearestOrEven)))
+                            p[i] = q * scales[j]
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -42,6 +42,19 @@ public protocol StrategyPlugin {
     mutating func addPenalty(parameters: UnsafeBufferPointer<Float>,
                              gradient: UnsafeMutableBufferPointer<Float>) -> Double
 
+    /// Whether the plugin changes the parameters at which a step's gradient is taken (e.g.
+    /// quantisation-aware training); the Trainer calls the two hooks below only if some plugin does.
+    var transformsGradientPoint: Bool { get }
+
+    /// Before a step's forward and backward: may replace `model.parameters` (e.g. by their
+    /// fake-quantised values) so that the task-loss gradient is taken there.
+    mutating func willComputeGradient(model: inout MLP)
+
+    /// Right after the task-loss gradient, before penalties and the optimizer: must restore what
+    /// `willComputeGradient` changed (the straight-through estimator applies that gradient to the
+    /// restored float parameters). Called in reverse list order.
+    mutating func didComputeGradient(model: inout MLP)
+
     /// Whether `afterStep` wants to be called (the Trainer copies vectors only if some plugin does).
     var observesSteps: Bool { get }
 
@@ -74,6 +87,9 @@ public extension StrategyPlugin {
     mutating func extendBatch(_ batch: inout Batch, context: ExperienceContext) {}
     mutating func addPenalty(parameters: UnsafeBufferPointer<Float>,
                              gradient: UnsafeMutableBufferPointer<Float>) -> Double { 0 }
+    var transformsGradientPoint: Bool { false }
+    mutating func willComputeGradient(model: inout MLP) {}
+    mutating func didComputeGradient(model: inout MLP) {}
     var observesSteps: Bool { false }
     mutating func afterStep(_ step: StepObservation) {}
     mutating func afterExperience(model: inout MLP, context: ExperienceContext, workspace: Workspace) throws {}

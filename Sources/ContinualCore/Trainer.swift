@@ -241,6 +241,10 @@ public struct Trainer {
         let n = batch.count
         let scale = 1 / Float(n)
         var loss = 0.0
+        let transforming = plugins.contains { $0.transformsGradientPoint }
+        if transforming {
+            for k in plugins.indices where plugins[k].transformsGradientPoint { plugins[k].willComputeGradient(model: &model) }
+        }
         gradient.withUnsafeMutableBufferPointer { g in
             g.update(repeating: 0)
             let r0 = batch.routes[0]
@@ -272,6 +276,9 @@ public struct Trainer {
                                                   scale: scale, workspace: ws, gradient: g.baseAddress!)
                 }
             }
+        }
+        if transforming {
+            for k in plugins.indices.reversed() where plugins[k].transformsGradientPoint { plugins[k].didComputeGradient(model: &model) }
         }
         if observing {
             taskGradient.withUnsafeMutableBufferPointer { t in

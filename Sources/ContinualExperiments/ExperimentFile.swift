@@ -24,6 +24,9 @@ public struct ExperimentFile: Sendable {
     public var sweptPaths: [String] = []
     /// The top-level sweep block as written (nil without one).
     public var sweepJSON: JSONValue? = nil
+    /// Remarks about the expansion for `validate`/`sweep` to print (e.g. a random search that
+    /// found fewer distinct points than its `samples`).
+    public var notes: [String] = []
 
     /// Whether the file defines a sweep (top level or in a variant).
     public var isSweep: Bool { !sweptPaths.isEmpty }
@@ -151,6 +154,11 @@ public struct ExperimentFile: Sendable {
                                   sourceText: String(decoding: data, as: UTF8.self), runs: runs, path: path)
         file.sweptPaths = sweptPaths
         file.sweepJSON = sweepValue
+        var notes: [String] = []
+        for b in bases {
+            for n in b.sweep?.notes ?? [] where !notes.contains(n) { notes.append(n) }
+        }
+        file.notes = notes
         return file
     }
 

@@ -13,6 +13,7 @@ public enum Registry {
         EWC.Options.self,
         SynapticIntelligence.Options.self,
         Replay.Options.self,
+        QuantizationAware.Options.self,
         Adapters.Options.self,
         LoRA.Options.self,
         LastLayer.Options.self,

@@ -6,6 +6,8 @@ import ContinualHDF5
 /// Run groups are copied as they are (`H5Ocopy`). A run id present in several inputs must have
 /// the same content (config and every summary value except wall times); otherwise the merge is
 /// refused, because two different results under one id mean the inputs are inconsistent.
+/// Inputs made from different experiment files (`experiment_json`), or two runs with one
+/// `sweep_index`, are refused too unless `allowMixed` (then rows sort by sweep index, run id).
 public enum ResultsMerger {
     public struct Report: Sendable {
         public var runs: Int
@@ -18,7 +20,7 @@ public enum ResultsMerger {
         public var description: String
     }
 
-    public static func merge(inputs: [String], output: String) throws -> Report {
+    public static func merge(inputs: [String], output: String, allowMixed: Bool = false) throws -> Report {
         guard !inputs.isEmpty else { throw Conflict(description: "no input files") }
         try FileManager.default.createDirectory(at: URL(fileURLWithPath: output).deletingLastPathComponent(),
                                                 withIntermediateDirectories: true)
@@ -32,6 +34,10 @@ public enum ResultsMerger {
             // id → (input path, config JSON, row) of the copy kept.
             var kept: [String: (source: String, config: String, row: [HDF5Value])] = [:]
             var rows: [[HDF5Value]] = []
+            // sweep_index → run id of the kept run, to catch two runs claiming one position.
+            var byIndex: [Int64: (id: String, source: String)] = [:]
+            var mixed = Set<String>()
+            var clashes = 0, firstClash = ""
             for (n, input) in inputs.enumerated() {
                 let file = try HDF5File.open(path: input, mode: .readOnly)
                 defer { try? file.close() }
@@ -48,7 +54,13 @@ public enum ResultsMerger {
                     guard inputLayout == layout else {
                         throw Conflict(description: "\(input) comes from a different sweep: swept columns \(inputLayout.sweptColumnNames) (kinds \(inputLayout.swept.map { "\($0.kind)" })) ≠ \(layout!.sweptColumnNames) (kinds \(layout!.swept.map { "\($0.kind)" })) in \(inputs[0])")
                     }
-                    if sweep != firstSweep { report.warnings.append("\(input) was made from a different experiment file than \(inputs[0])") }
+                    if sweep != firstSweep {
+                        guard allowMixed else {
+                            throw Conflict(description: "\(input) was made from a different experiment file (experiment_json) than \(inputs[0]); refusing to mix two experiments in one /summary (use --allow-mixed to merge them anyway)")
+                        }
+                        mixed.insert(sweep)
+                        report.warnings.append("\(input) was made from a different experiment file than \(inputs[0]); kept (--allow-mixed)")
+                    }
                 }
                 let names = inputLayout.columns.map(\.name)
                 let compared = names.indices.filter { !ResultsSchema.timingColumns.contains(names[$0]) }
@@ -67,14 +79,29 @@ public enum ResultsMerger {
                         report.duplicates += 1
                         continue
                     }
+                    let index = entry.row[names.firstIndex(of: "sweep_index")!].intValue ?? -1
+                    if let other = byIndex[index] {
+                        guard allowMixed else {
+                            throw Conflict(description: "runs \(other.id) (\(other.source)) and \(entry.id) (\(input)) both have sweep_index \(index): the inputs come from different sweeps; refusing to merge (use --allow-mixed to keep both)")
+                        }
+                        if clashes == 0 { firstClash = "\(other.id) and \(entry.id) at \(index)" }
+                        clashes += 1
+                    } else {
+                        byIndex[index] = (entry.id, input)
+                    }
                     try runs.copy(entry.id, to: outRuns)
                     kept[entry.id] = (input, config, entry.row)
                     rows.append(entry.row)
                 }
             }
+            if clashes > 0 {
+                report.warnings.append("\(clashes) run(s) share a sweep_index with another run (e.g. \(firstClash)); all kept (--allow-mixed)")
+            }
             try SweepWriter.writeSummary(rows, layout: layout!, into: out.root)
             try out.root.attributes.set("shard", "")
             try out.root.attributes.set("merged_from", inputs.map { URL(fileURLWithPath: $0).lastPathComponent })
+            // 1 when --allow-mixed kept runs of several experiments (the header is the first input's).
+            try out.root.attributes.set("mixed", Int64(mixed.isEmpty && report.warnings.isEmpty ? 0 : 1))
             try out.close()
             report.runs = rows.count
             guard rename(temporary, output) == 0 else {

@@ -16,7 +16,7 @@ public enum ResultsSchema {
         ("flops_per_prediction", .int), ("train_seconds", .double), ("eval_seconds", .double),
     ] + deviceSummaryColumns
 
-    /// Device columns (docs/device.md): training energy (J) under the run's device profile,
+    /// Device columns (the README's On-device realism section): training energy (J) under the run's device profile,
     /// sessions, peak training memory (B), int8 model bytes (0 = not quantised), prequential and
     /// final accuracy of scheduled runs (NaN otherwise), mean int8 accuracy, latency (s).
     public static let deviceSummaryColumns: [(name: String, kind: SummaryKind)] = [

@@ -73,7 +73,7 @@ public enum RunExecutor {
     }
 
     /// Energy, bytes and latency of a finished run (default profile `phone_npu_2023`), plus the
-    /// int8 evaluation when `quantization` is set (docs/device.md).
+    /// int8 evaluation when `quantization` is set (the README's On-device realism section).
     static func deviceReport(_ config: RunConfig, stream: ExperienceStream, model: MLP, outcome: TrainingOutcome?)
         -> DeviceReport
     {

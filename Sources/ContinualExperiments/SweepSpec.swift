@@ -7,7 +7,8 @@ import ContinualCore
 /// "sweep": {"mode": "grid", "parameters": {"optimizer.lr": [0.01, 0.1], "seed": {"range": [0, 4]}}}
 /// ```
 /// Modes: `grid` (cartesian product, last parameter fastest), `zip` (lists of equal length, taken
-/// together), `random` (`samples` points, each value drawn independently, seeded by `seed`).
+/// together), `random` (`samples` distinct points, each value drawn independently, seeded by
+/// `seed`; duplicate draws are skipped, fewer points when the space is smaller — see `notes`).
 /// Parameters are ordered by key path, except that `seed` always comes last (varies fastest).
 public struct SweepSpec: Sendable, Equatable {
     public enum Mode: String, Sendable, CaseIterable { case grid, zip, random }
@@ -186,17 +187,62 @@ public struct SweepSpec: Sendable, Equatable {
             let n = lists.first?.count ?? 0
             return (0..<n).map { i in lists.map { $0[i] } }
         case .random:
-            var rng = RandomSource(seed: seed, stream: "sweep")
-            return (0..<samples).map { _ in
-                parameters.map { p -> JSONValue in
-                    switch p.domain {
-                    case .values(let v): return v[rng.uniformInt(below: v.count)]
-                    case .uniform(let lo, let hi): return .double(Self.rounded(rng.uniform(lo, hi)))
-                    case .logUniform(let lo, let hi): return .double(Self.rounded(Foundation.exp(rng.uniform(Foundation.log(lo), Foundation.log(hi)))))
-                    }
+            return randomPoints().points
+        }
+    }
+
+    /// Most draws made for a random search, per requested sample, before giving up on finding
+    /// more distinct points (a small categorical space is exhausted long before that).
+    static let drawsPerSample = 100
+
+    /// The random search's distinct points, in draw order: duplicates (likely when most
+    /// parameters are lists) are dropped and drawing continues until `samples` distinct points,
+    /// the whole space, or `drawsPerSample`·`samples` draws. `note` says when fewer were found.
+    public func randomPoints() -> (points: [[JSONValue]], note: String?) {
+        var rng = RandomSource(seed: seed, stream: "sweep")
+        // Size of the space when every parameter is a list (continuous domains: unbounded).
+        var space: Int? = 1
+        for p in parameters {
+            guard let n = p.domain.count, let s = space else { space = nil; break }
+            let (m, overflow) = s.multipliedReportingOverflow(by: n)
+            space = overflow ? nil : m
+        }
+        let limit = samples.multipliedReportingOverflow(by: Self.drawsPerSample).partialValue
+        var seen = Set<String>()
+        var out: [[JSONValue]] = []
+        var draws = 0
+        while out.count < samples && draws < limit && (space.map { out.count < $0 } ?? true) {
+            draws += 1
+            let point = parameters.map { p -> JSONValue in
+                switch p.domain {
+                case .values(let v): return v[rng.uniformInt(below: v.count)]
+                case .uniform(let lo, let hi): return .double(Self.roundedBelow(rng.uniform(lo, hi), lo, hi))
+                case .logUniform(let lo, let hi):
+                    return .double(Self.roundedBelow(Foundation.exp(rng.uniform(Foundation.log(lo), Foundation.log(hi))), lo, hi))
                 }
             }
+            if seen.insert(JSONValue.array(point).canonicalText()).inserted { out.append(point) }
         }
+        guard out.count < samples else { return (out, nil) }
+        let why = space.map { out.count == $0 ? "the space has only \($0) distinct point(s)" : "\(draws) draws found no more" }
+            ?? "\(draws) draws found no more"
+        return (out, "random search asked for \(samples) samples but \(why); using the \(out.count) distinct point(s)")
+    }
+
+    /// A draw `x` in [lo, hi) rounded to 6 significant digits, kept inside [lo, hi): rounding can
+    /// reach `hi` itself (or fall below `lo`), and [low, high) excludes `high`.
+    static func roundedBelow(_ x: Double, _ lo: Double, _ hi: Double) -> Double {
+        let r = rounded(x)
+        if r >= hi { return x < hi ? x : hi.nextDown }
+        if r < lo { return x >= lo ? x : lo }
+        return r
+    }
+
+    /// Notes about the expansion (a random search with fewer distinct points than `samples`).
+    public var notes: [String] {
+        if !parts.isEmpty { return parts.flatMap(\.notes) }
+        guard mode == .random, let note = randomPoints().note else { return [] }
+        return [note]
     }
 
     /// Random draws are kept to 6 significant digits, so run names and configs stay readable.

@@ -31,18 +31,36 @@ public final class SweepWriter: @unchecked Sendable {
                 throw HDF5Error(.invalidArgument, "\(path) is not a sweep results file (written by `continual run`?); choose another output")
             }
             let runs = try file.root.requireGroup("runs")
+            var incomplete: [String] = []
+            var complete: [String] = []
             for id in try runs.childNames() {
                 let g = try runs.openGroup(id)
                 guard (try? g.attributes.scalar("complete", as: Int64.self)) == 1, g.exists("summary_row") else {
-                    try runs.delete(id)  // a write that was cut short: rerun it
+                    incomplete.append(id)  // a write that was cut short: rerun it
                     continue
                 }
                 let columns = try g.openDataset("summary_row").readTable().columns
                 guard columns == layout.columns else {
                     throw HDF5Error(.typeMismatch, "\(path) holds runs of a different sweep (summary columns \(columns.map(\.name).filter { !layout.columns.map(\.name).contains($0) }) not in this sweep's, or of other types; expected swept columns \(layout.sweptColumnNames)); choose another output")
                 }
+                complete.append(id)
+            }
+            // Run ids hash the resolved config: a complete run the experiment does not expand to
+            // comes from a changed config, and keeping it would mix two experiments in /summary.
+            let expected = Dictionary(experiment.runs.map { ($0.runId, $0) }, uniquingKeysWith: { a, _ in a })
+            let foreign = complete.filter { expected[$0] == nil }.sorted()
+            guard foreign.isEmpty else {
+                throw ForeignRuns(path: path, foreign: foreign, total: complete.count)
+            }
+            for id in incomplete { try runs.delete(id) }
+            for id in complete {
+                try Self.renumber(try runs.openGroup(id), to: expected[id]!.sweepIndex)
                 completedIds.insert(id)
             }
+            // The header describes the experiment being completed now (e.g. more seeds added).
+            let created = try? file.root.attributes.string("created_utc")
+            try Self.writeHeader(file.root, experiment: experiment, layout: layout, shard: shard)
+            if let created { try file.root.attributes.set("created_utc", created) }
             try Self.rebuildSummary(file.root, layout: layout)
             try file.flush()
         } else {
@@ -63,6 +81,31 @@ public final class SweepWriter: @unchecked Sendable {
                 throw error
             }
         }
+    }
+
+    /// `--resume` found complete runs whose ids the experiment does not expand to (its config changed).
+    public struct ForeignRuns: Error, Sendable, CustomStringConvertible {
+        public var path: String
+        /// Ids of the foreign complete runs, sorted.
+        public var foreign: [String]
+        /// Complete runs in the file.
+        public var total: Int
+        public var description: String {
+            "\(path) holds \(foreign.count) of \(total) complete run(s) that this experiment does not produce (e.g. run id \(foreign[0])): "
+                + "its config changed since they were written; use --overwrite to start again or -o to write another file"
+        }
+    }
+
+    /// Sets a stored run's sweep index (attribute and `summary_row`) to its position in the
+    /// current expansion, which moves when the sweep grows (e.g. seeds added before --resume).
+    static func renumber(_ g: HDF5Group, to index: Int) throws {
+        guard (try? g.attributes.scalar("sweep_index", as: Int64.self)) != Int64(index) else { return }
+        try g.attributes.set("sweep_index", Int64(index))
+        var table = try g.openDataset("summary_row").readTable()
+        guard let si = table.columns.firstIndex(where: { $0.name == "sweep_index" }), !table.rows.isEmpty else { return }
+        table.rows[0][si] = .int(Int64(index))
+        try g.delete("summary_row")
+        try g.write(table, name: "summary_row", compress: false, chunkRows: 1)
     }
 
     /// Writes one finished run and flushes; returns false (writing nothing) once the writer is closed.

@@ -167,7 +167,7 @@ public struct EWC: StrategyPlugin {
         r.attributes["gamma"] = .double(options.gamma)
         r.attributes["penalty_convention"] = .string(penaltyConvention)
         r.attributes["experiences_consolidated"] = .int(Int64(consolidated))
-        // Memory the penalty keeps on the device (Fisher + anchor per term, float32): docs/device.md.
+        // Memory the penalty keeps on the device (Fisher + anchor per term, float32): the README's On-device realism section.
         r.attributes["state_bytes"] = .int(Int64(terms.reduce(0) { $0 + 4 * ($1.fisher.count + $1.anchor.count) }))
         if options.savesImportance(parameterCount: parameterCount), let last = terms.last {
             r.arrays["fisher"] = .init(values: lastFisher, attributes: [

@@ -134,7 +134,7 @@ public struct SynapticIntelligence: StrategyPlugin {
             ? "c * sum_i min(Omega_i, 0.001) (theta_i - theta~_i)^2 (Avalanche: si_lambda = 2c)"
             : "c * sum_i Omega_i (theta_i - theta~_i)^2")
         r.attributes["experiences_finished"] = .int(Int64(finished))
-        // Memory SI keeps on the device (ω, Ω as Double; weights, anchor, start as Float): docs/device.md.
+        // Memory SI keeps on the device (ω, Ω as Double; weights, anchor, start as Float): the README's On-device realism section.
         r.attributes["state_bytes"] = .int(Int64(8 * (omega.count + importance.count)
                                                  + 4 * (penaltyWeights.count + anchor.count + start.count)))
         r.attributes["negative_omega_count"] = .int(Int64(importance.lazy.filter { $0 < 0 }.count))

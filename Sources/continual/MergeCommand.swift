@@ -10,7 +10,10 @@ struct MergeCommand: ParsableCommand {
         Copies every complete run group of the inputs into OUT.h5 (written under a temporary name \
         and renamed when complete). A run id found in several inputs must have identical content \
         (config and all summary values except wall times): identical duplicates are kept once, \
-        different ones make the merge fail with exit code 2.
+        different ones make the merge fail with exit code 2. Inputs made from different experiment \
+        files (root attribute experiment_json), or two runs with the same sweep_index, are refused \
+        (exit 2) unless --allow-mixed: then all runs are kept, /summary sorted by (sweep_index, \
+        run_id), the header copied from the first input and root attribute mixed = 1.
         """
     )
 
@@ -23,6 +26,9 @@ struct MergeCommand: ParsableCommand {
     @Flag(help: "Replace OUT.h5 if it exists.")
     var overwrite = false
 
+    @Flag(help: "Merge inputs from different experiments (different experiment_json or clashing sweep_index) instead of refusing.")
+    var allowMixed = false
+
     func run() throws {
         guard !inputs.isEmpty else { throw CLIFailure.badInput("no input files") }
         for input in inputs where !FileManager.default.fileExists(atPath: input) {
@@ -32,7 +38,7 @@ struct MergeCommand: ParsableCommand {
             throw CLIFailure.badInput("\(output) exists; use --overwrite to replace it")
         }
         let report: ResultsMerger.Report
-        do { report = try ResultsMerger.merge(inputs: inputs, output: output) } catch {
+        do { report = try ResultsMerger.merge(inputs: inputs, output: output, allowMixed: allowMixed) } catch {
             throw CLIFailure.badInput("merge failed: \(error)")
         }
         for w in report.warnings { printError("warning: \(w)") }

@@ -79,6 +79,7 @@ struct SweepCommand: ParsableCommand {
 
         let shardText = selectedShard.map { " (shard \($0))" } ?? ""
         writeOut("sweep \(experiment.name)\(shardText): \(total) runs, \(writer.completedIds.count) already in \(path), jobs \(jobs)\n")
+        for n in experiment.notes { writeOut("note: \(n)\n") }
         let printer = ProgressPrinter(tty: tty)
         let box = ResultBox<SweepSession.Outcome>()
         let semaphore = DispatchSemaphore(value: 0)

@@ -21,6 +21,7 @@ struct ValidateCommand: ParsableCommand {
             if experiment.isSweep {
                 print("  sweep over \(experiment.sweptPaths.joined(separator: ", ")); run with: continual sweep \(file)")
             }
+            for n in experiment.notes { print("  note: \(n)") }
             for r in experiment.runs {
                 print("  \(r.runId)  \(r.config.name)  strategy=\(r.config.strategyLabel)  seed=\(r.config.seed)")
                 if resolved { print("    " + r.canonicalJSON) }

@@ -45,13 +45,14 @@ import ContinualStrategies
             return Adapters(options: o)
         case "lora": return LoRA(options: LoRA.Options())
         case "last_layer": return LastLayer(options: LastLayer.Options())
+        case "qat": return QuantizationAware(options: .init(startExperience: 1))
         default: return BitFit(options: BitFit.Options())
         }
     }
 
     @Test(arguments: ["naive", "joint", "ewc", "online_ewc", "si", "replay_reservoir", "replay_class_balanced_int8",
                       "replay_herding_float16", "replay_kcenter", "adapters", "adapters_context", "lora",
-                      "last_layer", "bitfit"], [0, 1, 2])
+                      "last_layer", "bitfit", "qat"], [0, 1, 2])
     func stopAndResumeIsBitIdentical(strategy: String, k: Int) throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }

@@ -95,4 +95,25 @@ struct SweepCLITests {
         let inspect = try Self.run(["inspect", "m.h5"], in: scratch.url)
         #expect(inspect.status == 0 && inspect.output.contains("optimizer.lr") && inspect.output.contains("diverged") == false && inspect.output.contains("sweep of 4 runs"))
     }
+
+    @Test func resumeOfAChangedConfigAndMixedMergesExitWith2() throws {
+        let scratch = try SweepScratch()
+        defer { scratch.cleanup() }
+        func experiment(_ epochs: Int) -> String {
+            """
+            {"name": "ch", "scenario": {"type": "habit_drift", "train_per_experience": 60, "test_per_experience": 30, "phases": ["morning", "night"]},
+             "model": {"hidden": [8]}, "training": {"epochs": \(epochs), "batch_size": 16}, "strategy": ["naive"],
+             "sweep": {"parameters": {"seed": [0, 1]}}}
+            """
+        }
+        try experiment(1).write(toFile: scratch.path("e1.json"), atomically: true, encoding: .utf8)
+        try experiment(2).write(toFile: scratch.path("e2.json"), atomically: true, encoding: .utf8)
+        #expect(try Self.run(["sweep", "e1.json", "-o", "a.h5", "--plain"], in: scratch.url).status == 0)
+        #expect(try Self.run(["sweep", "e2.json", "-o", "a.h5", "--resume", "--plain"], in: scratch.url).status == 2)
+        #expect(try SweepFixtures.comparableSummary(scratch.path("a.h5")).rows.count == 2)
+        #expect(try Self.run(["sweep", "e2.json", "-o", "b.h5", "--plain"], in: scratch.url).status == 0)
+        #expect(try Self.run(["merge", "m.h5", "a.h5", "b.h5"], in: scratch.url).status == 2)
+        let mixed = try Self.run(["merge", "m.h5", "a.h5", "b.h5", "--allow-mixed"], in: scratch.url)
+        #expect(mixed.status == 0 && mixed.output.contains("4 runs"))
+    }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ContinualCore
 @testable import ContinualExperiments
 
 @Suite("Sweep expansion")
@@ -54,6 +55,38 @@ struct SweepExpansionTests {
         #expect(c.runs.map(\.runId) != a.runs.map(\.runId))
         #expect(configError(#"{"parameters": {"optimizer.lr": {"uniform": [0, 1]}}}"#)?.message.contains("random") == true)
         #expect(configError(#"{"mode": "random", "parameters": {"seed": [1]}}"#)?.location == ".sweep.samples")
+    }
+
+    @Test func randomSearchDropsDuplicatePointsDeterministically() throws {
+        // 2 distinct configs: asking for 3 used to fail with "resolve to the same configuration".
+        let small = #"{"mode": "random", "samples": 3, "parameters": {"model.hidden": [[8], [16]]}}"#
+        let e = try parse(small)
+        #expect(e.runs.count == 2)
+        #expect(Set(e.runs.map(\.config.model.hidden)) == [[8], [16]])
+        #expect(e.notes.count == 1 && e.notes[0].contains("only 2 distinct"))
+        #expect(try parse(small).runs.map(\.runId) == e.runs.map(\.runId))
+        // A categorical space larger than samples: exactly `samples` distinct points, no note.
+        let cat = try parse(#"{"mode": "random", "samples": 5, "seed": 1, "parameters": {"training.epochs": [1, 2, 3], "optimizer.lr": [0.01, 0.1]}}"#)
+        #expect(cat.runs.count == 5 && Set(cat.runs.map(\.runId)).count == 5 && cat.notes.isEmpty)
+        // Searches without duplicates keep their points (run ids unchanged by the dedup).
+        let spec = try SweepSpec.parse(.object(["mode": .string("random"), "samples": .int(4), "seed": .int(3),
+                                                "parameters": .object(["optimizer.lr": .object(["uniform": .array([.double(0.1), .double(0.2)])])])]),
+                                       at: ".sweep", file: "", runKeys: ["optimizer"])
+        var rng = RandomSource(seed: 3, stream: "sweep")
+        #expect(spec.points() == (0..<4).map { _ in [JSONValue.double(SweepSpec.rounded(rng.uniform(0.1, 0.2)))] })
+    }
+
+    @Test func roundedUniformDrawsStayBelowHigh() throws {
+        // 0.99999999 rounds to 1 at 6 significant digits, which [0, 1) excludes.
+        #expect(SweepSpec.rounded(0.99999999) == 1)
+        #expect(SweepSpec.roundedBelow(0.99999999, 0, 1) < 1)
+        #expect(SweepSpec.roundedBelow(0.99999999, 0, 1) >= 0.99999)
+        #expect(SweepSpec.roundedBelow(0.5, 0, 1) == 0.5)
+        // A narrow range where most draws round onto `high`: all stay in [low, high).
+        let e = try parse(#"{"mode": "random", "samples": 50, "parameters": {"optimizer.momentum": {"uniform": [0.8999999, 0.9]}}}"#)
+        #expect(e.runs.count == 50)
+        let drawn = e.runs.map { $0.sweepValues[0].value.numberValue! }
+        #expect(drawn.allSatisfy { $0 >= 0.8999999 && $0 < 0.9 })
     }
 
     @Test func rangesHonourStepAndExcludeTheEnd() throws {

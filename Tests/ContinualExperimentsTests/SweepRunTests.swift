@@ -151,4 +151,95 @@ struct SweepRunTests {
             .replacingOccurrences(of: "[0.02, 0.1]", with: "[1, 2]"))
         #expect(throws: HDF5Error.self) { try SweepSession(experiment: other).makeWriter(path: scratch.path("a.h5"), resume: true) }
     }
+
+    static func seeds(_ seeds: String, epochs: Int) -> String {
+        """
+        {"name": "s3", "scenario": {"type": "habit_drift", "train_per_experience": 80, "test_per_experience": 40, "phases": ["morning", "night"]},
+         "model": {"hidden": [8]}, "training": {"epochs": \(epochs), "batch_size": 16}, "strategy": ["naive"],
+         "sweep": {"parameters": {"seed": \(seeds)}}}
+        """
+    }
+
+    @Test func resumeRefusesCompleteRunsOfAChangedConfig() async throws {
+        let scratch = try SweepScratch()
+        defer { scratch.cleanup() }
+        let path = scratch.path("s.h5")
+        let e1 = try SweepFixtures.experiment(Self.seeds("[0, 1, 2]", epochs: 1))
+        try await SweepFixtures.sweep(e1, to: path, jobs: 2)
+        let e2 = try SweepFixtures.experiment(Self.seeds("[0, 1, 2]", epochs: 2))
+        do {
+            _ = try SweepSession(experiment: e2).makeWriter(path: path, resume: true)
+            Issue.record("resume accepted runs of another config")
+        } catch let error as SweepWriter.ForeignRuns {
+            #expect(error.foreign.count == 3 && error.total == 3)
+            #expect(Set(error.foreign) == Set(e1.runs.map(\.runId)))
+            #expect(error.description.contains("3 of 3") && error.description.contains(error.foreign[0]))
+            #expect(error.description.contains("--overwrite"))
+        }
+        // The file is untouched: still the three epoch-1 runs.
+        let (table, _) = try SweepReport.read(path: path)
+        #expect(Set(table.column("run_id")!.map { $0.stringValue! }) == Set(e1.runs.map(\.runId)))
+    }
+
+    @Test func resumeWithMoreSeedsRenumbersAndUpdatesTheHeader() async throws {
+        let scratch = try SweepScratch()
+        defer { scratch.cleanup() }
+        let path = scratch.path("s.h5")
+        // Seeds 1 and 3 first, then the sweep grows to 0...3: the kept runs move to indices 1 and 3.
+        let small = try SweepFixtures.experiment(Self.seeds("[1, 3]", epochs: 1))
+        try await SweepFixtures.sweep(small, to: path, jobs: 2)
+        let big = try SweepFixtures.experiment(Self.seeds("[0, 1, 2, 3]", epochs: 1))
+        let outcome = try await SweepFixtures.sweep(big, to: path, jobs: 2, resume: true)
+        #expect(outcome.skipped == 2 && outcome.written == 2)
+        let (table, _) = try SweepReport.read(path: path)
+        #expect(table.column("sweep_index") == (0..<4).map { HDF5Value.int(Int64($0)) })
+        #expect(table.column("run_id")!.map { $0.stringValue! } == big.runs.map(\.runId))
+        let f = try HDF5File.open(path: path)
+        #expect(try f.root.attributes.scalar("sweep_run_count", as: Int64.self) == 4)
+        #expect(try f.root.attributes.string("experiment_json") == big.sourceText)
+        try f.close()
+    }
+
+    @Test func mergingDifferentExperimentsIsRefusedUnlessAllowMixed() async throws {
+        let scratch = try SweepScratch()
+        defer { scratch.cleanup() }
+        let e1 = try SweepFixtures.experiment(Self.seeds("[0, 1, 2]", epochs: 1))
+        let e2 = try SweepFixtures.experiment(Self.seeds("[0, 1, 2]", epochs: 2))
+        let a = scratch.path("a.h5"), b = scratch.path("b.h5")
+        try await SweepFixtures.sweep(e1, to: a, jobs: 2)
+        try await SweepFixtures.sweep(e2, to: b, jobs: 2)
+        do {
+            _ = try ResultsMerger.merge(inputs: [a, b], output: scratch.path("m.h5"))
+            Issue.record("merged two experiments without --allow-mixed")
+        } catch let error as ResultsMerger.Conflict {
+            #expect(error.description.contains("different experiment") && error.description.contains("--allow-mixed"))
+        }
+        #expect(!FileManager.default.fileExists(atPath: scratch.path("m.h5")))
+        // Allowed: all six runs, ordered by (sweep_index, run_id) whatever the input order.
+        let report = try ResultsMerger.merge(inputs: [a, b], output: scratch.path("ab.h5"), allowMixed: true)
+        _ = try ResultsMerger.merge(inputs: [b, a], output: scratch.path("ba.h5"), allowMixed: true)
+        #expect(report.runs == 6 && !report.warnings.isEmpty)
+        let ab = try SweepFixtures.comparableSummary(scratch.path("ab.h5")), ba = try SweepFixtures.comparableSummary(scratch.path("ba.h5"))
+        #expect(ab.rows.count == 6 && ab.rows == ba.rows)
+        let (table, _) = try SweepReport.read(path: scratch.path("ab.h5"))
+        let keys = zip(table.column("sweep_index")!.map { $0.intValue! }, table.column("run_id")!.map { $0.stringValue! }).map { ($0, $1) }
+        #expect(keys.map(\.0) == [0, 0, 1, 1, 2, 2])
+        #expect(zip(keys, keys.dropFirst()).allSatisfy { $0.0 < $1.0 || ($0.0 == $1.0 && $0.1 < $1.1) })
+        let f = try HDF5File.open(path: scratch.path("ab.h5"))
+        #expect(try f.root.attributes.scalar("mixed", as: Int64.self) == 1)
+        try f.close()
+        // Same experiment_json but two runs at one sweep_index (e.g. a hand-edited file): refused too.
+        do {
+            let text = try HDF5File.open(path: a).root.attributes.string("experiment_json")!
+            let g = try HDF5File.open(path: b, mode: .readWrite)
+            try g.root.attributes.set("experiment_json", text)
+            try g.close()
+        }
+        do {
+            _ = try ResultsMerger.merge(inputs: [a, b], output: scratch.path("m.h5"))
+            Issue.record("merged clashing sweep indices")
+        } catch let error as ResultsMerger.Conflict {
+            #expect(error.description.contains("both have sweep_index"))
+        }
+    }
 }

@@ -50,7 +50,8 @@ public struct L2Anchor: StrategyPlugin {
     @Test func readmeBlockMatchesThisFile() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
-        let block = readme.components(separatedBy: "```swift\n")[1].components(separatedBy: "```")[0]
+        let section = readme.components(separatedBy: "## Adding a strategy")[1]
+        let block = section.components(separatedBy: "```swift\n")[1].components(separatedBy: "```")[0]
         let here = try String(contentsOf: URL(fileURLWithPath: #filePath), encoding: .utf8)
         let body = block.replacingOccurrences(of: "import ContinualCore\n", with: "")
         #expect(here.contains(body))
