@@ -9,59 +9,68 @@ public enum CheckpointFile {
     public static let format = "continualkit-checkpoint"
 
     public static func write(_ checkpoint: TrainerCheckpoint, configJSON: String = "", to path: String) throws {
-        let file = try HDF5File.create(path: path)
-        let root = file.root
-        let bytes = checkpoint.encoded()
-        try root.attributes.set("format", format)
-        try root.attributes.set("version", Int64(TrainerCheckpoint.version))
-        try root.attributes.set("checksum", StableHash.hex(StableHash.fnv1a64(bytes: bytes)))
-        try root.attributes.set("config_json", configJSON)
-        try root.attributes.set("experiences_done", Int64(checkpoint.experiencesDone))
-        _ = try root.write(bytes, shape: [bytes.count], name: "payload", compress: false)
-        _ = try root.write(checkpoint.parameters, shape: [checkpoint.parameters.count], name: "parameters")
-        let T = checkpoint.experienceCount
-        _ = try root.write(checkpoint.accuracy.flatMap { $0 }, shape: [checkpoint.accuracy.count, T], name: "accuracy_matrix_so_far")
+        // Serialised with every other HDF5 session of the process (see HDF5Lock).
+        try HDF5Lock.withLock {
+            let file = try HDF5File.create(path: path)
+            let root = file.root
+            let bytes = checkpoint.encoded()
+            try root.attributes.set("format", format)
+            try root.attributes.set("version", Int64(TrainerCheckpoint.version))
+            try root.attributes.set("checksum", StableHash.hex(StableHash.fnv1a64(bytes: bytes)))
+            try root.attributes.set("config_json", configJSON)
+            try root.attributes.set("experiences_done", Int64(checkpoint.experiencesDone))
+            _ = try root.write(bytes, shape: [bytes.count], name: "payload", compress: false)
+            _ = try root.write(checkpoint.parameters, shape: [checkpoint.parameters.count], name: "parameters")
+            let T = checkpoint.experienceCount
+            _ = try root.write(checkpoint.accuracy.flatMap { $0 }, shape: [checkpoint.accuracy.count, T], name: "accuracy_matrix_so_far")
+        }
     }
 
     /// The resolved config JSON the checkpoint was written with ("" if none was given).
     public static func configJSON(path: String) throws -> String {
-        let file = try HDF5File.open(path: path)
-        defer { try? file.close() }
-        return try file.root.attributes.string("config_json") ?? ""
+        // Serialised with every other HDF5 session of the process (see HDF5Lock).
+        return try HDF5Lock.withLock {
+            let file = try HDF5File.open(path: path)
+            defer { try? file.close() }
+            return try file.root.attributes.string("config_json") ?? ""
+        }
     }
 
     /// Reads and verifies a checkpoint; damaged, truncated or foreign files throw a
     /// `CheckpointError` (or `ConfigError` for the wrong format) with a clear message.
     public static func read(path: String) throws -> TrainerCheckpoint {
-        let file: HDF5File
-        do {
-            file = try HDF5File.open(path: path)
-        } catch {
-            throw CheckpointError.truncated("\(path) cannot be opened as HDF5 (truncated or not a checkpoint): \(error)")
-        }
-        let root = file.root
-        let bytes: [UInt8]
-        let storedChecksum: String?
-        do {
-            guard try root.attributes.string("format") == format else {
-                throw CheckpointError.mismatch("\(path) is not a ContinualKit checkpoint (attribute format)")
+        // Serialised with every other HDF5 session of the process (see HDF5Lock).
+        return try HDF5Lock.withLock {
+            let file: HDF5File
+            do {
+                file = try HDF5File.open(path: path)
+            } catch {
+                throw CheckpointError.truncated("\(path) cannot be opened as HDF5 (truncated or not a checkpoint): \(error)")
             }
-            let version = Int(try root.attributes.scalar("version", as: Int64.self) ?? -1)
-            guard version == TrainerCheckpoint.version else {
-                throw CheckpointError.wrongVersion(found: version, expected: TrainerCheckpoint.version)
+            let root = file.root
+            let bytes: [UInt8]
+            let storedChecksum: String?
+            do {
+                guard try root.attributes.string("format") == format else {
+                    throw CheckpointError.mismatch("\(path) is not a ContinualKit checkpoint (attribute format)")
+                }
+                let version = Int(try root.attributes.scalar("version", as: Int64.self) ?? -1)
+                guard version == TrainerCheckpoint.version else {
+                    throw CheckpointError.wrongVersion(found: version, expected: TrainerCheckpoint.version)
+                }
+                storedChecksum = try root.attributes.string("checksum")
+                bytes = try root.openDataset("payload").read(as: UInt8.self)
+            } catch let error as CheckpointError {
+                throw error
+            } catch {
+                throw CheckpointError.truncated("\(path): \(error)")
             }
-            storedChecksum = try root.attributes.string("checksum")
-            bytes = try root.openDataset("payload").read(as: UInt8.self)
-        } catch let error as CheckpointError {
-            throw error
-        } catch {
-            throw CheckpointError.truncated("\(path): \(error)")
+            let found = StableHash.fnv1a64(bytes: bytes)
+            guard let storedChecksum, let expected = UInt64(storedChecksum, radix: 16) else {
+                throw CheckpointError.mismatch("\(path) has no valid checksum attribute")
+            }
+            guard found == expected else { throw CheckpointError.checksumMismatch(expected: expected, found: found) }
+            return try TrainerCheckpoint(decoding: bytes)
         }
-        let found = StableHash.fnv1a64(bytes: bytes)
-        guard let storedChecksum, let expected = UInt64(storedChecksum, radix: 16) else {
-            throw CheckpointError.mismatch("\(path) has no valid checksum attribute")
-        }
-        guard found == expected else { throw CheckpointError.checksumMismatch(expected: expected, found: found) }
-        return try TrainerCheckpoint(decoding: bytes)
     }
 }

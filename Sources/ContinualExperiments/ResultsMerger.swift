@@ -21,97 +21,100 @@ public enum ResultsMerger {
     }
 
     public static func merge(inputs: [String], output: String, allowMixed: Bool = false) throws -> Report {
-        guard !inputs.isEmpty else { throw Conflict(description: "no input files") }
-        try FileManager.default.createDirectory(at: URL(fileURLWithPath: output).deletingLastPathComponent(),
-                                                withIntermediateDirectories: true)
-        let temporary = output + ".tmp-\(ProcessInfo.processInfo.processIdentifier)"
-        var report = Report(runs: 0, duplicates: 0, skippedIncomplete: 0, warnings: [])
-        do {
-            let out = try HDF5File.create(path: temporary)
-            let outRuns = try out.root.createGroup("runs")
-            var layout: SummaryLayout?
-            var firstSweep: String?
-            // id → (input path, config JSON, row) of the copy kept.
-            var kept: [String: (source: String, config: String, row: [HDF5Value])] = [:]
-            var rows: [[HDF5Value]] = []
-            // sweep_index → run id of the kept run, to catch two runs claiming one position.
-            var byIndex: [Int64: (id: String, source: String)] = [:]
-            var mixed = Set<String>()
-            var clashes = 0, firstClash = ""
-            for (n, input) in inputs.enumerated() {
-                let file = try HDF5File.open(path: input, mode: .readOnly)
-                defer { try? file.close() }
-                let root = file.root
-                guard try root.attributes.string("kind") == "sweep", let inputLayout = try SweepWriter.readLayout(root) else {
-                    throw Conflict(description: "\(input) is not a sweep results file (written by `continual sweep`)")
-                }
-                let sweep = try root.attributes.string("experiment_json") ?? ""
-                if n == 0 {
-                    layout = inputLayout
-                    firstSweep = sweep
-                    try copyHeader(from: root, to: out.root)
-                } else {
-                    guard inputLayout == layout else {
-                        throw Conflict(description: "\(input) comes from a different sweep: swept columns \(inputLayout.sweptColumnNames) (kinds \(inputLayout.swept.map { "\($0.kind)" })) ≠ \(layout!.sweptColumnNames) (kinds \(layout!.swept.map { "\($0.kind)" })) in \(inputs[0])")
+        // Serialised with every other HDF5 session of the process (see HDF5Lock).
+        return try HDF5Lock.withLock {
+            guard !inputs.isEmpty else { throw Conflict(description: "no input files") }
+            try FileManager.default.createDirectory(at: URL(fileURLWithPath: output).deletingLastPathComponent(),
+                                                    withIntermediateDirectories: true)
+            let temporary = output + ".tmp-\(ProcessInfo.processInfo.processIdentifier)"
+            var report = Report(runs: 0, duplicates: 0, skippedIncomplete: 0, warnings: [])
+            do {
+                let out = try HDF5File.create(path: temporary)
+                let outRuns = try out.root.createGroup("runs")
+                var layout: SummaryLayout?
+                var firstSweep: String?
+                // id → (input path, config JSON, row) of the copy kept.
+                var kept: [String: (source: String, config: String, row: [HDF5Value])] = [:]
+                var rows: [[HDF5Value]] = []
+                // sweep_index → run id of the kept run, to catch two runs claiming one position.
+                var byIndex: [Int64: (id: String, source: String)] = [:]
+                var mixed = Set<String>()
+                var clashes = 0, firstClash = ""
+                for (n, input) in inputs.enumerated() {
+                    let file = try HDF5File.open(path: input, mode: .readOnly)
+                    defer { try? file.close() }
+                    let root = file.root
+                    guard try root.attributes.string("kind") == "sweep", let inputLayout = try SweepWriter.readLayout(root) else {
+                        throw Conflict(description: "\(input) is not a sweep results file (written by `continual sweep`)")
                     }
-                    if sweep != firstSweep {
-                        guard allowMixed else {
-                            throw Conflict(description: "\(input) was made from a different experiment file (experiment_json) than \(inputs[0]); refusing to mix two experiments in one /summary (use --allow-mixed to merge them anyway)")
-                        }
-                        mixed.insert(sweep)
-                        report.warnings.append("\(input) was made from a different experiment file than \(inputs[0]); kept (--allow-mixed)")
-                    }
-                }
-                let names = inputLayout.columns.map(\.name)
-                let compared = names.indices.filter { !ResultsSchema.timingColumns.contains(names[$0]) }
-                let runs = try root.openGroup("runs")
-                let stored = try SweepWriter.storedRows(root)
-                report.skippedIncomplete += try runs.childNames().count - stored.count
-                for entry in stored {
-                    let config = try runs.openGroup(entry.id).attributes.string("config_json") ?? ""
-                    if let previous = kept[entry.id] {
-                        if previous.config != config {
-                            throw Conflict(description: "run \(entry.id) has different configs in \(previous.source) and \(input); refusing to merge")
-                        }
-                        for i in compared where !same(previous.row[i], entry.row[i]) {
-                            throw Conflict(description: "run \(entry.id) (\(entry.row[names.firstIndex(of: "name")!].stringValue ?? "")) differs between \(previous.source) and \(input): \(names[i]) = \(previous.row[i]) vs \(entry.row[i]); refusing to merge")
-                        }
-                        report.duplicates += 1
-                        continue
-                    }
-                    let index = entry.row[names.firstIndex(of: "sweep_index")!].intValue ?? -1
-                    if let other = byIndex[index] {
-                        guard allowMixed else {
-                            throw Conflict(description: "runs \(other.id) (\(other.source)) and \(entry.id) (\(input)) both have sweep_index \(index): the inputs come from different sweeps; refusing to merge (use --allow-mixed to keep both)")
-                        }
-                        if clashes == 0 { firstClash = "\(other.id) and \(entry.id) at \(index)" }
-                        clashes += 1
+                    let sweep = try root.attributes.string("experiment_json") ?? ""
+                    if n == 0 {
+                        layout = inputLayout
+                        firstSweep = sweep
+                        try copyHeader(from: root, to: out.root)
                     } else {
-                        byIndex[index] = (entry.id, input)
+                        guard inputLayout == layout else {
+                            throw Conflict(description: "\(input) comes from a different sweep: swept columns \(inputLayout.sweptColumnNames) (kinds \(inputLayout.swept.map { "\($0.kind)" })) ≠ \(layout!.sweptColumnNames) (kinds \(layout!.swept.map { "\($0.kind)" })) in \(inputs[0])")
+                        }
+                        if sweep != firstSweep {
+                            guard allowMixed else {
+                                throw Conflict(description: "\(input) was made from a different experiment file (experiment_json) than \(inputs[0]); refusing to mix two experiments in one /summary (use --allow-mixed to merge them anyway)")
+                            }
+                            mixed.insert(sweep)
+                            report.warnings.append("\(input) was made from a different experiment file than \(inputs[0]); kept (--allow-mixed)")
+                        }
                     }
-                    try runs.copy(entry.id, to: outRuns)
-                    kept[entry.id] = (input, config, entry.row)
-                    rows.append(entry.row)
+                    let names = inputLayout.columns.map(\.name)
+                    let compared = names.indices.filter { !ResultsSchema.timingColumns.contains(names[$0]) }
+                    let runs = try root.openGroup("runs")
+                    let stored = try SweepWriter.storedRows(root)
+                    report.skippedIncomplete += try runs.childNames().count - stored.count
+                    for entry in stored {
+                        let config = try runs.openGroup(entry.id).attributes.string("config_json") ?? ""
+                        if let previous = kept[entry.id] {
+                            if previous.config != config {
+                                throw Conflict(description: "run \(entry.id) has different configs in \(previous.source) and \(input); refusing to merge")
+                            }
+                            for i in compared where !same(previous.row[i], entry.row[i]) {
+                                throw Conflict(description: "run \(entry.id) (\(entry.row[names.firstIndex(of: "name")!].stringValue ?? "")) differs between \(previous.source) and \(input): \(names[i]) = \(previous.row[i]) vs \(entry.row[i]); refusing to merge")
+                            }
+                            report.duplicates += 1
+                            continue
+                        }
+                        let index = entry.row[names.firstIndex(of: "sweep_index")!].intValue ?? -1
+                        if let other = byIndex[index] {
+                            guard allowMixed else {
+                                throw Conflict(description: "runs \(other.id) (\(other.source)) and \(entry.id) (\(input)) both have sweep_index \(index): the inputs come from different sweeps; refusing to merge (use --allow-mixed to keep both)")
+                            }
+                            if clashes == 0 { firstClash = "\(other.id) and \(entry.id) at \(index)" }
+                            clashes += 1
+                        } else {
+                            byIndex[index] = (entry.id, input)
+                        }
+                        try runs.copy(entry.id, to: outRuns)
+                        kept[entry.id] = (input, config, entry.row)
+                        rows.append(entry.row)
+                    }
                 }
+                if clashes > 0 {
+                    report.warnings.append("\(clashes) run(s) share a sweep_index with another run (e.g. \(firstClash)); all kept (--allow-mixed)")
+                }
+                try SweepWriter.writeSummary(rows, layout: layout!, into: out.root)
+                try out.root.attributes.set("shard", "")
+                try out.root.attributes.set("merged_from", inputs.map { URL(fileURLWithPath: $0).lastPathComponent })
+                // 1 when --allow-mixed kept runs of several experiments (the header is the first input's).
+                try out.root.attributes.set("mixed", Int64(mixed.isEmpty && report.warnings.isEmpty ? 0 : 1))
+                try out.close()
+                report.runs = rows.count
+                guard rename(temporary, output) == 0 else {
+                    throw HDF5Error(.library, "cannot move \(temporary) to \(output): \(String(cString: strerror(errno)))")
+                }
+            } catch {
+                try? FileManager.default.removeItem(atPath: temporary)
+                throw error
             }
-            if clashes > 0 {
-                report.warnings.append("\(clashes) run(s) share a sweep_index with another run (e.g. \(firstClash)); all kept (--allow-mixed)")
-            }
-            try SweepWriter.writeSummary(rows, layout: layout!, into: out.root)
-            try out.root.attributes.set("shard", "")
-            try out.root.attributes.set("merged_from", inputs.map { URL(fileURLWithPath: $0).lastPathComponent })
-            // 1 when --allow-mixed kept runs of several experiments (the header is the first input's).
-            try out.root.attributes.set("mixed", Int64(mixed.isEmpty && report.warnings.isEmpty ? 0 : 1))
-            try out.close()
-            report.runs = rows.count
-            guard rename(temporary, output) == 0 else {
-                throw HDF5Error(.library, "cannot move \(temporary) to \(output): \(String(cString: strerror(errno)))")
-            }
-        } catch {
-            try? FileManager.default.removeItem(atPath: temporary)
-            throw error
+            return report
         }
-        return report
     }
 
     /// Equal values, with NaN equal to NaN (a diverged run's metrics).

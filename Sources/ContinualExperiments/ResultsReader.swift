@@ -26,47 +26,50 @@ public enum ResultsReader {
     }
 
     public static func read(path: String) throws -> Contents {
-        let file = try HDF5File.open(path: path, mode: .readOnly)
-        defer { try? file.close() }
-        let root = file.root
-        var attributes: [String: String] = [:]
-        for name in try root.attributes.names() {
-            if let s = try? root.attributes.string(name) { attributes[name] = s }
-            else if let i = try? root.attributes.scalar(name, as: Int64.self) { attributes[name] = String(i) }
-        }
-        var runs: [StoredRun] = []
-        if root.exists("runs") {
-            let group = try root.openGroup("runs")
-            for id in try group.childNames() {
-                let g = try group.openGroup(id)
-                let a = g.attributes
-                var run = StoredRun(
-                    runId: try a.string("run_id") ?? id, name: try a.string("name") ?? "",
-                    strategy: try a.string("strategy") ?? "", status: try a.string("status") ?? "",
-                    message: try a.string("message") ?? "", seed: try a.scalar("seed", as: Int64.self) ?? 0,
-                    configJSON: try a.string("config_json") ?? "", accuracy: [], randomBaseline: [],
-                    experienceNames: [], metrics: [:], trainSeconds: .nan)
-                if g.exists("accuracy_matrix") {
-                    let d = try g.openDataset("accuracy_matrix")
-                    let shape = try d.shape
-                    let values: [Double] = try d.read()
-                    if shape.count == 2 {
-                        run.accuracy = (0..<shape[0]).map { Array(values[($0 * shape[1])..<(($0 + 1) * shape[1])]) }
-                    }
-                }
-                if g.exists("baseline_random") { run.randomBaseline = try g.openDataset("baseline_random").read() }
-                if g.exists("experience_names") { run.experienceNames = try g.openDataset("experience_names").readStrings() }
-                if g.exists("metrics") {
-                    let m = try g.openGroup("metrics").attributes
-                    for name in try m.names() { run.metrics[name] = try m.scalar(name, as: Double.self) }
-                }
-                if g.exists("costs") {
-                    run.trainSeconds = try g.openGroup("costs").attributes.scalar("train_seconds", as: Double.self) ?? .nan
-                }
-                runs.append(run)
+        // Serialised with every other HDF5 session of the process (see HDF5Lock).
+        return try HDF5Lock.withLock {
+            let file = try HDF5File.open(path: path, mode: .readOnly)
+            defer { try? file.close() }
+            let root = file.root
+            var attributes: [String: String] = [:]
+            for name in try root.attributes.names() {
+                if let s = try? root.attributes.string(name) { attributes[name] = s }
+                else if let i = try? root.attributes.scalar(name, as: Int64.self) { attributes[name] = String(i) }
             }
+            var runs: [StoredRun] = []
+            if root.exists("runs") {
+                let group = try root.openGroup("runs")
+                for id in try group.childNames() {
+                    let g = try group.openGroup(id)
+                    let a = g.attributes
+                    var run = StoredRun(
+                        runId: try a.string("run_id") ?? id, name: try a.string("name") ?? "",
+                        strategy: try a.string("strategy") ?? "", status: try a.string("status") ?? "",
+                        message: try a.string("message") ?? "", seed: try a.scalar("seed", as: Int64.self) ?? 0,
+                        configJSON: try a.string("config_json") ?? "", accuracy: [], randomBaseline: [],
+                        experienceNames: [], metrics: [:], trainSeconds: .nan)
+                    if g.exists("accuracy_matrix") {
+                        let d = try g.openDataset("accuracy_matrix")
+                        let shape = try d.shape
+                        let values: [Double] = try d.read()
+                        if shape.count == 2 {
+                            run.accuracy = (0..<shape[0]).map { Array(values[($0 * shape[1])..<(($0 + 1) * shape[1])]) }
+                        }
+                    }
+                    if g.exists("baseline_random") { run.randomBaseline = try g.openDataset("baseline_random").read() }
+                    if g.exists("experience_names") { run.experienceNames = try g.openDataset("experience_names").readStrings() }
+                    if g.exists("metrics") {
+                        let m = try g.openGroup("metrics").attributes
+                        for name in try m.names() { run.metrics[name] = try m.scalar(name, as: Double.self) }
+                    }
+                    if g.exists("costs") {
+                        run.trainSeconds = try g.openGroup("costs").attributes.scalar("train_seconds", as: Double.self) ?? .nan
+                    }
+                    runs.append(run)
+                }
+            }
+            let summary = root.exists("summary") ? try root.openDataset("summary").readTable() : nil
+            return Contents(attributes: attributes, runs: runs, summary: summary)
         }
-        let summary = root.exists("summary") ? try root.openDataset("summary").readTable() : nil
-        return Contents(attributes: attributes, runs: runs, summary: summary)
     }
 }

@@ -11,22 +11,25 @@ import ContinualMetrics
 public enum ResultsWriter {
     /// Writes a whole experiment atomically to `path` (replacing any file there).
     public static func writeExperiment(_ results: [RunResult], experiment: ExperimentFile, to path: String) throws {
-        let url = URL(fileURLWithPath: path)
-        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-        let temporary = path + ".tmp-\(ProcessInfo.processInfo.processIdentifier)"
-        do {
-            let file = try HDF5File.create(path: temporary)
-            try writeHeader(file.root, experiment: experiment)
-            let runs = try file.root.requireGroup("runs")
-            for r in results { try writeRun(r, into: runs) }
-            try writeSummary(results, into: file.root)
-            try file.close()
-            guard rename(temporary, path) == 0 else {
-                throw HDF5Error(.library, "cannot move \(temporary) to \(path): \(String(cString: strerror(errno)))")
+        // Serialised with every other HDF5 session of the process (see HDF5Lock).
+        try HDF5Lock.withLock {
+            let url = URL(fileURLWithPath: path)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            let temporary = path + ".tmp-\(ProcessInfo.processInfo.processIdentifier)"
+            do {
+                let file = try HDF5File.create(path: temporary)
+                try writeHeader(file.root, experiment: experiment)
+                let runs = try file.root.requireGroup("runs")
+                for r in results { try writeRun(r, into: runs) }
+                try writeSummary(results, into: file.root)
+                try file.close()
+                guard rename(temporary, path) == 0 else {
+                    throw HDF5Error(.library, "cannot move \(temporary) to \(path): \(String(cString: strerror(errno)))")
+                }
+            } catch {
+                try? FileManager.default.removeItem(atPath: temporary)
+                throw error
             }
-        } catch {
-            try? FileManager.default.removeItem(atPath: temporary)
-            throw error
         }
     }
 

@@ -29,125 +29,131 @@ public enum ScenarioArchive {
 
     /// Writes `stream` to `path` (replacing it), atomically through a temporary name.
     public static func write(_ stream: ExperienceStream, to path: String, optionsJSON: String = "") throws {
-        let url = URL(fileURLWithPath: path)
-        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-        let temporary = path + ".tmp-\(ProcessInfo.processInfo.processIdentifier)"
-        do {
-            let file = try HDF5File.create(path: temporary)
-            let root = file.root
-            let a = root.attributes
-            try a.set("format", format)
-            try a.set("format_version", formatVersion)
-            try a.set("name", stream.name)
-            try a.set("head", stream.head == .binary ? "binary" : "multiclass")
-            try a.set("classes", Int64(stream.head.classCount))
-            try a.set("dimension", Int64(stream.dimension))
-            try a.set("experience_count", Int64(stream.experiences.count))
-            try a.set("metadata_json", try JSONValue.encodeCanonicalText(stream.metadata))
-            try a.set("options_json", optionsJSON)
-            try a.set("toolkit_version", ResultsSchema.toolkitVersion)
-            _ = try root.write(stream.featureNames, name: "feature_names")
-            _ = try root.write(stream.experiences.map(\.name), name: "experience_names")
-            let experiences = try root.createGroup("experiences")
-            for e in stream.experiences {
-                let g = try experiences.createGroup(groupName(e.index, count: stream.experiences.count))
-                try g.attributes.set("index", Int64(e.index))
-                try g.attributes.set("name", e.name)
-                try g.attributes.set("metadata_json", try JSONValue.encodeCanonicalText(e.metadata))
-                for (split, samples) in [("train", e.train), ("test", e.test)] {
-                    let s = try g.createGroup(split)
-                    let f = try s.write(samples.features, shape: [samples.count, stream.dimension], name: "features")
-                    try f.attributes.set("axis0", "sample")
-                    try f.attributes.set("axis1", "feature (see /feature_names)")
-                    _ = try s.write(samples.labels, shape: [samples.count], name: "labels")
-                    if let routes = samples.routes { _ = try s.write(routes, shape: [samples.count], name: "routes") }
+        // Serialised with every other HDF5 session of the process (see HDF5Lock).
+        try HDF5Lock.withLock {
+            let url = URL(fileURLWithPath: path)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            let temporary = path + ".tmp-\(ProcessInfo.processInfo.processIdentifier)"
+            do {
+                let file = try HDF5File.create(path: temporary)
+                let root = file.root
+                let a = root.attributes
+                try a.set("format", format)
+                try a.set("format_version", formatVersion)
+                try a.set("name", stream.name)
+                try a.set("head", stream.head == .binary ? "binary" : "multiclass")
+                try a.set("classes", Int64(stream.head.classCount))
+                try a.set("dimension", Int64(stream.dimension))
+                try a.set("experience_count", Int64(stream.experiences.count))
+                try a.set("metadata_json", try JSONValue.encodeCanonicalText(stream.metadata))
+                try a.set("options_json", optionsJSON)
+                try a.set("toolkit_version", ResultsSchema.toolkitVersion)
+                _ = try root.write(stream.featureNames, name: "feature_names")
+                _ = try root.write(stream.experiences.map(\.name), name: "experience_names")
+                let experiences = try root.createGroup("experiences")
+                for e in stream.experiences {
+                    let g = try experiences.createGroup(groupName(e.index, count: stream.experiences.count))
+                    try g.attributes.set("index", Int64(e.index))
+                    try g.attributes.set("name", e.name)
+                    try g.attributes.set("metadata_json", try JSONValue.encodeCanonicalText(e.metadata))
+                    for (split, samples) in [("train", e.train), ("test", e.test)] {
+                        let s = try g.createGroup(split)
+                        let f = try s.write(samples.features, shape: [samples.count, stream.dimension], name: "features")
+                        try f.attributes.set("axis0", "sample")
+                        try f.attributes.set("axis1", "feature (see /feature_names)")
+                        _ = try s.write(samples.labels, shape: [samples.count], name: "labels")
+                        if let routes = samples.routes { _ = try s.write(routes, shape: [samples.count], name: "routes") }
+                    }
                 }
+                try file.close()
+                guard rename(temporary, path) == 0 else {
+                    throw ScenarioError("cannot move \(temporary) to \(path): \(String(cString: strerror(errno)))")
+                }
+            } catch {
+                try? FileManager.default.removeItem(atPath: temporary)
+                throw error
             }
-            try file.close()
-            guard rename(temporary, path) == 0 else {
-                throw ScenarioError("cannot move \(temporary) to \(path): \(String(cString: strerror(errno)))")
-            }
-        } catch {
-            try? FileManager.default.removeItem(atPath: temporary)
-            throw error
         }
     }
 
     /// Reads a stream written by `write` (or by any tool following the layout).
     public static func read(path: String) throws -> ExperienceStream {
-        guard FileManager.default.fileExists(atPath: path) else { throw ScenarioError("\(path): no such file") }
-        let file: HDF5File
-        do { file = try HDF5File.open(path: path) } catch { throw ScenarioError("\(path): \(error)") }
-        defer { try? file.close() }
-        let root = file.root
-        let a = root.attributes
-        func fail(_ message: String) -> ScenarioError { ScenarioError("\(path): \(message)") }
-        guard (try? a.string("format")) == format else {
-            throw fail("not a ContinualKit scenario file (root attribute \"format\" must be \"\(format)\")")
-        }
-        let version = (try? a.scalar("format_version", as: Int64.self)) ?? 0
-        guard version == formatVersion else { throw fail("unsupported format_version \(version) (this reader knows \(formatVersion))") }
-        let name = try a.string("name") ?? "dataset"
-        let headName = try a.string("head") ?? "multiclass"
-        let classes = Int(try a.scalar("classes", as: Int64.self) ?? 0)
-        guard headName == "binary" || (headName == "multiclass" && classes >= 2) else {
-            throw fail("root attributes head/classes must be \"binary\" or \"multiclass\" with classes ≥ 2, found \(headName)/\(classes)")
-        }
-        let head: OutputHead = headName == "binary" ? .binary : .multiclass(classes: classes)
-        guard root.exists("feature_names") else { throw fail("missing dataset /feature_names") }
-        let featureNames = try root.openDataset("feature_names").readStrings()
-        let metadata = try decodeMetadata(try a.string("metadata_json") ?? "{}", fail("bad root attribute metadata_json"))
-        guard root.exists("experiences") else { throw fail("missing group /experiences") }
-        let group = try root.openGroup("experiences")
-        // Numeric order (by the stored index, else the group name), never text order: "1000"
-        // must come after "999" and "101".
-        var keyed: [(key: Int, name: String)] = []
-        for child in try group.childNames() {
-            let stored = try group.openGroup(child).attributes.scalar("index", as: Int64.self).map { Int($0) }
-            keyed.append((stored ?? Int(child) ?? Int.max, child))
-        }
-        let names = keyed.sorted { $0.key != $1.key ? $0.key < $1.key : $0.name < $1.name }.map(\.name)
-        var experiences: [Experience] = []
-        for (i, child) in names.enumerated() {
-            let g = try group.openGroup(child)
-            let where_ = "/experiences/\(child)"
-            let index = Int(try g.attributes.scalar("index", as: Int64.self) ?? Int64(i))
-            let ename = try g.attributes.string("name") ?? child
-            let emeta = try decodeMetadata(try g.attributes.string("metadata_json") ?? "{}",
-                                           fail("\(where_): bad attribute metadata_json"))
-            var splits: [Samples] = []
-            for split in ["train", "test"] {
-                let at = "\(where_)/\(split)"
-                guard g.exists("\(split)/features"), g.exists("\(split)/labels") else {
-                    throw fail("\(at) needs datasets features [n, \(featureNames.count)] and labels [n]")
-                }
-                let fds = try g.openDataset("\(split)/features")
-                let shape = try fds.shape
-                guard shape.count == 2, shape[1] == featureNames.count else {
-                    throw fail("\(at)/features has shape \(shape), expected [n, \(featureNames.count)] (one column per feature name)")
-                }
-                let features = try fds.read(as: Float.self)
-                let labels = try g.openDataset("\(split)/labels").read(as: Int32.self)
-                guard labels.count == shape[0] else {
-                    throw fail("\(at)/labels has \(labels.count) values but features has \(shape[0]) rows")
-                }
-                if let bad = labels.firstIndex(where: { $0 < 0 || Int($0) >= head.classCount }) {
-                    throw fail("\(at)/labels[\(bad)] = \(labels[bad]) is out of range 0..<\(head.classCount)")
-                }
-                var routes: [Int32]? = nil
-                if g.exists("\(split)/routes") {
-                    routes = try g.openDataset("\(split)/routes").read(as: Int32.self)
-                    guard routes!.count == labels.count else { throw fail("\(at)/routes has \(routes!.count) values, expected \(labels.count)") }
-                }
-                splits.append(Samples(dimension: featureNames.count, features: features, labels: labels, routes: routes))
+        // Serialised with every other HDF5 session of the process (see HDF5Lock).
+        return try HDF5Lock.withLock {
+            guard FileManager.default.fileExists(atPath: path) else { throw ScenarioError("\(path): no such file") }
+            let file: HDF5File
+            do { file = try HDF5File.open(path: path) } catch { throw ScenarioError("\(path): \(error)") }
+            defer { try? file.close() }
+            let root = file.root
+            let a = root.attributes
+            func fail(_ message: String) -> ScenarioError { ScenarioError("\(path): \(message)") }
+            guard (try? a.string("format")) == format else {
+                throw fail("not a ContinualKit scenario file (root attribute \"format\" must be \"\(format)\")")
             }
-            experiences.append(Experience(index: index, name: ename, train: splits[0], test: splits[1], metadata: emeta))
+            let version = (try? a.scalar("format_version", as: Int64.self)) ?? 0
+            guard version == formatVersion else { throw fail("unsupported format_version \(version) (this reader knows \(formatVersion))") }
+            let name = try a.string("name") ?? "dataset"
+            let headName = try a.string("head") ?? "multiclass"
+            let classes = Int(try a.scalar("classes", as: Int64.self) ?? 0)
+            guard headName == "binary" || (headName == "multiclass" && classes >= 2) else {
+                throw fail("root attributes head/classes must be \"binary\" or \"multiclass\" with classes ≥ 2, found \(headName)/\(classes)")
+            }
+            let head: OutputHead = headName == "binary" ? .binary : .multiclass(classes: classes)
+            guard root.exists("feature_names") else { throw fail("missing dataset /feature_names") }
+            let featureNames = try root.openDataset("feature_names").readStrings()
+            let metadata = try decodeMetadata(try a.string("metadata_json") ?? "{}", fail("bad root attribute metadata_json"))
+            guard root.exists("experiences") else { throw fail("missing group /experiences") }
+            let group = try root.openGroup("experiences")
+            // Numeric order (by the stored index, else the group name), never text order: "1000"
+            // must come after "999" and "101".
+            var keyed: [(key: Int, name: String)] = []
+            for child in try group.childNames() {
+                let stored = try group.openGroup(child).attributes.scalar("index", as: Int64.self).map { Int($0) }
+                keyed.append((stored ?? Int(child) ?? Int.max, child))
+            }
+            let names = keyed.sorted { $0.key != $1.key ? $0.key < $1.key : $0.name < $1.name }.map(\.name)
+            var experiences: [Experience] = []
+            for (i, child) in names.enumerated() {
+                let g = try group.openGroup(child)
+                let where_ = "/experiences/\(child)"
+                let index = Int(try g.attributes.scalar("index", as: Int64.self) ?? Int64(i))
+                let ename = try g.attributes.string("name") ?? child
+                let emeta = try decodeMetadata(try g.attributes.string("metadata_json") ?? "{}",
+                                               fail("\(where_): bad attribute metadata_json"))
+                var splits: [Samples] = []
+                for split in ["train", "test"] {
+                    let at = "\(where_)/\(split)"
+                    guard g.exists("\(split)/features"), g.exists("\(split)/labels") else {
+                        throw fail("\(at) needs datasets features [n, \(featureNames.count)] and labels [n]")
+                    }
+                    let fds = try g.openDataset("\(split)/features")
+                    let shape = try fds.shape
+                    guard shape.count == 2, shape[1] == featureNames.count else {
+                        throw fail("\(at)/features has shape \(shape), expected [n, \(featureNames.count)] (one column per feature name)")
+                    }
+                    let features = try fds.read(as: Float.self)
+                    let labels = try g.openDataset("\(split)/labels").read(as: Int32.self)
+                    guard labels.count == shape[0] else {
+                        throw fail("\(at)/labels has \(labels.count) values but features has \(shape[0]) rows")
+                    }
+                    if let bad = labels.firstIndex(where: { $0 < 0 || Int($0) >= head.classCount }) {
+                        throw fail("\(at)/labels[\(bad)] = \(labels[bad]) is out of range 0..<\(head.classCount)")
+                    }
+                    var routes: [Int32]? = nil
+                    if g.exists("\(split)/routes") {
+                        routes = try g.openDataset("\(split)/routes").read(as: Int32.self)
+                        guard routes!.count == labels.count else { throw fail("\(at)/routes has \(routes!.count) values, expected \(labels.count)") }
+                    }
+                    splits.append(Samples(dimension: featureNames.count, features: features, labels: labels, routes: routes))
+                }
+                experiences.append(Experience(index: index, name: ename, train: splits[0], test: splits[1], metadata: emeta))
+            }
+            guard experiences.map(\.index) == Array(0..<experiences.count) else {
+                throw fail("experience indices must be 0..<\(experiences.count), each once, found \(experiences.map(\.index))")
+            }
+            try ExperienceStream.requireNonEmptySplits(experiences, source: path)
+            return ExperienceStream(name: name, featureNames: featureNames, head: head, experiences: experiences, metadata: metadata)
         }
-        guard experiences.map(\.index) == Array(0..<experiences.count) else {
-            throw fail("experience indices must be 0..<\(experiences.count), each once, found \(experiences.map(\.index))")
-        }
-        try ExperienceStream.requireNonEmptySplits(experiences, source: path)
-        return ExperienceStream(name: name, featureNames: featureNames, head: head, experiences: experiences, metadata: metadata)
     }
 
     static func decodeMetadata(_ text: String, _ error: ScenarioError) throws -> [String: String] {

@@ -19,19 +19,22 @@ public enum SweepReport {
 
     /// `/summary` of a results file and its grouping columns (variant + swept columns except seed).
     public static func read(path: String) throws -> (table: HDF5Table, groupBy: [String]) {
-        let file = try HDF5File.open(path: path, mode: .readOnly)
-        defer { try? file.close() }
-        guard file.root.exists("summary") else { throw HDF5Error(.notFound, "\(path) has no /summary table") }
-        let d = try file.root.openDataset("summary")
-        let table = try d.readTable()
-        var swept: [String] = []
-        if let text = try? d.attributes.string("swept_columns_json"),
-           let names = try? JSONDecoder().decode([String].self, from: Data(text.utf8)) {
-            swept = names.filter { $0 != "seed" }
+        // Serialised with every other HDF5 session of the process (see HDF5Lock).
+        return try HDF5Lock.withLock {
+            let file = try HDF5File.open(path: path, mode: .readOnly)
+            defer { try? file.close() }
+            guard file.root.exists("summary") else { throw HDF5Error(.notFound, "\(path) has no /summary table") }
+            let d = try file.root.openDataset("summary")
+            let table = try d.readTable()
+            var swept: [String] = []
+            if let text = try? d.attributes.string("swept_columns_json"),
+               let names = try? JSONDecoder().decode([String].self, from: Data(text.utf8)) {
+                swept = names.filter { $0 != "seed" }
+            }
+            let names = Set(table.columns.map(\.name))
+            let by = (["variant"] + swept).filter { names.contains($0) }
+            return (table, by.isEmpty ? ["name"] : by)
         }
-        let names = Set(table.columns.map(\.name))
-        let by = (["variant"] + swept).filter { names.contains($0) }
-        return (table, by.isEmpty ? ["name"] : by)
     }
 
     /// Groups rows by `columns` (groups in order of first appearance) with each metric's mean ± std.

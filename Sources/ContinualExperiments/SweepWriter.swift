@@ -111,45 +111,51 @@ public final class SweepWriter: @unchecked Sendable {
     /// Writes one finished run and flushes; returns false (writing nothing) once the writer is closed.
     @discardableResult
     public func write(_ r: RunResult) throws -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        guard !closed else { return false }
-        let file = try Self.openForWriting(path)
-        defer { try? file.close() }
-        let runs = try file.root.requireGroup("runs")
-        try ResultsWriter.writeRun(r, into: runs)
-        let g = try runs.openGroup(r.runId)
-        try g.attributes.set("variant", r.run.variant)
-        try g.attributes.set("sweep_index", Int64(r.run.sweepIndex))
-        let values = JSONValue.object(Dictionary(uniqueKeysWithValues: r.run.sweepValues.map { ($0.path, $0.value) }))
-        try g.attributes.set("sweep_values_json", values.canonicalText())
-        let row = layout.row(r)
-        try g.write(HDF5Table(columns: layout.columns, rows: [row]), name: "summary_row", compress: false, chunkRows: 1)
-        try g.attributes.set("complete", Int64(1))  // last: marks the group as whole
-        if file.root.exists("summary") {
-            try file.root.openDataset("summary").append(rows: [row])
-        } else {
-            try Self.writeSummary([row], layout: layout, into: file.root)
+        // Serialised with every other HDF5 session of the process (see HDF5Lock).
+        return try HDF5Lock.withLock {
+            lock.lock()
+            defer { lock.unlock() }
+            guard !closed else { return false }
+            let file = try Self.openForWriting(path)
+            defer { try? file.close() }
+            let runs = try file.root.requireGroup("runs")
+            try ResultsWriter.writeRun(r, into: runs)
+            let g = try runs.openGroup(r.runId)
+            try g.attributes.set("variant", r.run.variant)
+            try g.attributes.set("sweep_index", Int64(r.run.sweepIndex))
+            let values = JSONValue.object(Dictionary(uniqueKeysWithValues: r.run.sweepValues.map { ($0.path, $0.value) }))
+            try g.attributes.set("sweep_values_json", values.canonicalText())
+            let row = layout.row(r)
+            try g.write(HDF5Table(columns: layout.columns, rows: [row]), name: "summary_row", compress: false, chunkRows: 1)
+            try g.attributes.set("complete", Int64(1))  // last: marks the group as whole
+            if file.root.exists("summary") {
+                try file.root.openDataset("summary").append(rows: [row])
+            } else {
+                try Self.writeSummary([row], layout: layout, into: file.root)
+            }
+            try file.flush()
+            try file.close()
+            completedIds.insert(r.runId)
+            written += 1
+            return true
         }
-        try file.flush()
-        try file.close()
-        completedIds.insert(r.runId)
-        written += 1
-        return true
     }
 
     /// Rewrites `/summary` sorted by sweep index and closes the writer (later writes are ignored).
     /// Safe to call from a signal handler's queue: it waits for a write in progress.
     public func finish() throws {
-        lock.lock()
-        defer { lock.unlock() }
-        guard !closed else { return }
-        closed = true
-        let file = try Self.openForWriting(path)
-        defer { try? file.close() }
-        try Self.rebuildSummary(file.root, layout: layout)
-        try file.flush()
-        try file.close()
+        // Serialised with every other HDF5 session of the process (see HDF5Lock).
+        try HDF5Lock.withLock {
+            lock.lock()
+            defer { lock.unlock() }
+            guard !closed else { return }
+            closed = true
+            let file = try Self.openForWriting(path)
+            defer { try? file.close() }
+            try Self.rebuildSummary(file.root, layout: layout)
+            try file.flush()
+            try file.close()
+        }
     }
 
     // MARK: - Shared with merge
