@@ -9,7 +9,9 @@ fronts: higher accuracy and lower cost (training energy in J; peak training memo
 Accuracy defaults to the prequential accuracy when the file has scheduled runs, else ACC.
 """
 import argparse
+import os
 import re
+import sys
 
 import h5py
 import matplotlib
@@ -21,12 +23,18 @@ import pandas as pd  # noqa: E402
 
 
 def load(path):
-    with h5py.File(path, "r") as f:
-        df = pd.DataFrame(f["summary"][:])
-    for c in df.columns:
-        if df[c].dtype == object:
-            df[c] = df[c].map(lambda v: v.decode() if isinstance(v, bytes) else v)
-    df["group"] = df["name"].map(lambda n: re.sub(r"[-_]s\d+$", "", n))
+    """The summary with a `group` column: for sweep files, the variant plus every swept value
+    except the seed (so seeds are averaged); for `variants` files, the name without a trailing
+    "-s<seed>" / "_s<seed>"."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from continualkit_analysis import load_summary, group_columns, config_label
+    df = load_summary(path)
+    columns = group_columns(df)
+    swept = [c for c in columns if c not in ("variant", "name")]
+    if swept:
+        df["group"] = [config_label(tuple(row), columns) for row in df[columns].itertuples(index=False)]
+    else:
+        df["group"] = df["name"].map(lambda n: re.sub(r"([-_]s\d+|_seed=\d+)$", "", n))
     return df
 
 
