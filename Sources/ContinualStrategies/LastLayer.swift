@@ -28,16 +28,8 @@ public struct LastLayer: StrategyPlugin {
         /// Last experience on which every parameter trains (-1: only the output layer ever trains).
         public var freezeCoreAfter: Int = 0
         public init() {}
-        enum CodingKeys: String, CodingKey, CaseIterable { case freezeCoreAfter = "freeze_core_after" }
-        public init(from decoder: any Decoder) throws {
-            let c = try decoder.strictContainer(keyedBy: CodingKeys.self, alsoAllowed: ["type"])
-            freezeCoreAfter = try c.decode(.freezeCoreAfter, default: 0)
-            try c.require(freezeCoreAfter >= -1, .freezeCoreAfter, "must be ≥ -1, got \(freezeCoreAfter)")
-        }
-        public func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(freezeCoreAfter, forKey: .freezeCoreAfter)
-        }
+        public init(from decoder: any Decoder) throws { freezeCoreAfter = try FreezeCoreOption.decode(from: decoder) }
+        public func encode(to encoder: any Encoder) throws { try FreezeCoreOption.encode(freezeCoreAfter, to: encoder) }
         public func makePlugin() -> any StrategyPlugin { LastLayer(options: self) }
     }
 }
