@@ -67,6 +67,8 @@ public struct PrequentialTrainer {
         var ringCount = 0, ringCorrect = 0, seen = 0, correctTotal = 0
         var batch = Batch(dimension: stream.dimension, capacity: options.batchSize * 2)
         var gradient = [Float](repeating: 0, count: model.parameterCount)
+        var taskGradient = [Float]()
+        var before = [Float]()
         var single = Samples(dimension: stream.dimension, features: [Float](repeating: 0, count: stream.dimension), labels: [0])
         var prediction: Int32 = 0
 
@@ -76,6 +78,12 @@ public struct PrequentialTrainer {
             let context = ExperienceContext(index: i, experiences: experiences, route: route)
             for p in plugins.indices { try plugins[p].beforeExperience(model: &model, context: context) }
             maskCache = [:]
+            let observing = plugins.contains { $0.observesSteps }
+            let transforming = plugins.contains { $0.transformsGradientPoint }
+            if observing {
+                taskGradient = [Float](repeating: 0, count: model.parameterCount)
+                before = [Float](repeating: 0, count: model.parameterCount)
+            }
             if optimizer.parameterCount != model.parameterCount {
                 optimizer = Optimizer(spec: optimizer.spec, parameterCount: model.parameterCount)
             } else if options.resetOptimizerPerExperience {
@@ -133,7 +141,11 @@ public struct PrequentialTrainer {
                 if batch.count == options.batchSize || k == trainSet.count - 1 {
                     batch.ownCount = batch.count
                     for p in plugins.indices { plugins[p].extendBatch(&batch, context: context) }
-                    let (loss, penalty) = step(batch: batch, gradient: &gradient, experience: i, step: steps, workspace: ws)
+                    let (loss, penalty) = Trainer.step(
+                        model: &model, optimizer: &optimizer, plugins: &plugins, batch: batch,
+                        gradient: &gradient, taskGradient: &taskGradient, before: &before,
+                        observing: observing, transforming: transforming, experience: i, step: steps,
+                        maskCache: &maskCache, workspace: ws)
                     guard loss.isFinite, penalty.isFinite else {
                         throw TrainingError.diverged(experience: i, epoch: 0, loss: loss.isFinite ? penalty : loss)
                     }
@@ -189,56 +201,6 @@ public struct PrequentialTrainer {
             for k in max(0, adjusted.count - own.count)..<adjusted.count { mask[k] = true }
         }
         return mask
-    }
-
-    /// One optimizer step on `batch` with penalties and step observers; (Σ task loss, penalty).
-    private mutating func step(batch: Batch, gradient: inout [Float], experience: Int, step: Int,
-                               workspace ws: Workspace) -> (Double, Double) {
-        let n = batch.count
-        let scale = 1 / Float(n)
-        var loss = 0.0
-        let model = self.model
-        gradient.withUnsafeMutableBufferPointer { g in
-            g.update(repeating: 0)
-            let routes = model.routeCount > 1 ? Set(batch.routes[0..<n]).sorted() : [batch.routes[0]]
-            for r in routes {
-                let idx = model.routeCount > 1 ? (0..<n).filter { batch.routes[$0] == r } : Array(0..<n)
-                var f = [Float]()
-                f.reserveCapacity(idx.count * batch.dimension)
-                for k in idx { f.append(contentsOf: batch.row(k)) }
-                let l = idx.map { batch.labels[$0] }
-                loss += model.lossAndGradient(features: f, labels: l, count: idx.count,
-                                              route: model.routeCount > 1 ? Int(r) : 0, scale: scale, workspace: ws,
-                                              gradient: g.baseAddress!)
-            }
-        }
-        let observing = plugins.contains { $0.observesSteps }
-        let taskGradient = observing ? gradient : []
-        let before = observing ? self.model.parameters : []
-        var penalty = 0.0
-        self.model.parameters.withUnsafeBufferPointer { p in
-            gradient.withUnsafeMutableBufferPointer { g in
-                for k in plugins.indices { penalty += plugins[k].addPenalty(parameters: p, gradient: g) }
-            }
-        }
-        gradient.withUnsafeBufferPointer { g in
-            optimizer.step(parameters: &self.model.parameters, gradient: g.baseAddress!,
-                           trainable: Trainer.mask(for: batch, model: self.model, cache: &maskCache))
-        }
-        if observing {
-            taskGradient.withUnsafeBufferPointer { t in
-                gradient.withUnsafeBufferPointer { g in
-                    before.withUnsafeBufferPointer { b in
-                        self.model.parameters.withUnsafeBufferPointer { a in
-                            let o = StepObservation(taskGradient: t, totalGradient: g, parametersBefore: b, parametersAfter: a,
-                                                    experienceIndex: experience, stepInExperience: step)
-                            for k in plugins.indices where plugins[k].observesSteps { plugins[k].afterStep(o) }
-                        }
-                    }
-                }
-            }
-        }
-        return (loss, penalty)
     }
 
     /// Accuracy on every test set, through the plugins' prediction override if any.

@@ -44,6 +44,7 @@ public protocol StrategyPlugin {
 
     /// Whether the plugin changes the parameters at which a step's gradient is taken (e.g.
     /// quantisation-aware training); the Trainer calls the two hooks below only if some plugin does.
+    /// Read once per experience, after `beforeExperience` (like `observesSteps`).
     var transformsGradientPoint: Bool { get }
 
     /// Before a step's forward and backward: may replace `model.parameters` (e.g. by their
@@ -55,7 +56,8 @@ public protocol StrategyPlugin {
     /// restored float parameters). Called in reverse list order.
     mutating func didComputeGradient(model: inout MLP)
 
-    /// Whether `afterStep` wants to be called (the Trainer copies vectors only if some plugin does).
+    /// Whether `afterStep` wants to be called (the Trainer copies vectors only if some plugin does;
+    /// read once per experience, after `beforeExperience`).
     var observesSteps: Bool { get }
 
     /// After every optimizer step.

@@ -120,6 +120,7 @@ public struct Trainer {
             outcome.trainSetSizes.append(trainSet.count)
             outcome.trainableParameters.append(model.trainableCount)
             let observing = plugins.contains { $0.observesSteps }
+            let transforming = plugins.contains { $0.transformsGradientPoint }
             if observing {
                 taskGradient = [Float](repeating: 0, count: model.parameterCount)
                 before = [Float](repeating: 0, count: model.parameterCount)
@@ -145,7 +146,8 @@ public struct Trainer {
                     let (loss, penalty) = Trainer.step(
                         model: &model, optimizer: &optimizer, plugins: &plugins, batch: batch,
                         gradient: &gradient, taskGradient: &taskGradient, before: &before,
-                        observing: observing, experience: i, step: steps, maskCache: &maskCache, workspace: ws)
+                        observing: observing, transforming: transforming, experience: i, step: steps,
+                        maskCache: &maskCache, workspace: ws)
                     guard loss.isFinite, penalty.isFinite else {
                         throw TrainingError.diverged(experience: i, epoch: epoch, loss: loss.isFinite ? penalty : loss)
                     }
@@ -233,15 +235,17 @@ public struct Trainer {
         model.routeCount > 1 ? index : 0
     }
 
-    /// One optimizer step on `batch`; returns (Σ task loss over rows, penalty).
-    private static func step(model: inout MLP, optimizer: inout Optimizer, plugins: inout [any StrategyPlugin],
-                             batch: Batch, gradient: inout [Float], taskGradient: inout [Float],
-                             before: inout [Float], observing: Bool, experience: Int, step: Int,
-                             maskCache: inout [[Int32]: [Bool]?], workspace ws: Workspace) -> (Double, Double) {
+    /// One optimizer step on `batch`; returns (Σ task loss over rows, penalty). Shared by the
+    /// batch and prequential trainers. `observing` / `transforming`: whether some plugin observes
+    /// steps / moves the gradient point (decided once per experience, after `beforeExperience`);
+    /// `taskGradient` and `before` must then have the model's length.
+    static func step(model: inout MLP, optimizer: inout Optimizer, plugins: inout [any StrategyPlugin],
+                     batch: Batch, gradient: inout [Float], taskGradient: inout [Float],
+                     before: inout [Float], observing: Bool, transforming: Bool, experience: Int, step: Int,
+                     maskCache: inout [[Int32]: [Bool]?], workspace ws: Workspace) -> (Double, Double) {
         let n = batch.count
         let scale = 1 / Float(n)
         var loss = 0.0
-        let transforming = plugins.contains { $0.transformsGradientPoint }
         if transforming {
             for k in plugins.indices where plugins[k].transformsGradientPoint { plugins[k].willComputeGradient(model: &model) }
         }
