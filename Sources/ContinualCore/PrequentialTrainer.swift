@@ -205,16 +205,7 @@ public struct PrequentialTrainer {
 
     /// Accuracy on every test set, through the plugins' prediction override if any.
     private mutating func evaluateAll(_ experiences: [Experience], _ ws: Workspace) -> [Double] {
-        let model = self.model
-        return experiences.map { e in
-            for k in plugins.indices {
-                if let predicted = plugins[k].predictions(model: model, samples: e.test, experienceIndex: e.index, workspace: ws) {
-                    guard !e.test.isEmpty else { return .nan }
-                    return Double(zip(predicted, e.test.labels).filter { $0 == $1 }.count) / Double(e.test.count)
-                }
-            }
-            return model.accuracy(on: e.test, route: model.routeCount > 1 ? e.index : 0, workspace: ws)
-        }
+        Trainer.evaluate(model: model, plugins: &plugins, experiences: experiences, workspace: ws)
     }
 }
 

@@ -334,6 +334,13 @@ public struct Trainer {
 
     /// Accuracy on every experience's test set, through the plugins' prediction override if any.
     private mutating func evaluateAll(model: MLP, experiences: [Experience], workspace ws: Workspace) -> [Double] {
+        Trainer.evaluate(model: model, plugins: &plugins, experiences: experiences, workspace: ws)
+    }
+
+    /// Accuracy on every experience's test set: the first plugin whose `predictions` answers
+    /// decides, else the model through the experience's route. Shared with `PrequentialTrainer`.
+    static func evaluate(model: MLP, plugins: inout [any StrategyPlugin], experiences: [Experience],
+                         workspace ws: Workspace) -> [Double] {
         experiences.map { e in
             for k in plugins.indices {
                 if let predicted = plugins[k].predictions(model: model, samples: e.test, experienceIndex: e.index,
@@ -344,7 +351,7 @@ public struct Trainer {
                     return Double(correct) / Double(e.test.count)
                 }
             }
-            return model.accuracy(on: e.test, route: route(for: e.index, model), workspace: ws)
+            return model.accuracy(on: e.test, route: model.routeCount > 1 ? e.index : 0, workspace: ws)
         }
     }
 }
