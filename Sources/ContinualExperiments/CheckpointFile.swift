@@ -22,7 +22,7 @@ public enum CheckpointFile {
             _ = try root.write(bytes, shape: [bytes.count], name: "payload", compress: false)
             _ = try root.write(checkpoint.parameters, shape: [checkpoint.parameters.count], name: "parameters")
             let T = checkpoint.experienceCount
-            _ = try root.write(checkpoint.accuracy.flatMap { $0 }, shape: [checkpoint.accuracy.count, T], name: "accuracy_matrix_so_far")
+            _ = try root.write(checkpoint.progress.accuracy.flatMap { $0 }, shape: [checkpoint.progress.accuracy.count, T], name: "accuracy_matrix_so_far")
         }
     }
 

@@ -27,17 +27,16 @@ public struct DeviceReport: Sendable {
         let traffic = TrainingTraffic(model: model, optimizer: optimizer)
         self.traffic = traffic
         let o = outcome
-        sessionEnergy = zip(o?.samplesProcessed ?? [], o?.steps ?? []).map {
-            EnergyEstimate(training: traffic, rows: $0, steps: $1, profile: profile)
+        // The plugins' extra work (penalties, Fisher passes: `PluginResources`) is in each session's energy.
+        let extra = o?.progress.extraFLOPs ?? []
+        sessionEnergy = zip(o?.samplesProcessed ?? [], o?.steps ?? []).enumerated().map { i, work in
+            let base = EnergyEstimate(training: traffic, rows: work.0, steps: work.1, profile: profile)
+            let added = i < extra.count ? extra[i] : 0
+            return added == 0 ? base : EnergyEstimate(flops: base.flops + added, bytes: base.bytes, profile: profile)
         }
-        var bufferBytes = 0, replayRows = 0, stateBytes = 0
-        for (_, report) in o?.pluginReports ?? [] {
-            if case .int(let b)? = report.attributes["buffer_bytes"] { bufferBytes += Int(b) }
-            if case .int(let r)? = report.attributes["replay_per_batch"] { replayRows += Int(r) }
-            if case .int(let b)? = report.attributes["state_bytes"] { stateBytes += Int(b) }
-        }
-        peakMemory = PeakMemory(model: model, optimizer: optimizer, batchRows: training.batchSize + replayRows,
-                                bufferBytes: bufferBytes, pluginStateBytes: stateBytes)
+        let resources = o?.totalResources ?? .none
+        peakMemory = PeakMemory(model: model, optimizer: optimizer, batchRows: training.batchSize + resources.extraRowsPerBatch,
+                                bufferBytes: resources.storedSampleBytes, pluginStateBytes: resources.stateBytes)
         predictionEnergy = EnergyEstimate(flops: traffic.flopsPerPrediction, bytes: traffic.bytesPerPrediction,
                                           profile: profile)
         predictionLatencySeconds = ContinualMetrics.predictionLatencySeconds(flops: traffic.flopsPerPrediction,

@@ -215,17 +215,9 @@ public enum ResultsWriter {
         ]
     }
 
-    /// Sum of the `buffer_bytes` attribute over the plugins that report one (replay buffers), else 0.
+    /// Bytes of stored samples over the strategy's plugins (`PluginResources.storedSampleBytes`).
     public static func bufferBytes(_ r: RunResult) -> Int64 {
-        var total: Int64 = 0
-        for p in r.outcome?.pluginReports ?? [] {
-            switch p.report.attributes["buffer_bytes"] {
-            case .int(let i)?: total += i
-            case .double(let d)? where d.isFinite: total += Int64(d)
-            default: break
-            }
-        }
-        return total
+        Int64(r.outcome?.totalResources.storedSampleBytes ?? 0)
     }
 
     /// `/summary`: one row per run (replaces an existing table).

@@ -9,8 +9,8 @@ public enum RunExecutor {
     }
 
     /// Like `execute(_:)`, but resumes from a checkpoint and/or stops after experience
-    /// `stopAfter` (then `checkpoint` holds the learner state). Batch training only: populations,
-    /// prequential and scheduled runs fail with a message saying so.
+    /// `stopAfter` (then `checkpoint` holds the learner state). Batch, prequential and scheduled
+    /// runs (experiences = sessions); populations fail with a message saying so.
     public static func execute(_ run: ResolvedRun, resumingFrom resume: TrainerCheckpoint?, stopAfter: Int?) -> RunResult {
         if let problem = run.config.consistencyProblem() {
             return RunResult(run: run, status: .failed, message: "." + problem.path.joined(separator: ".") + ": " + problem.message,
@@ -18,12 +18,11 @@ public enum RunExecutor {
                              featureNames: [], streamMetadata: [:], wallSeconds: 0)
         }
         let checkpointing = resume != nil || stopAfter != nil
-        if checkpointing && (run.config.population != nil || run.config.schedule != nil
-                             || run.config.training.mode == .prequential) {
+        if checkpointing && run.config.population != nil {
             var result = RunResult(run: run, status: .failed, message: "", outcome: nil, metrics: nil, costs: nil,
                                    experienceNames: [], experienceMetadata: [], featureNames: [], streamMetadata: [:],
                                    wallSeconds: 0)
-            result.message = "checkpoints (stop and resume) are supported for batch training only, not for populations, schedules or prequential mode"
+            result.message = "checkpoints (stop and resume) are not supported for populations yet"
             return result
         }
         if let population = run.config.population { return PopulationExecutor.execute(run, population: population) }
@@ -40,7 +39,12 @@ public enum RunExecutor {
             result.featureNames = stream.featureNames
             result.streamMetadata = stream.metadata
             if let schedule = config.schedule {
-                try executeScheduled(config, schedule: schedule, stream: stream, into: &result)
+                try executeScheduled(config, schedule: schedule, stream: stream, resumingFrom: resume,
+                                     stopAfter: stopAfter, into: &result)
+                if result.checkpoint != nil {
+                    result.wallSeconds = (clock.now - start).seconds
+                    return result
+                }
             } else {
                 let (outcome, costs, curve, checkpoint) = try train(config, stream: stream, seed: config.seed,
                                                                     resumingFrom: resume, stopAfter: stopAfter)
@@ -89,6 +93,7 @@ public enum RunExecutor {
     /// Scheduled run: the device gate and the schedule pick the session days; the Trainer's
     /// experiences are the sessions; every day is predicted prequentially (ScheduledRunner).
     static func executeScheduled(_ config: RunConfig, schedule: ScheduleConfig, stream: ExperienceStream,
+                                 resumingFrom resume: TrainerCheckpoint? = nil, stopAfter: Int? = nil,
                                  into result: inout RunResult) throws {
         let spec = config.model.spec(inputs: stream.dimension, head: stream.head, experiences: stream.experiences.count)
         let plugins = config.strategy.map { $0.options.makePlugin() }
@@ -96,10 +101,17 @@ public enum RunExecutor {
         let plan = ScheduledRunner.plan(stream: stream, schedule: schedule, device: device.state, seed: config.seed)
         let (outcome, trainer, report) = try ScheduledRunner.run(
             plan: plan, stream: stream, spec: spec, optimizer: config.optimizer.spec,
-            training: config.training.options, plugins: plugins, seed: config.seed, type: schedule.type.rawValue)
+            training: config.training.options, plugins: plugins, seed: config.seed, type: schedule.type.rawValue,
+            resumingFrom: resume, stopAfter: stopAfter)
         result.experienceNames = plan.sessions.map(\.name)
         result.experienceMetadata = plan.sessions.map(\.metadata)
         result.outcome = outcome
+        if let checkpoint = trainer.checkpoint {
+            result.checkpoint = checkpoint
+            result.status = .completed
+            result.message = "stopped after session \(checkpoint.experiencesDone - 1) of \(checkpoint.experienceCount)"
+            return
+        }
         let model = outcome?.finalModel ?? trainer.model
         if let outcome {
             result.metrics = MetricSet(matrix: AccuracyMatrix(outcome.accuracy),
@@ -115,8 +127,9 @@ public enum RunExecutor {
         result.status = .completed
     }
 
-    /// Builds the model and plugins of `config` and trains `stream` in the configured mode
-    /// (batch: `Trainer`; prequential: `PrequentialTrainer`, which also returns its curve).
+    /// Builds the model and plugins of `config` and trains `stream` in the configured mode on the
+    /// one training loop (batch: `EpochSource`; prequential: `StreamSource` with a
+    /// `PrequentialProbe` observer, whose curve is returned).
     public static func train(_ config: RunConfig, stream: ExperienceStream, seed: UInt64) throws
         -> (TrainingOutcome, CostModel, PrequentialCurve?)
     {
@@ -124,24 +137,28 @@ public enum RunExecutor {
         return (outcome, costs, curve)
     }
 
-    /// `train` with checkpoints: resumes from `resume` and stops after experience `stopAfter`
-    /// (batch mode only), returning the checkpoint when it stopped early.
+    /// `train` with checkpoints: resumes from `resume` and stops after experience `stopAfter`,
+    /// returning the checkpoint when it stopped early.
     public static func train(_ config: RunConfig, stream: ExperienceStream, seed: UInt64,
                              resumingFrom resume: TrainerCheckpoint?, stopAfter: Int?) throws
         -> (TrainingOutcome, CostModel, PrequentialCurve?, TrainerCheckpoint?)
     {
         let spec = config.model.spec(inputs: stream.dimension, head: stream.head, experiences: stream.experiences.count)
         let plugins = config.strategy.map { $0.options.makePlugin() }
-        if config.training.mode == .prequential {
-            var trainer = PrequentialTrainer(spec: spec, optimizer: config.optimizer.spec, options: config.training.options,
-                                             window: config.training.window, recordEvery: config.training.recordEvery,
-                                             plugins: plugins, seed: seed)
-            let (outcome, curve) = try trainer.run(stream)
-            return (outcome, CostModel(model: outcome.finalModel, optimizer: trainer.optimizer), curve, nil)
-        }
+        let prequential = config.training.mode == .prequential
+        let observers: [any LoopObserver] = prequential
+            ? [PrequentialProbe(window: config.training.window, recordEvery: config.training.recordEvery,
+                                dimension: stream.dimension)]
+            : []
         var trainer = Trainer(spec: spec, optimizer: config.optimizer.spec, options: config.training.options,
-                              plugins: plugins, seed: seed)
-        let outcome = try trainer.run(stream, resumingFrom: resume, stopAfter: stopAfter)
-        return (outcome, CostModel(model: outcome.finalModel, optimizer: trainer.optimizer), nil, trainer.checkpoint)
+                              plugins: plugins, observers: observers, seed: seed)
+        let outcome: TrainingOutcome
+        if prequential {
+            outcome = try trainer.run(stream, source: StreamSource(), resumingFrom: resume, stopAfter: stopAfter)
+        } else {
+            outcome = try trainer.run(stream, source: EpochSource(), resumingFrom: resume, stopAfter: stopAfter)
+        }
+        let curve = (trainer.observers.first as? PrequentialProbe)?.curve
+        return (outcome, CostModel(model: outcome.finalModel, optimizer: trainer.optimizer), curve, trainer.checkpoint)
     }
 }

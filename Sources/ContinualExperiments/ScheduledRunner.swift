@@ -62,35 +62,41 @@ public enum ScheduledRunner {
                     sessionDays: sessionDays, sessions: sessions, sessionDayRanges: ranges)
     }
 
-    /// Trains the plan's sessions. Returns the Trainer outcome (nil when no session ran), the
-    /// trainer (for its model and optimizer), and the day-by-day report.
+    /// Trains the plan's sessions (a `SessionSource` on the one training loop, with a
+    /// `SessionProbe` observer scoring each day), optionally stopping after session `stopAfter`
+    /// or resuming from a checkpoint. Returns the Trainer outcome (nil when no session ran), the
+    /// trainer (for its model, optimizer and checkpoint), and the day-by-day report (covering the
+    /// sessions trained so far when it stopped early).
     public static func run(plan: Plan, stream: ExperienceStream, spec: MLPSpec, optimizer: OptimizerSpec,
                            training: TrainingOptions, plugins: [any StrategyPlugin], seed: UInt64,
-                           type: String) throws -> (TrainingOutcome?, Trainer, ScheduleReport) {
-        let probe = PrequentialProbe(sessionDays: plan.sessionDayRanges.map { r in r.map { plan.daySamples[$0] } })
-        var trainer = Trainer(spec: spec, optimizer: optimizer, options: training, plugins: plugins + [probe], seed: seed)
+                           type: String, resumingFrom resume: TrainerCheckpoint? = nil,
+                           stopAfter: Int? = nil) throws -> (TrainingOutcome?, Trainer, ScheduleReport) {
+        let probe = SessionProbe(sessionDays: plan.sessionDayRanges.map { r in r.map { plan.daySamples[$0] } })
+        var trainer = Trainer(spec: spec, optimizer: optimizer, options: training, plugins: plugins,
+                              observers: [probe], seed: seed)
         var outcome: TrainingOutcome? = nil
         var dayCorrect = [Int](repeating: 0, count: plan.daySamples.count)
         var model = trainer.model
+        var finished = true
         if !plan.sessions.isEmpty {
-            let sessionStream = ExperienceStream(name: stream.name + ".sessions", featureNames: stream.featureNames,
-                                                 head: stream.head, experiences: plan.sessions, metadata: stream.metadata)
-            var o = try trainer.run(sessionStream)
-            let probeReport = o.pluginReports.removeLast().report
-            let correct = probeReport.arrays["day_correct"]?.values ?? []
+            let o = try trainer.run(stream, source: SessionSource(sessions: plan.sessions), resumingFrom: resume,
+                                    stopAfter: stopAfter)
+            let correct = (trainer.observers[0] as? SessionProbe)?.correct ?? []
             var index = 0
-            for range in plan.sessionDayRanges {
+            for range in plan.sessionDayRanges where index < correct.count {
                 for d in range { dayCorrect[d] = Int(correct[index]); index += 1 }
             }
             model = o.finalModel
             outcome = o
+            finished = trainer.checkpoint == nil
         }
-        trainer.plugins.removeLast()
         // Days after the last session: predicted by the final model, never trained on.
         let ws = model.makeWorkspace(capacity: 512)
-        let tail = plan.sessionDayRanges.last?.upperBound ?? 0
-        for d in tail..<plan.daySamples.count {
-            dayCorrect[d] = correctCount(model: model, samples: plan.daySamples[d], workspace: ws)
+        if finished {
+            let tail = plan.sessionDayRanges.last?.upperBound ?? 0
+            for d in tail..<plan.daySamples.count {
+                dayCorrect[d] = correctCount(model: model, samples: plan.daySamples[d], workspace: ws)
+            }
         }
         let finalAccuracy = stream.experiences.map { model.accuracy(on: $0.test, route: 0, workspace: ws) }
         let report = ScheduleReport(type: type, gateOpen: plan.gateOpen, daySamples: plan.daySamples.map(\.count),
@@ -104,24 +110,29 @@ public enum ScheduledRunner {
     }
 }
 
-/// Appended after the strategy's plugins by `ScheduledRunner`: before session k is trained it
-/// predicts the samples of session k's days with the model of that moment (the model after
-/// session k−1, or the initial model), which is what the device would have predicted on those days.
-struct PrequentialProbe: StrategyPlugin {
-    var name: String { "prequential" }
+/// A loop observer of scheduled runs: before session k is trained it predicts the samples of
+/// session k's days with the model of that moment (the model after session k−1, or the initial
+/// model), which is what the device would have predicted on those days.
+public struct SessionProbe: LoopObserver {
+    public var name: String { "session_probe" }
     let sessionDays: [[Samples]]
-    var correct: [Double] = []
+    /// Correct predictions per day of the sessions seen so far.
+    public private(set) var correct: [Double] = []
 
     init(sessionDays: [[Samples]]) { self.sessionDays = sessionDays }
 
-    mutating func beforeExperience(model: inout MLP, context: ExperienceContext) throws {
+    public mutating func experienceWillTrain(index: Int, trainingSet: Samples, own: Samples, predictor: inout Predictor) {
+        let model = predictor.model
         let ws = model.makeWorkspace(capacity: 512)
-        for day in sessionDays[context.index] {
+        for day in sessionDays[index] {
             correct.append(Double(ScheduledRunner.correctCount(model: model, samples: day, workspace: ws)))
         }
     }
 
-    func report() -> PluginReport {
-        PluginReport(arrays: ["day_correct": .init(values: correct)])
+    public func checkpointState() -> PluginState { PluginState(doubles: ["day_correct": correct]) }
+
+    public mutating func restore(from state: PluginState) throws {
+        guard let c = state.doubles["day_correct"] else { throw CheckpointError.mismatch("session probe state lacks day_correct") }
+        correct = c
     }
 }

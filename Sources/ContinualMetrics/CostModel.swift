@@ -22,15 +22,8 @@ public struct CostModel: Sendable, Equatable {
         totalParameters = model.parameterCount
         trainableParameters = model.trainableCount
         modelBytes = model.parameterCount * MemoryLayout<Float>.size
-        var forward = 0, backward = 0
-        for (l, layer) in model.layers.enumerated() {
-            let macs = layer.multiplyAddsPerSample
-            forward += 2 * macs + layer.outputs + layer.activation.flopsPerUnit * layer.outputs
-            let activationDerivative = layer.activation == .identity ? 0 : (layer.activation == .relu ? 1 : 2)
-            backward += 2 * macs + layer.outputs + activationDerivative * layer.outputs + (l > 0 ? 2 * macs : 0)
-        }
-        flopsPerPrediction = forward
-        flopsPerTrainingSample = forward + backward
+        flopsPerPrediction = model.flopsPerPrediction
+        flopsPerTrainingSample = model.flopsPerTrainingSample
         flopsPerOptimizerStep = optimizer.flopsPerParameter * model.trainableCount
     }
 

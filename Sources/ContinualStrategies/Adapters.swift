@@ -7,7 +7,7 @@ import ContinualCore
 /// dense weights stay exactly the plain initialisation. The core trains while the experience
 /// index ≤ `freeze_core_after`; afterwards only the current route's adapters (and its head on
 /// multi-head models) train. Test-time routing: see `RoutingMode`.
-public struct Adapters: StrategyPlugin {
+public struct Adapters: PredictionOverride {
     public var name: String { Options.typeName }
     public let options: Options
     var state: RoutedIsolation
@@ -109,6 +109,8 @@ public struct Adapters: StrategyPlugin {
 }
 
 extension Adapters {
-    public func checkpointState() -> PluginState? { state.checkpointState() }
+    public func checkpointState() -> PluginState { state.checkpointState() }
+    /// The added parameters are part of the model (counted in its bytes); routing needs no storage.
+    public var resources: PluginResources { .none }
     public mutating func restore(from saved: PluginState) throws { try state.restore(from: saved) }
 }

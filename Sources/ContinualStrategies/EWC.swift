@@ -27,7 +27,7 @@ import ContinualCore
 /// Samples are passed through the route of the experience being consolidated (its own head on
 /// multi-head models). Parameters added after an experience was consolidated (a model that grows
 /// at its end) are not penalised by that experience's term.
-public struct EWC: StrategyPlugin {
+public struct EWC: ParameterPenalty {
     public var name: String { Options.typeName }
     public let options: Options
 
@@ -38,6 +38,8 @@ public struct EWC: StrategyPlugin {
     private var rng = RandomSource(seed: 0)
     private var parameterCount = 0
     private var consolidated = 0
+    /// FLOPs of the last Fisher pass (forward + backward per sample and label considered).
+    private var fisherFLOPs = 0
 
     /// One quadratic penalty term: importance F and anchor θ* (same length as the parameters).
     public struct Term: Sendable, Equatable {
@@ -56,7 +58,7 @@ public struct EWC: StrategyPlugin {
 
     /// Checkpoint state: every term's Fisher and anchor, the last estimate, the Fisher stream's
     /// generator state and the counters (options come from the config).
-    public func checkpointState() -> PluginState? {
+    public func checkpointState() -> PluginState {
         var state = PluginState(doubles: ["last_fisher": lastFisher],
                                 ints: ["rng": rng.state.map { Int64(bitPattern: $0) },
                                        "counters": [Int64(parameterCount), Int64(consolidated), Int64(terms.count)]])
@@ -105,6 +107,22 @@ public struct EWC: StrategyPlugin {
                                         estimator: options.fisher, batchSize: options.fisherBatchSize,
                                         rng: &rng, workspace: workspace)
         consolidate(fisher: fisher, anchor: model.parameters)
+        let passes: Int
+        switch options.fisher {
+        case .exact: passes = max(model.spec.head.classCount, 1)
+        case .sample, .empirical, .batched: passes = 1
+        }
+        fisherFLOPs = samples.count * passes * model.flopsPerTrainingSample
+    }
+
+    /// Fisher and anchor per term; per step ≈ 6 FLOPs per penalised parameter and term
+    /// (difference, weight, gradient multiply-add, value multiply-add); per experience the Fisher
+    /// pass (forward + backward per sample and label considered).
+    public var resources: PluginResources {
+        let stored = terms.reduce(0) { $0 + $1.fisher.count + $1.anchor.count }
+        return PluginResources(stateBytes: 4 * stored + 8 * lastFisher.count,
+                               extraFLOPsPerStep: 6 * terms.reduce(0) { $0 + $1.fisher.count },
+                               extraFLOPsPerExperience: fisherFLOPs)
     }
 
     /// Adds one experience's estimate `fisher` at `anchor` according to `mode` (exposed for tests).
@@ -168,7 +186,6 @@ public struct EWC: StrategyPlugin {
         r.attributes["penalty_convention"] = .string(penaltyConvention)
         r.attributes["experiences_consolidated"] = .int(Int64(consolidated))
         // Memory the penalty keeps on the device (Fisher + anchor per term, float32): the README's On-device realism section.
-        r.attributes["state_bytes"] = .int(Int64(terms.reduce(0) { $0 + 4 * ($1.fisher.count + $1.anchor.count) }))
         if options.savesImportance(parameterCount: parameterCount), let last = terms.last {
             r.arrays["fisher"] = .init(values: lastFisher, attributes: [
                 "meaning": .string("diagonal Fisher estimate (\(options.fisher.rawValue)) of the last consolidated experience, one value per parameter of the flat vector"),

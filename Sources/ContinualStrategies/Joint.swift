@@ -10,7 +10,10 @@ public struct Joint: StrategyPlugin {
     public init() {}
 
     /// Stateless: nothing to save (checkpoints).
-    public func checkpointState() -> PluginState? { PluginState() }
+    public func checkpointState() -> PluginState { PluginState() }
+    /// None stored by the plugin: joint reads earlier experiences from the stream (an upper bound,
+    /// not an on-device method).
+    public var resources: PluginResources { .none }
     public mutating func restore(from state: PluginState) throws {}
 
     public mutating func adjustTrainingSet(_ samples: inout Samples, context: ExperienceContext) {

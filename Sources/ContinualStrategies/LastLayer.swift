@@ -35,6 +35,8 @@ public struct LastLayer: StrategyPlugin {
 }
 
 extension LastLayer {
-    public func checkpointState() -> PluginState? { schedule.checkpointState() }
+    public func checkpointState() -> PluginState { schedule.checkpointState() }
+    /// Nothing beyond the model: the mask changes which parameters train.
+    public var resources: PluginResources { .none }
     public mutating func restore(from state: PluginState) throws { try schedule.restore(from: state) }
 }

@@ -5,7 +5,7 @@ import ContinualCore
 /// `prepare` attaches W + (α/r)·A·B to the chosen dense layers (row-major x·W convention, Hu's
 /// B·A transposed), one (A, B) per experience (or per context) while W is shared; B = 0 so a
 /// fresh block changes nothing. Core schedule, routes and routing as for `Adapters`.
-public struct LoRA: StrategyPlugin {
+public struct LoRA: PredictionOverride {
     public var name: String { Options.typeName }
     public let options: Options
     var state: RoutedIsolation
@@ -103,6 +103,8 @@ public struct LoRA: StrategyPlugin {
 }
 
 extension LoRA {
-    public func checkpointState() -> PluginState? { state.checkpointState() }
+    public func checkpointState() -> PluginState { state.checkpointState() }
+    /// The added parameters are part of the model (counted in its bytes); routing needs no storage.
+    public var resources: PluginResources { .none }
     public mutating func restore(from saved: PluginState) throws { try state.restore(from: saved) }
 }

@@ -6,7 +6,8 @@ public struct Naive: StrategyPlugin {
     public init() {}
 
     /// Stateless: nothing to save (checkpoints).
-    public func checkpointState() -> PluginState? { PluginState() }
+    public func checkpointState() -> PluginState { PluginState() }
+    public var resources: PluginResources { .none }
     public mutating func restore(from state: PluginState) throws {}
 
     /// `{"type": "naive"}` — no options.

@@ -8,7 +8,7 @@ import ContinualCore
 ///
 /// From experience `start_experience` on; biases, adapters and LoRA stay float. Penalties (EWC,
 /// SI) are evaluated at the float weights, after the float weights are restored.
-public struct QuantizationAware: StrategyPlugin {
+public struct QuantizationAware: GradientPointTransform {
     public var name: String { Options.typeName }
     let options: Options
     private var active = false
@@ -17,19 +17,25 @@ public struct QuantizationAware: StrategyPlugin {
 
     public init(options: Options) { self.options = options }
 
-    public var transformsGradientPoint: Bool { active }
+    /// The float weights kept while the gradient is taken at their fake-quantised values; per
+    /// step ≈ 4 FLOPs per weight (scale, round, clamp, rescale) once active.
+    public var resources: PluginResources {
+        PluginResources(stateBytes: 4 * floatParameters.count, extraFLOPsPerStep: active ? 4 * floatParameters.count : 0)
+    }
 
     public mutating func beforeExperience(model: inout MLP, context: ExperienceContext) throws {
         active = context.index >= options.startExperience
     }
 
     public mutating func willComputeGradient(model: inout MLP) {
+        guard active else { return }
         floatParameters = model.parameters
         QuantizedMLP.fakeQuantize(&model, granularity: options.granularity)
         steps += 1
     }
 
     public mutating func didComputeGradient(model: inout MLP) {
+        guard active else { return }
         model.parameters = floatParameters
     }
 
@@ -41,7 +47,7 @@ public struct QuantizationAware: StrategyPlugin {
         ])
     }
 
-    public func checkpointState() -> PluginState? {
+    public func checkpointState() -> PluginState {
         PluginState(ints: ["steps": [Int64(steps)]])
     }
 

@@ -18,7 +18,7 @@ import ContinualCore
 /// (task + all penalties) and the cumulative Ω is clipped from above at 0.001 (Avalanche calls
 /// `clamp(max=0.001)` after every experience). Avalanche writes its penalty as (λ/2) Σ Ω (θ − θ̃)²,
 /// so its `si_lambda` corresponds to 2c here.
-public struct SynapticIntelligence: StrategyPlugin {
+public struct SynapticIntelligence: ParameterPenalty, StepObserver {
     public var name: String { Options.typeName }
     public let options: Options
 
@@ -41,7 +41,7 @@ public struct SynapticIntelligence: StrategyPlugin {
     }
 
     /// Checkpoint state: ω, Ω, the penalty weights, anchor and path start, and the counter.
-    public func checkpointState() -> PluginState? {
+    public func checkpointState() -> PluginState {
         PluginState(floats: ["penalty_weights": penaltyWeights, "anchor": anchor, "start": start],
                     doubles: ["omega": omega, "importance": importance], ints: ["finished": [Int64(finished)]])
     }
@@ -70,7 +70,13 @@ public struct SynapticIntelligence: StrategyPlugin {
         }
     }
 
-    public var observesSteps: Bool { true }
+    /// ω, Ω (Double), penalty weights, anchor and start (Float); per step the path integral
+    /// (3 FLOPs per parameter) and the penalty (6); per experience Ω's update (5 per parameter).
+    public var resources: PluginResources {
+        PluginResources(stateBytes: 8 * (omega.count + importance.count) + 4 * (penaltyWeights.count + anchor.count + start.count),
+                        extraFLOPsPerStep: 3 * omega.count + (options.c > 0 ? 6 * anchor.count : 0),
+                        extraFLOPsPerExperience: 5 * omega.count)
+    }
 
     /// ω += −g · (θ_after − θ_before), g the task (or, optionally, total) gradient.
     public mutating func afterStep(_ step: StepObservation) {
@@ -134,9 +140,6 @@ public struct SynapticIntelligence: StrategyPlugin {
             ? "c * sum_i min(Omega_i, 0.001) (theta_i - theta~_i)^2 (Avalanche: si_lambda = 2c)"
             : "c * sum_i Omega_i (theta_i - theta~_i)^2")
         r.attributes["experiences_finished"] = .int(Int64(finished))
-        // Memory SI keeps on the device (ω, Ω as Double; weights, anchor, start as Float): the README's On-device realism section.
-        r.attributes["state_bytes"] = .int(Int64(8 * (omega.count + importance.count)
-                                                 + 4 * (penaltyWeights.count + anchor.count + start.count)))
         r.attributes["negative_omega_count"] = .int(Int64(importance.lazy.filter { $0 < 0 }.count))
         if options.savesImportance(parameterCount: importance.count), !anchor.isEmpty {
             r.arrays["importance"] = .init(values: penaltyWeights.map(Double.init), attributes: [

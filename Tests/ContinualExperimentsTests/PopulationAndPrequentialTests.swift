@@ -91,9 +91,11 @@ struct PopulationAndPrequentialTests {
         }
         let e = Experience(index: 0, name: "alt", train: train, test: train)
         let stream = ExperienceStream(name: "alt", featureNames: ["a", "b"], head: .binary, experiences: [e])
-        var t = PrequentialTrainer(spec: MLPSpec(inputs: 2, hidden: [], head: .binary), optimizer: .sgd(learningRate: 5),
-                                   options: TrainingOptions(batchSize: 1), window: 400, plugins: [], seed: 1)
-        let (_, curve) = try t.run(stream)
+        var t = Trainer(spec: MLPSpec(inputs: 2, hidden: [], head: .binary), optimizer: .sgd(learningRate: 5),
+                        options: TrainingOptions(batchSize: 1), plugins: [],
+                        observers: [PrequentialProbe(window: 400, dimension: 2)], seed: 1)
+        _ = try t.run(stream, source: StreamSource(), resumingFrom: nil, stopAfter: nil)
+        let curve = (t.observers[0] as! PrequentialProbe).curve
         #expect(curve.cumulativeAccuracy.last! < 0.6)
     }
 }

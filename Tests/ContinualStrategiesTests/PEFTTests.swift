@@ -11,7 +11,7 @@ final class ParameterLog {
     var masks: [[Bool]?] = []
 }
 
-struct Recorder: StrategyPlugin {
+struct Recorder: StatelessPlugin {
     let log: ParameterLog
     var name: String { "recorder" }
     mutating func beforeExperience(model: inout MLP, context: ExperienceContext) throws {

@@ -27,11 +27,10 @@ import ContinualStrategies
     }
 
     /// Records the first step's task gradient.
-    struct FirstGradient: StrategyPlugin {
+    struct FirstGradient: StatelessPlugin, StepObserver {
         var name: String { "first_gradient" }
         var gradient: [Float] = []
-        var observesSteps: Bool { gradient.isEmpty }
-        mutating func afterStep(_ step: StepObservation) { gradient = Array(step.taskGradient) }
+        mutating func afterStep(_ step: StepObservation) { if gradient.isEmpty { gradient = Array(step.taskGradient) } }
         func report() -> PluginReport { PluginReport(arrays: ["g": .init(values: gradient.map(Double.init))]) }
     }
 

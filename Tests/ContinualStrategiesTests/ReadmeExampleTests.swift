@@ -6,10 +6,17 @@ import Testing
 import ContinualScenarios
 
 /// L2 pull towards the parameters at the end of the previous experience: (α/2)‖θ − θ*‖².
-public struct L2Anchor: StrategyPlugin {
+public struct L2Anchor: ParameterPenalty {
     public var name: String { Options.typeName }
     let alpha: Float
     var anchor: [Float] = []
+
+    /// The anchor is state kept between experiences; the penalty costs ≈ 5 FLOPs per parameter.
+    public var resources: PluginResources {
+        PluginResources(stateBytes: 4 * anchor.count, extraFLOPsPerStep: 5 * anchor.count)
+    }
+    public func checkpointState() -> PluginState { PluginState(floats: ["anchor": anchor]) }
+    public mutating func restore(from state: PluginState) throws { anchor = state.floats["anchor"] ?? [] }
 
     public mutating func addPenalty(parameters: UnsafeBufferPointer<Float>,
                                     gradient: UnsafeMutableBufferPointer<Float>) -> Double {

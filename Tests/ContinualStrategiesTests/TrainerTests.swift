@@ -21,7 +21,7 @@ import ContinualScenarios
     }
 
     /// Records the order in which hooks fire.
-    struct Recorder: StrategyPlugin {
+    struct Recorder: StatelessPlugin, StepObserver {
         var name: String { "recorder" }
         var log: [String] = []
         var steps = 0
@@ -30,7 +30,6 @@ import ContinualScenarios
         mutating func beforeExperience(model: inout MLP, context: ExperienceContext) throws { log.append("before\(context.index)") }
         mutating func adjustTrainingSet(_ samples: inout Samples, context: ExperienceContext) { log.append("set\(context.index)") }
         mutating func extendBatch(_ batch: inout Batch, context: ExperienceContext) { batchesExtended += 1 }
-        var observesSteps: Bool { true }
         mutating func afterStep(_ step: StepObservation) { steps += 1 }
         mutating func afterExperience(model: inout MLP, context: ExperienceContext, workspace: Workspace) throws {
             log.append("after\(context.index)")
@@ -144,7 +143,7 @@ import ContinualScenarios
         let head = spec.layers().last!
         var snapshots: [[Float]] = []
         /// Records the model after each experience.
-        struct Snapshot: StrategyPlugin {
+        struct Snapshot: StatelessPlugin {
             var name: String { "snapshot" }
             var models: [[Float]] = []
             mutating func afterExperience(model: inout MLP, context: ExperienceContext, workspace: Workspace) throws {

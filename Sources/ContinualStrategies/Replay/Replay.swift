@@ -8,6 +8,11 @@ import ContinualCore
 /// random stream from the buffer's, so the batch mix never changes what is stored). Stored
 /// samples keep their route, so multi-head models replay old tasks through their own heads.
 public struct Replay: StrategyPlugin {
+    /// The buffer's bytes at its storage precision, and the rows replayed per batch.
+    public var resources: PluginResources {
+        PluginResources(storedSampleBytes: memory.bytesUsed, extraRowsPerBatch: replayCount)
+    }
+
     public var name: String { Options.typeName }
     public let options: Options
     public private(set) var policy: any BufferPolicy
@@ -229,7 +234,7 @@ public struct Replay: StrategyPlugin {
 extension Replay {
     /// Everything replay carries between experiences: memory contents, the policy's counters,
     /// both random streams, the batch-sampling permutation and the per-experience summaries.
-    public func checkpointState() -> PluginState? {
+    public func checkpointState() -> PluginState {
         var state = PluginState()
         memory.checkpoint(into: &state, prefix: "memory.")
         state.ints["policy"] = policy.checkpointCounters()

@@ -18,8 +18,6 @@ public struct PluginState: Sendable, Equatable {
 
 /// Why a checkpoint cannot be made, read or resumed. The message says what to do.
 public enum CheckpointError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// A plugin of the strategy cannot save its state yet.
-    case unsupportedPlugin(String)
     /// The bytes end before the checkpoint does (truncated file or payload).
     case truncated(String)
     /// The stored checksum does not match the content.
@@ -31,8 +29,6 @@ public enum CheckpointError: Error, Sendable, Equatable, CustomStringConvertible
 
     public var description: String {
         switch self {
-        case .unsupportedPlugin(let name):
-            return "plugin \"\(name)\" does not support checkpoints yet (checkpointState() returns nil)"
         case .truncated(let what):
             return "checkpoint is truncated: \(what)"
         case .checksumMismatch(let expected, let found):
@@ -45,66 +41,43 @@ public enum CheckpointError: Error, Sendable, Equatable, CustomStringConvertible
     }
 }
 
-/// The full learner state after a number of experiences: model, optimizer, shuffle stream,
-/// plugin states and the results so far. A Trainer resumed from it produces bit-identical results
-/// to a run that never stopped (the on-device pattern: the app is killed, the model resumes).
+/// The full learner state after a number of experiences: model, optimizer, plugin states and
+/// the loop's progress (results so far, shuffle stream, observers). A Trainer resumed from it
+/// produces bit-identical results to a run that never stopped (the on-device pattern: the app is
+/// killed, the model resumes), for every work source (epochs, prequential stream, sessions).
 public struct TrainerCheckpoint: Sendable, Equatable {
-    /// Format version of `encoded()`; bump when the layout changes.
-    public static let version = 1
+    /// Format version of `encoded()`; bump when the layout changes. Version 2 embeds
+    /// `TrainingProgress` (version 1 listed its fields one by one and had no observer states).
+    public static let version = 2
 
     public var seed: UInt64
-    /// Experiences finished (the next one to train).
-    public var experiencesDone: Int
     public var experienceCount: Int
     public var parameters: [Float]
     public var trainable: [Bool]?
     public var optimizerFirst: [Float]
     public var optimizerSecond: [Float]
     public var optimizerSteps: Int
-    public var shuffleState: [UInt64]
     public var pluginNames: [String]
     public var pluginStates: [PluginState]
-    // Results so far.
-    public var accuracy: [[Double]]
-    public var initialAccuracy: [Double]
-    public var randomAccuracy: [Double]
-    public var trainSetSizes: [Int]
-    public var samplesProcessed: [Int]
-    public var steps: [Int]
-    public var lossCurve: [[Double]]
-    public var penaltyCurve: [[Double]]
-    public var trainableParameters: [Int]
-    public var trainSeconds: Double
-    public var evalSeconds: Double
+    /// The loop's progress: results so far, shuffle state, observer states.
+    public var progress: TrainingProgress
 
-    public init(seed: UInt64, experiencesDone: Int, experienceCount: Int, parameters: [Float], trainable: [Bool]?,
-                optimizerFirst: [Float], optimizerSecond: [Float], optimizerSteps: Int, shuffleState: [UInt64],
-                pluginNames: [String], pluginStates: [PluginState], accuracy: [[Double]], initialAccuracy: [Double],
-                randomAccuracy: [Double], trainSetSizes: [Int], samplesProcessed: [Int], steps: [Int],
-                lossCurve: [[Double]], penaltyCurve: [[Double]], trainableParameters: [Int],
-                trainSeconds: Double, evalSeconds: Double) {
+    /// Experiences finished (the next one to train).
+    public var experiencesDone: Int { progress.experiencesDone }
+
+    public init(seed: UInt64, experienceCount: Int, parameters: [Float], trainable: [Bool]?,
+                optimizerFirst: [Float], optimizerSecond: [Float], optimizerSteps: Int,
+                pluginNames: [String], pluginStates: [PluginState], progress: TrainingProgress) {
         self.seed = seed
-        self.experiencesDone = experiencesDone
         self.experienceCount = experienceCount
         self.parameters = parameters
         self.trainable = trainable
         self.optimizerFirst = optimizerFirst
         self.optimizerSecond = optimizerSecond
         self.optimizerSteps = optimizerSteps
-        self.shuffleState = shuffleState
         self.pluginNames = pluginNames
         self.pluginStates = pluginStates
-        self.accuracy = accuracy
-        self.initialAccuracy = initialAccuracy
-        self.randomAccuracy = randomAccuracy
-        self.trainSetSizes = trainSetSizes
-        self.samplesProcessed = samplesProcessed
-        self.steps = steps
-        self.lossCurve = lossCurve
-        self.penaltyCurve = penaltyCurve
-        self.trainableParameters = trainableParameters
-        self.trainSeconds = trainSeconds
-        self.evalSeconds = evalSeconds
+        self.progress = progress
     }
 
     // MARK: Byte encoding (little-endian, length-prefixed; pure stdlib so an app can store it)
@@ -118,7 +91,6 @@ public struct TrainerCheckpoint: Sendable, Equatable {
         w.bytes(Self.magic)
         w.int(Self.version)
         w.u64(seed)
-        w.int(experiencesDone)
         w.int(experienceCount)
         w.floats(parameters)
         w.int(trainable == nil ? 0 : 1)
@@ -127,33 +99,12 @@ public struct TrainerCheckpoint: Sendable, Equatable {
         w.floats(optimizerFirst)
         w.floats(optimizerSecond)
         w.int(optimizerSteps)
-        w.int(shuffleState.count)
-        for s in shuffleState { w.u64(s) }
         w.int(pluginNames.count)
         for (name, state) in zip(pluginNames, pluginStates) {
             w.string(name)
-            w.int(state.floats.count)
-            for (k, v) in state.floats.sorted(by: { $0.key < $1.key }) { w.string(k); w.floats(v) }
-            w.int(state.doubles.count)
-            for (k, v) in state.doubles.sorted(by: { $0.key < $1.key }) { w.string(k); w.doubles(v) }
-            w.int(state.ints.count)
-            for (k, v) in state.ints.sorted(by: { $0.key < $1.key }) { w.string(k); w.int(v.count); v.forEach { w.u64(UInt64(bitPattern: $0)) } }
-            w.int(state.strings.count)
-            for (k, v) in state.strings.sorted(by: { $0.key < $1.key }) { w.string(k); w.string(v) }
+            state.encode(into: &w)
         }
-        w.int(accuracy.count)
-        accuracy.forEach { w.doubles($0) }
-        w.doubles(initialAccuracy)
-        w.doubles(randomAccuracy)
-        for list in [trainSetSizes, samplesProcessed, steps, trainableParameters] {
-            w.int(list.count)
-            list.forEach { w.int($0) }
-        }
-        for curves in [lossCurve, penaltyCurve] {
-            w.int(curves.count)
-            curves.forEach { w.doubles($0) }
-        }
-        w.doubles([trainSeconds, evalSeconds])
+        progress.encode(into: &w)
         return w.data
     }
 
@@ -169,7 +120,6 @@ public struct TrainerCheckpoint: Sendable, Equatable {
         let version = try r.int()
         guard version == Self.version else { throw CheckpointError.wrongVersion(found: version, expected: Self.version) }
         seed = try r.u64()
-        experiencesDone = try r.int()
         experienceCount = try r.int()
         parameters = try r.floats()
         let hasMask = try r.int()
@@ -179,34 +129,46 @@ public struct TrainerCheckpoint: Sendable, Equatable {
         optimizerFirst = try r.floats()
         optimizerSecond = try r.floats()
         optimizerSteps = try r.int()
-        shuffleState = try (0..<r.count()).map { _ in try r.u64() }
         var names: [String] = [], states: [PluginState] = []
         for _ in 0..<(try r.count()) {
             names.append(try r.string())
-            var s = PluginState()
-            for _ in 0..<(try r.count()) { let k = try r.string(); s.floats[k] = try r.floats() }
-            for _ in 0..<(try r.count()) { let k = try r.string(); s.doubles[k] = try r.doubles() }
-            for _ in 0..<(try r.count()) {
-                let k = try r.string()
-                s.ints[k] = try (0..<r.count()).map { _ in Int64(bitPattern: try r.u64()) }
-            }
-            for _ in 0..<(try r.count()) { let k = try r.string(); s.strings[k] = try r.string() }
-            states.append(s)
+            states.append(try PluginState(reading: &r))
         }
         pluginNames = names
         pluginStates = states
-        accuracy = try (0..<r.count()).map { _ in try r.doubles() }
-        initialAccuracy = try r.doubles()
-        randomAccuracy = try r.doubles()
-        var lists: [[Int]] = []
-        for _ in 0..<4 { lists.append(try (0..<r.count()).map { _ in try r.int() }) }
-        (trainSetSizes, samplesProcessed, steps, trainableParameters) = (lists[0], lists[1], lists[2], lists[3])
-        lossCurve = try (0..<r.count()).map { _ in try r.doubles() }
-        penaltyCurve = try (0..<r.count()).map { _ in try r.doubles() }
-        let times = try r.doubles()
-        guard times.count == 2 else { throw CheckpointError.truncated("wall times missing") }
-        (trainSeconds, evalSeconds) = (times[0], times[1])
+        progress = try TrainingProgress(reading: &r)
         guard r.atEnd else { throw CheckpointError.mismatch("\(r.remaining) unexpected bytes after the checkpoint") }
+    }
+}
+
+extension PluginState {
+    /// Named arrays in key order, so equal states encode to equal bytes.
+    func encode(into w: inout ByteWriter) {
+        w.int(floats.count)
+        for (k, v) in floats.sorted(by: { $0.key < $1.key }) { w.string(k); w.floats(v) }
+        w.int(doubles.count)
+        for (k, v) in doubles.sorted(by: { $0.key < $1.key }) { w.string(k); w.doubles(v) }
+        w.int(ints.count)
+        for (k, v) in ints.sorted(by: { $0.key < $1.key }) { w.string(k); w.int(v.count); v.forEach { w.u64(UInt64(bitPattern: $0)) } }
+        w.int(strings.count)
+        for (k, v) in strings.sorted(by: { $0.key < $1.key }) { w.string(k); w.string(v) }
+    }
+
+    init(reading r: inout ByteReader) throws {
+        self.init()
+        for _ in 0..<(try r.count()) { let k = try r.string(); floats[k] = try r.floats() }
+        for _ in 0..<(try r.count()) { let k = try r.string(); doubles[k] = try r.doubles() }
+        for _ in 0..<(try r.count()) {
+            let k = try r.string()
+            ints[k] = try (0..<r.count(elementSize: 8)).map { _ in Int64(bitPattern: try r.u64()) }
+        }
+        for _ in 0..<(try r.count()) { let k = try r.string(); strings[k] = try r.string() }
+    }
+
+    /// Bytes of the state's arrays (what the plugin keeps between experiences).
+    public var byteCount: Int {
+        floats.values.reduce(0) { $0 + 4 * $1.count } + doubles.values.reduce(0) { $0 + 8 * $1.count }
+            + ints.values.reduce(0) { $0 + 8 * $1.count } + strings.values.reduce(0) { $0 + $1.utf8.count }
     }
 }
 

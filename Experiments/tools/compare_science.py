@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Do two builds of the toolkit give the same science?
+
+Runs every experiment (default: Experiments/*.json) with two `continual` binaries -- typically a
+release build of the commit before a change and one of the change -- and compares the results
+files run by run: the same run ids, and every dataset and attribute bit for bit, except wall
+times and provenance (creation time, toolkit version, git commit), which differ between any two
+runs. Prints one line per experiment and, for every difference, the run, the object and the
+first differing values. Exit status 0 when everything is identical, 1 otherwise.
+
+    python3 Experiments/tools/compare_science.py --base /path/to/old/continual --new .build/release/continual
+
+Each binary runs from its own repository root (`--base-root`, `--new-root`) so that relative
+dataset paths resolve as a user's would. `--results-a DIR` reuses existing result files.
+"""
+import argparse, glob, os, subprocess, sys, time
+
+import h5py
+import numpy as np
+
+TIMING = ("seconds", "wall", "time", "created", "version", "commit", "hostname", "elapsed")
+
+
+def is_timing(name):
+    n = name.lower()
+    return any(t in n for t in TIMING)
+
+
+def run(binary, root, exp, out):
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    if os.path.exists(out):
+        os.remove(out)
+    start = time.time()
+    p = subprocess.run([binary, "run", os.path.abspath(exp), "-o", out, "--quiet"], cwd=root,
+                       capture_output=True, text=True)
+    return p.returncode, time.time() - start, p.stderr.strip()[-400:]
+
+
+def walk(group, prefix=""):
+    """Yields (path, object) for every group and dataset below `group`."""
+    for k in sorted(group.keys()):
+        try:
+            obj = group[k]
+        except Exception as e:  # unreadable link
+            yield prefix + "/" + k, e
+            continue
+        yield prefix + "/" + k, obj
+        if isinstance(obj, h5py.Group):
+            yield from walk(obj, prefix + "/" + k)
+
+
+def same(a, b):
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        if a.dtype.kind == "f":
+            return np.array_equal(a.view(f"u{a.dtype.itemsize}"), b.view(f"u{b.dtype.itemsize}"))
+        if a.dtype.names:  # compound
+            return all(same(a[n], b[n]) for n in a.dtype.names if not is_timing(n))
+        return np.array_equal(a, b)
+    if isinstance(a, float) and isinstance(b, float):
+        return (a == b) or (a != a and b != b)
+    return a == b
+
+
+def compare_attrs(path, a, b, diffs):
+    for k in sorted(set(a.attrs.keys()) | set(b.attrs.keys())):
+        if is_timing(k):
+            continue
+        if k not in a.attrs or k not in b.attrs:
+            diffs.append(f"{path} @{k}: only in {'new' if k in b.attrs else 'base'}")
+        elif not same(a.attrs[k], b.attrs[k]):
+            diffs.append(f"{path} @{k}: {str(a.attrs[k])[:80]} != {str(b.attrs[k])[:80]}")
+
+
+def compare_files(fa, fb):
+    diffs = []
+    with h5py.File(fa, "r") as a, h5py.File(fb, "r") as b:
+        ra, rb = set(a["runs"].keys()), set(b["runs"].keys())
+        if ra != rb:
+            diffs.append(f"run ids differ: only base {sorted(ra - rb)[:5]}, only new {sorted(rb - ra)[:5]}")
+        for rid in sorted(ra & rb):
+            ga, gb = a["runs"][rid], b["runs"][rid]
+            compare_attrs(f"/runs/{rid}", ga, gb, diffs)
+            pa = dict(walk(ga))
+            pb = dict(walk(gb))
+            for p in sorted(set(pa) | set(pb)):
+                if is_timing(p.rsplit("/", 1)[-1]):
+                    continue
+                if p not in pa or p not in pb:
+                    diffs.append(f"/runs/{rid}{p}: only in {'new' if p in pb else 'base'}")
+                    continue
+                oa, ob = pa[p], pb[p]
+                if isinstance(oa, h5py.Dataset) and isinstance(ob, h5py.Dataset):
+                    if not same(oa[()], ob[()]):
+                        diffs.append(f"/runs/{rid}{p}: values differ (base {np.ravel(oa[()])[:4]}, new {np.ravel(ob[()])[:4]})")
+                    compare_attrs(f"/runs/{rid}{p}", oa, ob, diffs)
+                elif isinstance(oa, h5py.Group) and isinstance(ob, h5py.Group):
+                    compare_attrs(f"/runs/{rid}{p}", oa, ob, diffs)
+                else:
+                    diffs.append(f"/runs/{rid}{p}: kinds differ")
+    return diffs
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--base", help="continual binary of the commit before the change")
+    ap.add_argument("--base-root", default=None, help="repository root the base binary runs in")
+    ap.add_argument("--new", required=True, help="continual binary of the change")
+    ap.add_argument("--new-root", default=".", help="repository root the new binary runs in")
+    ap.add_argument("--workdir", default="/tmp/compare_science")
+    ap.add_argument("--results-a", default=None, help="directory with existing base results (NAME.h5)")
+    ap.add_argument("experiments", nargs="*")
+    args = ap.parse_args()
+    exps = args.experiments or sorted(glob.glob(os.path.join(args.new_root, "Experiments", "*.json")))
+    base_root = args.base_root or (os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(args.base))))
+                                   if args.base else None)
+    total = 0
+    for exp in exps:
+        name = os.path.splitext(os.path.basename(exp))[0]
+        fa = os.path.join(args.results_a or os.path.join(args.workdir, "base"), name + ".h5")
+        fb = os.path.join(args.workdir, "new", name + ".h5")
+        if args.results_a is None:
+            rc, t, err = run(args.base, base_root, os.path.join(base_root, "Experiments", name + ".json"), fa)
+            if rc != 0 and not os.path.exists(fa):
+                print(f"{name}: base failed ({rc}): {err}")
+                total += 1
+                continue
+        rc, t, err = run(args.new, args.new_root, exp, fb)
+        if not os.path.exists(fb):
+            print(f"{name}: new failed ({rc}): {err}")
+            total += 1
+            continue
+        diffs = compare_files(fa, fb)
+        total += len(diffs)
+        print(f"{name}: {'identical' if not diffs else f'{len(diffs)} differences'} ({t:.1f} s)")
+        for d in diffs[:40]:
+            print("   ", d)
+    sys.exit(0 if total == 0 else 1)
+
+
+if __name__ == "__main__":
+    main()

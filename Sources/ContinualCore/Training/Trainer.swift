@@ -1,0 +1,413 @@
+/// The training loop: trains a model experience by experience, calls the strategy plugins'
+/// hooks in their stated order (see `StrategyPlugin`), lets observers watch, and after every
+/// experience evaluates on every experience's test set (filling the accuracy matrix R).
+///
+/// There is one loop for every kind of run; a `WorkSource` says which experiences it trains and
+/// how it passes over each (epochs, a prequential stream, device sessions, a federated local
+/// round). Per experience the loop does, in this order: the plugins' `beforeExperience`; the
+/// optimizer grows (if a plugin grew the model) or resets (if configured); the plugins'
+/// `adjustTrainingSet`; observers' `experienceWillTrain`; the steps (observers' `rowsWillTrain`
+/// before each); divergence checks after each epoch; the plugins' `afterExperience`; evaluation.
+///
+/// Deterministic: the model's initialisation, the random baseline, shuffling and each plugin
+/// draw from separate streams derived from `seed`, so results are bit-identical across runs and
+/// independent of how many runs execute in parallel. `run(_:source:resumingFrom:stopAfter:)` stops
+/// after any experience and resumes bit-identically from the checkpoint it leaves.
+public struct Trainer {
+    public var model: MLP
+    public var optimizer: Optimizer
+    public var plugins: [any StrategyPlugin]
+    /// Observers (prequential probe, session probe), called after the plugins, in order.
+    public var observers: [any LoopObserver]
+    public let options: TrainingOptions
+    public let seed: UInt64
+    /// Set when a run stopped before the end: the state to resume from.
+    public private(set) var checkpoint: TrainerCheckpoint?
+
+    /// Builds the model from `spec` with the run's "init" stream.
+    public init(spec: MLPSpec, optimizer: OptimizerSpec, options: TrainingOptions,
+                plugins: [any StrategyPlugin], observers: [any LoopObserver] = [], seed: UInt64) {
+        var rng = RandomSource(seed: seed, stream: "init")
+        let model = MLP(spec: spec, rng: &rng)
+        self.model = model
+        self.optimizer = Optimizer(spec: optimizer, parameterCount: model.parameterCount)
+        self.plugins = plugins
+        self.observers = observers
+        self.options = options
+        self.seed = seed
+    }
+
+    /// Runs the whole stream in batch mode (`EpochSource`). Throws `TrainingError.diverged` when a
+    /// loss becomes non-finite.
+    public mutating func run(_ stream: ExperienceStream) throws -> TrainingOutcome {
+        try run(stream, source: EpochSource(), resumingFrom: nil, stopAfter: nil)
+    }
+
+    /// Batch mode with checkpoints (see `run(_:source:resumingFrom:stopAfter:)`).
+    public mutating func run(_ stream: ExperienceStream, resumingFrom resume: TrainerCheckpoint?,
+                             stopAfter: Int?) throws -> TrainingOutcome {
+        try run(stream, source: EpochSource(), resumingFrom: resume, stopAfter: stopAfter)
+    }
+
+    /// Runs `source`'s experiences from `resumingFrom`'s position (or the start) through experience
+    /// `stopAfter` (inclusive; nil = to the end). When it stops early, `checkpoint` holds the full
+    /// learner state and the returned outcome covers the experiences done so far. A Trainer built
+    /// with the same spec, optimizer, options, plugins, observers and seed and resumed from it gives
+    /// bit-identical results.
+    public mutating func run(_ stream: ExperienceStream, source: some WorkSource,
+                             resumingFrom resume: TrainerCheckpoint?, stopAfter: Int?) throws -> TrainingOutcome {
+        checkpoint = nil
+        let experiences = source.experiences(of: stream)
+        let T = experiences.count
+        guard T > 0 else { throw TrainingError.invalid("the scenario has no experiences") }
+        guard options.epochs >= 0, options.batchSize > 0 else {
+            throw TrainingError.invalid("epochs must be ≥ 0 and batch size > 0")
+        }
+        for i in plugins.indices {
+            let context = RunContext(seed: seed, pluginIndex: i, experienceCount: T,
+                                     dimension: stream.dimension, head: stream.head, training: options,
+                                     featureNames: stream.featureNames)
+            try plugins[i].prepare(model: &model, context: context)
+        }
+        if model.routeCount > 1 && model.routeCount < T {
+            throw TrainingError.invalid("the model has \(model.routeCount) heads but the stream has \(T) experiences")
+        }
+        if let cp = resume { try restore(cp, experienceCount: T) }
+        let first = resume?.experiencesDone ?? 0
+        let end = min(T, (stopAfter ?? T - 1) + 1)
+
+        var work = StepWorkspace(network: model.makeWorkspace(capacity: max(options.batchSize * 2, options.evaluationBatchSize)))
+        let clock = ContinuousClock()
+        var evalTime = Duration.zero
+        var trainTime = Duration.zero
+
+        var progress = resume?.progress ?? TrainingProgress()
+        var start = clock.now
+        if let resume {
+            trainTime = .seconds(resume.progress.trainSeconds)
+            evalTime = .seconds(resume.progress.evalSeconds)
+        } else {
+            // Baselines: the run's own initial weights, and an independently initialised model.
+            progress.initialAccuracy = evaluateAll(experiences, workspace: work.network)
+            var baselineRNG = RandomSource(seed: seed, stream: "baseline.random")
+            let randomModel = MLP(spec: model.spec, rng: &baselineRNG)
+            // The random baseline is always the spec's plain network (b must not depend on the strategy).
+            let rws = randomModel.makeWorkspace(capacity: options.evaluationBatchSize)
+            progress.randomAccuracy = experiences.map {
+                randomModel.accuracy(on: $0.test, route: route(for: $0.index, randomModel), workspace: rws)
+            }
+            evalTime += clock.now - start
+        }
+
+        var shuffleRNG = resume.map { RandomSource(state: $0.progress.shuffleState) } ?? RandomSource(seed: seed, stream: "shuffle")
+        var batch = Batch(dimension: stream.dimension, capacity: options.batchSize * 2)
+
+        for i in first..<end {
+            start = clock.now
+            let context = ExperienceContext(index: i, experiences: experiences, route: Int32(route(for: i, model)))
+            for p in plugins.indices { try plugins[p].beforeExperience(model: &model, context: context) }
+            if optimizer.parameterCount != model.parameterCount {
+                // A plugin grew the model (e.g. a new adapter): state restarts at the new size.
+                optimizer = Optimizer(spec: optimizer.spec, parameterCount: model.parameterCount)
+            } else if options.resetOptimizerPerExperience {
+                optimizer.reset()
+            }
+            work.prepare(parameterCount: model.parameterCount, plugins: plugins, rows: options.batchSize * 2,
+                         logitCount: model.logitCount)
+            var trainSet = experiences[i].train
+            for p in plugins.indices { plugins[p].adjustTrainingSet(&trainSet, context: context) }
+            progress.trainSetSizes.append(trainSet.count)
+            progress.trainableParameters.append(model.trainableCount)
+            if !observers.isEmpty {
+                withPredictor(work.network) { predictor, observers in
+                    for o in observers.indices {
+                        observers[o].experienceWillTrain(index: i, trainingSet: trainSet, own: experiences[i].train,
+                                                         predictor: &predictor)
+                    }
+                }
+            }
+
+            let stepFLOPs = plugins.reduce(0) { $0 + $1.resources.extraFLOPsPerStep }
+            let pass = source.pass(experience: i, options: options)
+            var order = Array(0..<trainSet.count)
+            var epochLosses: [Double] = []
+            var epochPenalties: [Double] = []
+            var processed = 0
+            var steps = 0
+            var monitor = pass.earlyStopping.map(EarlyStopping.Monitor.init)
+            epochs: for epoch in 0..<pass.epochs {
+                if pass.shuffle { shuffleRNG.shuffle(&order) }
+                var lossSum = 0.0, penaltySum = 0.0, rows = 0, batches = 0
+                var position = 0
+                while position < order.count {
+                    if let limit = pass.maxSteps, steps >= limit { break }
+                    let stop = min(position + options.batchSize, order.count)
+                    if !observers.isEmpty {
+                        withPredictor(work.network) { predictor, observers in
+                            for o in observers.indices {
+                                observers[o].rowsWillTrain(order[position..<stop], of: trainSet, experience: i,
+                                                           predictor: &predictor)
+                            }
+                        }
+                    }
+                    batch.removeAll()
+                    for k in position..<stop { batch.append(from: trainSet, index: order[k], route: context.route) }
+                    batch.ownCount = batch.count
+                    position = stop
+                    for p in plugins.indices { plugins[p].extendBatch(&batch, context: context) }
+                    let (loss, penalty) = step(batch, experience: i, step: steps, work: &work)
+                    guard loss.isFinite, penalty.isFinite else {
+                        throw TrainingError.diverged(experience: i, epoch: epoch, loss: loss.isFinite ? penalty : loss)
+                    }
+                    lossSum += loss
+                    penaltySum += penalty
+                    rows += batch.count
+                    batches += 1
+                    steps += 1
+                }
+                processed += rows
+                let epochLoss = rows > 0 ? lossSum / Double(rows) : .nan
+                if let limit = options.divergenceLoss, epochLoss > limit {
+                    throw TrainingError.diverged(experience: i, epoch: epoch, loss: epochLoss)
+                }
+                if !model.parameters.allSatisfy({ $0.isFinite }) {
+                    throw TrainingError.diverged(experience: i, epoch: epoch, loss: .nan)
+                }
+                epochLosses.append(epochLoss)
+                epochPenalties.append(batches > 0 ? penaltySum / Double(batches) : 0)
+                if monitor?.shouldStop(after: epochLoss) == true { break epochs }
+                if let limit = pass.maxSteps, steps >= limit { break epochs }
+            }
+            progress.lossCurve.append(epochLosses)
+            progress.penaltyCurve.append(epochPenalties)
+            progress.samplesProcessed.append(processed)
+            progress.steps.append(steps)
+            for p in plugins.indices { try plugins[p].afterExperience(model: &model, context: context, workspace: work.network) }
+            progress.extraFLOPs.append(stepFLOPs * steps + plugins.reduce(0) { $0 + $1.resources.extraFLOPsPerExperience })
+            trainTime += clock.now - start
+
+            start = clock.now
+            progress.accuracy.append(evaluateAll(experiences, workspace: work.network))
+            evalTime += clock.now - start
+            progress.experiencesDone = i + 1
+        }
+        progress.trainSeconds = trainTime.seconds
+        progress.evalSeconds = evalTime.seconds
+        progress.shuffleState = shuffleRNG.state
+        progress.observerStates = observers.map { $0.checkpointState() }
+        let outcome = TrainingOutcome(progress: progress, testSizes: experiences.map(\.test.count), finalModel: model,
+                                      pluginReports: plugins.map { ($0.name, $0.report()) },
+                                      pluginResources: plugins.map(\.resources))
+        if end < T {
+            checkpoint = TrainerCheckpoint(
+                seed: seed, experienceCount: T, parameters: model.parameters, trainable: model.trainable,
+                optimizerFirst: optimizer.first, optimizerSecond: optimizer.second, optimizerSteps: optimizer.steps,
+                pluginNames: plugins.map(\.name), pluginStates: plugins.map { $0.checkpointState() }, progress: progress)
+        }
+        return outcome
+    }
+
+    /// Hands the observers a `Predictor` over the current model and the plugins (moved in and
+    /// back out, so nothing is copied).
+    private mutating func withPredictor(_ ws: Workspace, _ body: (inout Predictor, inout [any LoopObserver]) -> Void) {
+        var predictor = Predictor(model: model, plugins: plugins, workspace: ws)
+        plugins = []
+        body(&predictor, &observers)
+        plugins = predictor.plugins
+    }
+
+    /// Puts the checkpoint's model, optimizer, plugin and observer states in place (after `prepare`).
+    private mutating func restore(_ cp: TrainerCheckpoint, experienceCount T: Int) throws {
+        guard cp.seed == seed else { throw CheckpointError.mismatch("seed \(cp.seed), this run has \(seed)") }
+        guard cp.experienceCount == T else {
+            throw CheckpointError.mismatch("\(cp.experienceCount) experiences (\(cp.experiencesDone) done), this stream has \(T)")
+        }
+        guard cp.pluginNames == plugins.map(\.name) else {
+            throw CheckpointError.mismatch("strategy \(cp.pluginNames), this run has \(plugins.map(\.name))")
+        }
+        guard cp.parameters.count == model.parameterCount, (cp.trainable?.count ?? model.parameterCount) == model.parameterCount else {
+            throw CheckpointError.mismatch("\(cp.parameters.count) parameters, this model has \(model.parameterCount)")
+        }
+        guard cp.progress.shuffleState.count == 4 else { throw CheckpointError.mismatch("bad shuffle state") }
+        guard cp.progress.observerStates.count == observers.count else {
+            throw CheckpointError.mismatch("\(cp.progress.observerStates.count) observer states, this run has \(observers.count) observers")
+        }
+        try cp.progress.check(experienceCount: T)
+        model.parameters = cp.parameters
+        model.trainable = cp.trainable
+        optimizer = try Optimizer(spec: optimizer.spec, parameterCount: model.parameterCount, first: cp.optimizerFirst,
+                                  second: cp.optimizerSecond, steps: cp.optimizerSteps)
+        for i in plugins.indices { try plugins[i].restore(from: cp.pluginStates[i]) }
+        for o in observers.indices { try observers[o].restore(from: cp.progress.observerStates[o]) }
+    }
+
+    /// Route used for experience `index`: its own head on multi-route models, else 0.
+    @inline(__always)
+    func route(for index: Int, _ model: MLP) -> Int {
+        model.routeCount > 1 ? index : 0
+    }
+
+    /// One optimizer step on `batch`, in the hook order stated on `StrategyPlugin`; returns
+    /// (Σ task loss over rows, extra terms = batch-loss terms + penalties).
+    mutating func step(_ batch: Batch, experience: Int, step: Int, work: inout StepWorkspace) -> (Double, Double) {
+        let n = batch.count
+        let scale = 1 / Float(n)
+        let caps = work.capabilities
+        if !caps.batchLosses.isEmpty && work.identityRows.count < n { work.identityRows = Array(0..<n) }
+        var loss = 0.0
+        var extra = 0.0
+        for k in caps.transforms { plugins[k].callWillComputeGradient(model: &model) }
+        let r0 = batch.routes[0]
+        var mixed = false
+        if model.routeCount > 1 {
+            for k in 1..<n where batch.routes[k] != r0 {
+                mixed = true
+                break
+            }
+        }
+        if !mixed {
+            batch.features.withUnsafeBufferPointer { xs in
+                batch.labels.withUnsafeBufferPointer { ys in
+                    let (l, e) = dataLoss(features: xs.baseAddress!, labels: ys.baseAddress!, count: n, route: Int(r0),
+                                          rows: work.identityRows.isEmpty ? [] : work.identityRows[0..<n],
+                                          batch: batch, scale: scale, experience: experience, work: &work)
+                    loss += l
+                    extra += e
+                }
+            }
+        } else {
+            // Rows of several tasks: one pass per route, each scaled by 1/n so that the sum is the
+            // gradient of the batch mean.
+            work.gradient.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
+            for r in Set(batch.routes[0..<n]).sorted() {
+                let idx = (0..<n).filter { batch.routes[$0] == r }
+                var f = [Float]()
+                f.reserveCapacity(idx.count * batch.dimension)
+                for k in idx { f.append(contentsOf: batch.row(k)) }
+                let l = idx.map { batch.labels[$0] }
+                let (lr, er) = dataLoss(features: f, labels: l, count: idx.count, route: Int(r), rows: idx[...],
+                                        batch: batch, scale: scale, experience: experience, work: &work, accumulate: true)
+                loss += lr
+                extra += er
+            }
+        }
+        for k in caps.transforms.reversed() { plugins[k].callDidComputeGradient(model: &model) }
+        if !caps.observers.isEmpty {
+            work.taskGradient.withUnsafeMutableBufferPointer { t in
+                work.gradient.withUnsafeBufferPointer { g in t.baseAddress!.update(from: g.baseAddress!, count: g.count) }
+            }
+            work.before.withUnsafeMutableBufferPointer { b in
+                model.parameters.withUnsafeBufferPointer { p in b.baseAddress!.update(from: p.baseAddress!, count: p.count) }
+            }
+        }
+        if !caps.penalties.isEmpty {
+            model.parameters.withUnsafeBufferPointer { p in
+                work.gradient.withUnsafeMutableBufferPointer { g in
+                    for k in caps.penalties { extra += plugins[k].callAddPenalty(parameters: p, gradient: g) }
+                }
+            }
+        }
+        if !caps.adjusters.isEmpty {
+            let context = GradientContext(model: model, batch: batch, experienceIndex: experience, stepInExperience: step)
+            work.gradient.withUnsafeMutableBufferPointer { g in
+                for k in caps.adjusters { plugins[k].callAdjustGradient(g, context: context) }
+            }
+        }
+        let mask = Trainer.mask(for: batch, model: model, cache: &work.maskCache)
+        work.gradient.withUnsafeBufferPointer { g in
+            optimizer.step(parameters: &model.parameters, gradient: g.baseAddress!, trainable: mask)
+        }
+        if !caps.observers.isEmpty {
+            work.taskGradient.withUnsafeBufferPointer { t in
+                work.gradient.withUnsafeBufferPointer { g in
+                    work.before.withUnsafeBufferPointer { b in
+                        model.parameters.withUnsafeBufferPointer { a in
+                            let observation = StepObservation(taskGradient: t, totalGradient: g, parametersBefore: b,
+                                                              parametersAfter: a, experienceIndex: experience,
+                                                              stepInExperience: step)
+                            for k in caps.observers { plugins[k].callAfterStep(observation) }
+                        }
+                    }
+                }
+            }
+        }
+        return (loss, extra)
+    }
+
+    /// Forward, task loss, batch-loss terms and backward for the rows of one route, adding the
+    /// gradient into `work.gradient` (zeroed first unless `accumulate`). Without batch-loss terms
+    /// this is exactly `MLP.lossAndGradient`.
+    private mutating func dataLoss(features: UnsafePointer<Float>, labels: UnsafePointer<Int32>, count: Int, route: Int,
+                                   rows: ArraySlice<Int>, batch: Batch, scale: Float, experience: Int,
+                                   work: inout StepWorkspace, accumulate: Bool = false) -> (Double, Double) {
+        let ws = work.network
+        let terms = work.capabilities.batchLosses
+        let model = self.model
+        return work.gradient.withUnsafeMutableBufferPointer { g in
+            if !accumulate { g.update(repeating: 0) }
+            if terms.isEmpty {
+                return (model.lossAndGradient(features: features, labels: labels, count: count, route: route,
+                                              scale: scale, workspace: ws, gradient: g.baseAddress!), 0)
+            }
+            guard count > 0 else { return (0, 0) }
+            model.forward(features, count: count, route: route, workspace: ws)
+            let L = model.logitCount
+            if work.logits.count < count * L { work.logits = [Float](repeating: 0, count: count * L) }
+            var extra = 0.0
+            let loss = work.logits.withUnsafeMutableBufferPointer { copy in
+                copy.baseAddress!.update(from: ws.logits, count: count * L)
+                let loss = Loss.lossAndLogitGradient(head: model.spec.head, logits: ws.logits, labels: labels,
+                                                     count: count, scale: scale)
+                let input = BatchLossInput(batch: batch, rows: rows, route: route, logits: UnsafePointer(copy.baseAddress!),
+                                           logitGradient: ws.logits, logitCount: L, scale: scale, model: model,
+                                           experienceIndex: experience)
+                for k in terms { extra += plugins[k].callAddBatchLoss(input) }
+                return loss
+            }
+            model.backward(logitGradient: ws.logits, count: count, route: route, workspace: ws, gradient: g.baseAddress!)
+            return (loss, extra)
+        }
+    }
+
+    /// The optimizer mask for `batch`: `model.trainable`, restricted on multi-route models to the
+    /// shared parameters and the copies of the routes present (see `MLP.stepMask`).
+    static func mask(for batch: Batch, model: MLP, cache: inout [[Int32]: [Bool]?]) -> [Bool]? {
+        guard model.routeCount > 1 else { return model.trainable }
+        let routes = Set(batch.routes[0..<batch.count]).sorted()
+        if let cached = cache[routes] { return cached }
+        let mask = model.stepMask(routes: routes)
+        cache[routes] = mask
+        return mask
+    }
+
+    /// Accuracy on every experience's test set, through the plugins' prediction override if any.
+    private mutating func evaluateAll(_ experiences: [Experience], workspace ws: Workspace) -> [Double] {
+        Trainer.evaluate(model: model, plugins: &plugins, experiences: experiences, workspace: ws)
+    }
+
+    /// Accuracy on every experience's test set: the first plugin whose `PredictionOverride`
+    /// answers decides, else the model through the experience's route.
+    public static func evaluate(model: MLP, plugins: inout [any StrategyPlugin], experiences: [Experience],
+                                workspace ws: Workspace) -> [Double] {
+        experiences.map { e in
+            for k in plugins.indices {
+                if let predicted = plugins[k].overridingPredictions(model: model, samples: e.test, experienceIndex: e.index,
+                                                                    workspace: ws) {
+                    guard !e.test.isEmpty else { return .nan }
+                    var correct = 0
+                    for (p, y) in zip(predicted, e.test.labels) where p == y { correct += 1 }
+                    return Double(correct) / Double(e.test.count)
+                }
+            }
+            return model.accuracy(on: e.test, route: model.routeCount > 1 ? e.index : 0, workspace: ws)
+        }
+    }
+}
+
+extension Duration {
+    /// The duration in seconds as a Double.
+    public var seconds: Double {
+        let (s, atto) = components
+        return Double(s) + Double(atto) * 1e-18
+    }
+}
