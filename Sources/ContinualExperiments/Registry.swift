@@ -18,6 +18,7 @@ public enum Registry {
         LoRA.Options.self,
         LastLayer.Options.self,
         BitFit.Options.self,
+        LearningWithoutForgetting.Options.self,
     ]
 
     public static let scenarios: [any ScenarioOptions.Type] = [

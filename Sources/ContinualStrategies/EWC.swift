@@ -320,6 +320,7 @@ extension EWC {
     /// `fisher_samples: "all"` and `save_importance: "auto"` for the data-dependent defaults.
     public struct Options: PluginOptions {
         public static let typeName = "ewc"
+        public static let strengthKey: String? = "lambda"
         public static let summary = "elastic weight consolidation (Kirkpatrick 2017) / online EWC (Schwarz 2018)"
 
         /// How the diagonal Fisher is estimated (see `EWC`).

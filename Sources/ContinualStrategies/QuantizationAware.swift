@@ -14,17 +14,21 @@ public struct QuantizationAware: GradientPointTransform {
     private var active = false
     private var floatParameters: [Float] = []
     private var steps = 0
+    /// Parameters of the model being trained (set before each experience).
+    private var parameterCount = 0
 
     public init(options: Options) { self.options = options }
 
     /// The float weights kept while the gradient is taken at their fake-quantised values; per
-    /// step ≈ 4 FLOPs per weight (scale, round, clamp, rescale) once active.
+    /// step ≈ 4 FLOPs per weight (scale, round, clamp, rescale) once active. Counted from the
+    /// model's size, not from the scratch copy (which is empty again after a restore).
     public var resources: PluginResources {
-        PluginResources(stateBytes: 4 * floatParameters.count, extraFLOPsPerStep: active ? 4 * floatParameters.count : 0)
+        PluginResources(stateBytes: active ? 4 * parameterCount : 0, extraFLOPsPerStep: active ? 4 * parameterCount : 0)
     }
 
     public mutating func beforeExperience(model: inout MLP, context: ExperienceContext) throws {
         active = context.index >= options.startExperience
+        parameterCount = model.parameterCount
     }
 
     public mutating func willComputeGradient(model: inout MLP) {

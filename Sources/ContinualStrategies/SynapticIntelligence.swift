@@ -157,6 +157,7 @@ extension SynapticIntelligence {
     /// `{"type": "si", "c": 1, "xi": 0.1, "gradient": "task"}`.
     public struct Options: PluginOptions {
         public static let typeName = "si"
+        public static let strengthKey: String? = "c"
         public static let summary = "synaptic intelligence (Zenke 2017): path-integral importance"
 
         /// Which gradient enters ω: the task loss's (the paper) or the total loss's (Avalanche).

@@ -10,6 +10,14 @@ public protocol PluginOptions: Codable, Sendable, Equatable {
     static var summary: String { get }
     /// Builds a fresh plugin for one run.
     func makePlugin() -> any StrategyPlugin
+    /// The JSON key of the method's strength, if it has one, whose value 0 makes the method
+    /// leave training untouched (EWC's `lambda`, SI's `c`): the conformance suite checks that a
+    /// run with strength 0 is bit-identical to naive.
+    static var strengthKey: String? { get }
+}
+
+public extension PluginOptions {
+    static var strengthKey: String? { nil }
 }
 
 /// The JSON options of one scenario generator, and the factory that makes its stream.
