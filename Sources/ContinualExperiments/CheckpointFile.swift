@@ -9,20 +9,29 @@ public enum CheckpointFile {
     public static let format = "continualkit-checkpoint"
 
     public static func write(_ checkpoint: TrainerCheckpoint, configJSON: String = "", to path: String) throws {
+        try write(.trainer(checkpoint), configJSON: configJSON, to: path)
+    }
+
+    /// Writes a checkpoint of any kind of run (a population's holds one entry per user).
+    public static func write(_ runCheckpoint: RunCheckpoint, configJSON: String = "", to path: String) throws {
         // Serialised with every other HDF5 session of the process (see HDF5Lock).
         try HDF5Lock.withLock {
             let file = try HDF5File.create(path: path)
             let root = file.root
-            let bytes = checkpoint.encoded()
+            let bytes = runCheckpoint.encoded()
             try root.attributes.set("format", format)
             try root.attributes.set("version", Int64(TrainerCheckpoint.version))
             try root.attributes.set("checksum", StableHash.hex(StableHash.fnv1a64(bytes: bytes)))
             try root.attributes.set("config_json", configJSON)
-            try root.attributes.set("experiences_done", Int64(checkpoint.experiencesDone))
+            try root.attributes.set("experiences_done", Int64(runCheckpoint.experiencesDone))
+            if case .population(let users) = runCheckpoint { try root.attributes.set("users", Int64(users.count)) }
             _ = try root.write(bytes, shape: [bytes.count], name: "payload", compress: false)
-            _ = try root.write(checkpoint.parameters, shape: [checkpoint.parameters.count], name: "parameters")
-            let T = checkpoint.experienceCount
-            _ = try root.write(checkpoint.progress.accuracy.flatMap { $0 }, shape: [checkpoint.progress.accuracy.count, T], name: "accuracy_matrix_so_far")
+            if case .trainer(let checkpoint) = runCheckpoint {
+                _ = try root.write(checkpoint.parameters, shape: [checkpoint.parameters.count], name: "parameters")
+                let T = checkpoint.experienceCount
+                _ = try root.write(checkpoint.progress.accuracy.flatMap { $0 }, shape: [checkpoint.progress.accuracy.count, T],
+                                   name: "accuracy_matrix_so_far")
+            }
         }
     }
 
@@ -39,6 +48,14 @@ public enum CheckpointFile {
     /// Reads and verifies a checkpoint; damaged, truncated or foreign files throw a
     /// `CheckpointError` (or `ConfigError` for the wrong format) with a clear message.
     public static func read(path: String) throws -> TrainerCheckpoint {
+        guard case .trainer(let c) = try readRun(path: path) else {
+            throw CheckpointError.mismatch("\(path) holds a population checkpoint, not a single learner's")
+        }
+        return c
+    }
+
+    /// Reads and verifies a checkpoint of any kind of run.
+    public static func readRun(path: String) throws -> RunCheckpoint {
         // Serialised with every other HDF5 session of the process (see HDF5Lock).
         return try HDF5Lock.withLock {
             let file: HDF5File
@@ -70,7 +87,7 @@ public enum CheckpointFile {
                 throw CheckpointError.mismatch("\(path) has no valid checksum attribute")
             }
             guard found == expected else { throw CheckpointError.checksumMismatch(expected: expected, found: found) }
-            return try TrainerCheckpoint(decoding: bytes)
+            return try RunCheckpoint(decoding: bytes)
         }
     }
 }

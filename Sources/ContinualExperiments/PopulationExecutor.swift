@@ -46,6 +46,8 @@ public enum PopulationExecutor {
         var outcome: TrainingOutcome? = nil
         var costs: CostModel? = nil
         var stream: ExperienceStream? = nil
+        /// The user's state when the run stopped early (or how its run ended before that).
+        var checkpoint: RunCheckpoint.PopulationUserCheckpoint? = nil
     }
 
     /// Slots written by exactly one worker each (distinct indices), read after all finish.
@@ -64,16 +66,34 @@ public enum PopulationExecutor {
     }
 
     static func user(_ i: Int, run: RunConfig, population: PopulationConfig, popSeed: UInt64,
-                     scenario: any PopulationScenario, keepDetails: Bool) -> UserResult {
+                     scenario: any PopulationScenario, keepDetails: Bool,
+                     resume: RunCheckpoint.PopulationUserCheckpoint? = nil, stopAfter: Int? = nil) -> UserResult {
         var r = UserResult()
         var rng = RandomSource(seed: popSeed, stream: "population.user.\(i)")
         var modelRNG = rng.derived("model")
         r.modelSeed = modelRNG.next()
         let options = scenario.user(i, spread: population.spread, rng: &rng)
+        var resumeFrom: TrainerCheckpoint? = nil
+        switch resume {
+        case .ended(let status, let message)?:
+            // The user's run ended before the checkpoint: it ends the same way again.
+            r.status = status
+            r.message = message
+            r.checkpoint = resume
+            return r
+        case .training(let c)?: resumeFrom = c
+        case nil: break
+        }
         do {
             let stream = try options.makeStream(seed: r.modelSeed)
             r.dataSeed = UInt64(stream.metadata["seed"] ?? "") ?? 0
-            let (outcome, costs, _) = try RunExecutor.train(run, stream: stream, seed: r.modelSeed)
+            let (outcome, costs, _, stopped) = try RunExecutor.train(run, stream: stream, seed: r.modelSeed,
+                                                                     resumingFrom: resumeFrom, stopAfter: stopAfter)
+            if let stopped {
+                r.checkpoint = .training(stopped)
+                r.status = .completed
+                return r
+            }
             let m = MetricSet(matrix: AccuracyMatrix(outcome.accuracy), randomBaseline: outcome.randomAccuracy,
                               initialBaseline: outcome.initialAccuracy)
             r.matrix = outcome.accuracy
@@ -94,10 +114,16 @@ public enum PopulationExecutor {
         } catch {
             r.message = "\(error)"
         }
+        if stopAfter != nil { r.checkpoint = .ended(status: r.status, message: r.message) }
         return r
     }
 
-    public static func execute(_ run: ResolvedRun, population: PopulationConfig) -> RunResult {
+    /// Trains every user (in parallel, deterministic for any worker count). With `stopAfter`,
+    /// every user stops after that experience and the result carries one checkpoint entry per
+    /// user; `resume` continues from such entries.
+    public static func execute(_ run: ResolvedRun, population: PopulationConfig,
+                               resumingFrom resume: [RunCheckpoint.PopulationUserCheckpoint]? = nil,
+                               stopAfter: Int? = nil) -> RunResult {
         let clock = ContinuousClock()
         let start = clock.now
         let config = run.config
@@ -110,6 +136,10 @@ public enum PopulationExecutor {
             return result
         }
         let n = population.users
+        if let resume, resume.count != n {
+            result.message = "the checkpoint holds \(resume.count) users, this population has \(n)"
+            return result
+        }
         let popSeed = population.seed ?? config.seed
         let slots = Slots(n)
         let workers = max(1, min(n, population.jobs > 0 ? population.jobs : ProcessInfo.processInfo.activeProcessorCount))
@@ -117,11 +147,20 @@ public enum PopulationExecutor {
             var i = w
             while i < n {
                 slots.base[i] = user(i, run: config, population: population, popSeed: popSeed, scenario: scenario,
-                                     keepDetails: i == 0)
+                                     keepDetails: i == 0, resume: resume?[i], stopAfter: stopAfter)
                 i += workers
             }
         }
         let users = (0..<n).map { slots.base[$0] }
+        if users.contains(where: { if case .training? = $0.checkpoint { return true } else { return false } }) {
+            // Stopped early: no metrics yet, only every user's state.
+            result.populationCheckpoint = users.map { $0.checkpoint ?? .ended(status: $0.status, message: $0.message) }
+            result.status = .completed
+            let done = result.runCheckpoint?.experiencesDone ?? 0
+            result.message = "stopped every user after experience \(done - 1) of \(result.runCheckpoint?.experienceCount ?? 0)"
+            result.wallSeconds = (clock.now - start).seconds
+            return result
+        }
         let names = MetricSet(matrix: AccuracyMatrix([[0]]), randomBaseline: [0], initialBaseline: [0]).named
         let ok = users.indices.filter { users[$0].status == .completed }
         let values = names.indices.map { m in users.map { $0.status == .completed ? $0.metrics[m] : .nan } }

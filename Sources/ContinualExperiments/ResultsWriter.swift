@@ -160,8 +160,19 @@ public enum ResultsWriter {
             for (i, p) in o.pluginReports.enumerated() {
                 let pg = try plugins.createGroup("\(i)_\(p.name)")
                 try writeReport(p.report, into: pg)
+                if i < o.pluginResources.count { try writeResources(o.pluginResources[i], into: pg) }
             }
         }
+    }
+
+    /// The plugin's typed resources (`PluginResources`), as attributes of its group; they are what
+    /// the cost model and the peak-memory figures used.
+    static func writeResources(_ r: PluginResources, into g: HDF5Group) throws {
+        try g.attributes.set("stored_sample_bytes", Int64(r.storedSampleBytes))
+        try g.attributes.set("state_bytes", Int64(r.stateBytes))
+        try g.attributes.set("extra_rows_per_batch", Int64(r.extraRowsPerBatch))
+        try g.attributes.set("extra_flops_per_step", Int64(r.extraFLOPsPerStep))
+        try g.attributes.set("extra_flops_per_experience", Int64(r.extraFLOPsPerExperience))
     }
 
     static func writeReport(_ report: PluginReport, into g: HDF5Group) throws {

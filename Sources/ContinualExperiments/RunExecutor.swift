@@ -5,27 +5,43 @@ import ContinualMetrics
 /// metrics and costs. Pure computation (no files), so it is safe to call from parallel tasks.
 public enum RunExecutor {
     public static func execute(_ run: ResolvedRun) -> RunResult {
-        execute(run, resumingFrom: nil, stopAfter: nil)
+        execute(run, resumingFrom: RunCheckpoint?.none, stopAfter: nil)
     }
 
     /// Like `execute(_:)`, but resumes from a checkpoint and/or stops after experience
     /// `stopAfter` (then `checkpoint` holds the learner state). Batch, prequential and scheduled
     /// runs (experiences = sessions); populations fail with a message saying so.
     public static func execute(_ run: ResolvedRun, resumingFrom resume: TrainerCheckpoint?, stopAfter: Int?) -> RunResult {
+        execute(run, resumingFrom: resume.map { .trainer($0) }, stopAfter: stopAfter)
+    }
+
+    /// Like `execute(_:)` with checkpoints of any kind of run (a population checkpoint for
+    /// populations, a trainer checkpoint otherwise).
+    public static func execute(_ run: ResolvedRun, resumingFrom runCheckpoint: RunCheckpoint?, stopAfter: Int?) -> RunResult {
         if let problem = run.config.consistencyProblem() {
             return RunResult(run: run, status: .failed, message: "." + problem.path.joined(separator: ".") + ": " + problem.message,
                              outcome: nil, metrics: nil, costs: nil, experienceNames: [], experienceMetadata: [],
                              featureNames: [], streamMetadata: [:], wallSeconds: 0)
         }
-        let checkpointing = resume != nil || stopAfter != nil
-        if checkpointing && run.config.population != nil {
+        var resume: TrainerCheckpoint? = nil
+        var users: [RunCheckpoint.PopulationUserCheckpoint]? = nil
+        switch runCheckpoint {
+        case .trainer(let c)?: resume = c
+        case .population(let u)?: users = u
+        case nil: break
+        }
+        if (run.config.population != nil && resume != nil) || (run.config.population == nil && users != nil) {
             var result = RunResult(run: run, status: .failed, message: "", outcome: nil, metrics: nil, costs: nil,
                                    experienceNames: [], experienceMetadata: [], featureNames: [], streamMetadata: [:],
                                    wallSeconds: 0)
-            result.message = "checkpoints (stop and resume) are not supported for populations yet"
+            result.message = run.config.population != nil
+                ? "this is a population run; the checkpoint holds a single learner"
+                : "the checkpoint holds a population; this run has none"
             return result
         }
-        if let population = run.config.population { return PopulationExecutor.execute(run, population: population) }
+        if let population = run.config.population {
+            return PopulationExecutor.execute(run, population: population, resumingFrom: users, stopAfter: stopAfter)
+        }
         let clock = ContinuousClock()
         let start = clock.now
         let config = run.config

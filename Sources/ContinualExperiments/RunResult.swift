@@ -35,6 +35,14 @@ public struct RunResult: Sendable {
     /// Set when the run was asked to stop early (`stopAfter`): the state to resume from. The
     /// outcome then covers only the experiences trained so far.
     public var checkpoint: TrainerCheckpoint? = nil
+    /// Set when a population run stopped early: one entry per user.
+    public var populationCheckpoint: [RunCheckpoint.PopulationUserCheckpoint]? = nil
+
+    /// The run's checkpoint when it stopped early, whatever kind of run it is.
+    public var runCheckpoint: RunCheckpoint? {
+        if let c = checkpoint { return .trainer(c) }
+        return populationCheckpoint.map { .population($0) }
+    }
 
     public var runId: String { run.runId }
     public var name: String { run.config.name }

@@ -66,11 +66,11 @@ struct RunCommand: ParsableCommand {
             if stopAfter != nil && checkpoint == nil { throw CLIFailure.badInput("--stop-after needs --checkpoint PATH") }
             if let k = stopAfter, k < 0 { throw CLIFailure.badInput("--stop-after must be ≥ 0, got \(k)") }
         }
-        var resume: TrainerCheckpoint? = nil
+        var resume: RunCheckpoint? = nil
         if let resumeFrom {
             guard FileManager.default.fileExists(atPath: resumeFrom) else { throw CLIFailure.badInput("\(resumeFrom): no such file") }
             do {
-                resume = try CheckpointFile.read(path: resumeFrom)
+                resume = try CheckpointFile.readRun(path: resumeFrom)
                 let saved = try CheckpointFile.configJSON(path: resumeFrom)
                 guard saved == runs[0].canonicalJSON else {
                     throw CLIFailure.badInput("\(resumeFrom) was written for another configuration than run \"\(runs[0].config.name)\" of \(file)")
@@ -85,7 +85,7 @@ struct RunCommand: ParsableCommand {
         for run in runs {
             let result = checkpointing ? RunExecutor.execute(run, resumingFrom: resume, stopAfter: stopAfter)
                                        : RunExecutor.execute(run)
-            if let state = result.checkpoint, let checkpoint {
+            if let state = result.runCheckpoint, let checkpoint {
                 do {
                     try CheckpointFile.write(state, configJSON: run.canonicalJSON, to: checkpoint)
                 } catch {

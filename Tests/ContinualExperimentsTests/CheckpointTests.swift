@@ -209,3 +209,40 @@ import ContinualStrategies
         #expect(try runCLI(["run", exp, "--variant", "replay", "--stop-after", "1"]).status == 2)
     }
 }
+
+/// Checkpoints from the CLI for every kind of run: prequential streams, device schedules
+/// (stopping after a session) and populations (every user stops), each with a stateless and a
+/// stateful strategy, resume to the same results as an uninterrupted run.
+@Suite struct CheckpointEveryModeCLITests {
+    static let modes: [(name: String, extra: String)] = [
+        ("prequential", #""training": {"epochs": 1, "batch_size": 4, "mode": "prequential", "window": 50},"#),
+        ("schedule", #""schedule": {"type": "daily", "samples_per_day": 40},"#),
+        ("population", #""population": {"users": 4, "spread": 1.0},"#),
+    ]
+
+    @Test(arguments: ["prequential", "schedule", "population"], ["naive", "replay_ewc"])
+    func stopAndResumeEqualsAnUninterruptedRun(mode: String, strategy: String) throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let extra = Self.modes.first { $0.name == mode }!.extra
+        var json = tinyExperiment(extra: extra)
+        if mode == "prequential" { json = json.replacingOccurrences(of: "\"training\": {\"epochs\": 3, \"batch_size\": 16},", with: "") }
+        json = json.replacingOccurrences(
+            of: "{\"name\": \"joint\", \"strategy\": [\"joint\"]}",
+            with: "{\"name\": \"replay_ewc\", \"strategy\": [{\"type\": \"replay\", \"capacity\": 40}, {\"type\": \"ewc\", \"lambda\": 10}]}")
+        let exp = dir.write("e.json", json)
+        let ck = dir.path("ck.h5")
+        let stop = try runCLI(["run", exp, "--variant", strategy, "--stop-after", "1", "--checkpoint", ck])
+        #expect(stop.status == 0, "\(stop.stdout)\(stop.stderr)")
+        #expect(stop.stdout.contains("stopped"), "\(stop.stdout)")
+        let resumed = try runCLI(["run", exp, "--variant", strategy, "--resume-from", ck, "-q", "-o", dir.path("r.h5")])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        let full = try runCLI(["run", exp, "--variant", strategy, "-q", "-o", dir.path("f.h5")])
+        #expect(full.status == 0, "\(full.stderr)")
+        let a = try ResultsReader.read(path: dir.path("r.h5")), b = try ResultsReader.read(path: dir.path("f.h5"))
+        #expect(a.runs.map(\.runId) == b.runs.map(\.runId))
+        #expect(a.runs.first?.accuracy == b.runs.first?.accuracy)
+        #expect(a.runs.first?.metrics == b.runs.first?.metrics)
+        #expect(a.runs.first?.status == "completed")
+    }
+}

@@ -172,51 +172,53 @@ extension PluginState {
     }
 }
 
-/// Little-endian writer for `TrainerCheckpoint.encoded()`.
-struct ByteWriter {
-    var data: [UInt8] = []
-    mutating func bytes(_ b: [UInt8]) { data.append(contentsOf: b) }
-    mutating func u64(_ v: UInt64) { for k in 0..<8 { data.append(UInt8(truncatingIfNeeded: v >> (8 * UInt64(k)))) } }
-    mutating func int(_ v: Int) { u64(UInt64(bitPattern: Int64(v))) }
-    mutating func floats(_ v: [Float]) {
+/// Little-endian writer for checkpoint encodings (`TrainerCheckpoint.encoded()`, population
+/// checkpoints, on-device state).
+public struct ByteWriter {
+    public init() {}
+    public private(set) var data: [UInt8] = []
+    public mutating func bytes(_ b: [UInt8]) { data.append(contentsOf: b) }
+    public mutating func u64(_ v: UInt64) { for k in 0..<8 { data.append(UInt8(truncatingIfNeeded: v >> (8 * UInt64(k)))) } }
+    public mutating func int(_ v: Int) { u64(UInt64(bitPattern: Int64(v))) }
+    public mutating func floats(_ v: [Float]) {
         int(v.count)
         for x in v { let b = x.bitPattern; for k in 0..<4 { data.append(UInt8(truncatingIfNeeded: b >> (8 * UInt32(k)))) } }
     }
-    mutating func doubles(_ v: [Double]) { int(v.count); v.forEach { u64($0.bitPattern) } }
-    mutating func string(_ s: String) { let u = Array(s.utf8); int(u.count); bytes(u) }
+    public mutating func doubles(_ v: [Double]) { int(v.count); v.forEach { u64($0.bitPattern) } }
+    public mutating func string(_ s: String) { let u = Array(s.utf8); int(u.count); bytes(u) }
 }
 
 /// Bounds-checked little-endian reader: running past the end throws `CheckpointError.truncated`.
-struct ByteReader {
+public struct ByteReader {
     let data: [UInt8]
-    var position = 0
-    init(_ data: [UInt8]) { self.data = data }
-    var atEnd: Bool { position == data.count }
-    var remaining: Int { data.count - position }
+    public private(set) var position = 0
+    public init(_ data: [UInt8]) { self.data = data }
+    public var atEnd: Bool { position == data.count }
+    public var remaining: Int { data.count - position }
 
-    mutating func bytes(_ n: Int) throws -> [UInt8] {
+    public mutating func bytes(_ n: Int) throws -> [UInt8] {
         guard n >= 0, n <= remaining else {
             throw CheckpointError.truncated("needed \(n) bytes at offset \(position), \(remaining) left")
         }
         defer { position += n }
         return Array(data[position..<(position + n)])
     }
-    mutating func u64() throws -> UInt64 {
+    public mutating func u64() throws -> UInt64 {
         let b = try bytes(8)
         var v: UInt64 = 0
         for k in 0..<8 { v |= UInt64(b[k]) << (8 * UInt64(k)) }
         return v
     }
-    mutating func int() throws -> Int { Int(Int64(bitPattern: try u64())) }
+    public mutating func int() throws -> Int { Int(Int64(bitPattern: try u64())) }
     /// A length: must fit in what is left (so a damaged length cannot allocate gigabytes).
-    mutating func count(elementSize: Int = 1) throws -> Int {
+    public mutating func count(elementSize: Int = 1) throws -> Int {
         let n = try int()
         guard n >= 0, n <= remaining / max(elementSize, 1) + 1 else {
             throw CheckpointError.truncated("length \(n) at offset \(position - 8) exceeds the \(remaining) bytes left")
         }
         return n
     }
-    mutating func floats() throws -> [Float] {
+    public mutating func floats() throws -> [Float] {
         let n = try count(elementSize: 4)
         let b = try bytes(4 * n)
         return (0..<n).map { i in
@@ -225,11 +227,11 @@ struct ByteReader {
             return Float(bitPattern: v)
         }
     }
-    mutating func doubles() throws -> [Double] {
+    public mutating func doubles() throws -> [Double] {
         let n = try count(elementSize: 8)
         return try (0..<n).map { _ in Double(bitPattern: try u64()) }
     }
-    mutating func string() throws -> String {
+    public mutating func string() throws -> String {
         let n = try count()
         return String(decoding: try bytes(n), as: UTF8.self)
     }
