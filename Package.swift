@@ -6,6 +6,10 @@ import PackageDescription
 // → ContinualCore. ContinualHDF5 wraps the C library and knows nothing of continual learning.
 let package = Package(
     name: "ContinualKit",
+    // The portable targets (Core, Strategies, Scenarios, Metrics) use the standard library only;
+    // the oldest Apple releases they build on are set by `ContinuousClock` / `Duration` (Swift 5.7
+    // concurrency clocks), used by the training loop's wall-time measurements.
+    platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9), .visionOS(.v1)],
     products: [
         .executable(name: "continual", targets: ["continual"]),
         .library(name: "ContinualCore", targets: ["ContinualCore"]),
@@ -38,8 +42,9 @@ let package = Package(
         ),
         .executableTarget(
             name: "continual",
+            // Every target the CLI imports, declared (not reached through ContinualExperiments).
             dependencies: [
-                "ContinualExperiments",
+                "ContinualExperiments", "ContinualCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
