@@ -12,6 +12,10 @@ public struct Batch: Sendable {
     /// Rows that came from the current experience's training set (before plugins appended).
     public internal(set) var ownCount: Int = 0
 
+    /// Label of a row that gets no task loss (only plugins' batch-loss terms see it), e.g. DER's
+    /// replayed rows, whose stored logits are the target instead of their label.
+    public static let noTaskLoss: Int32 = -1
+
     public init(dimension: Int, capacity: Int) {
         self.dimension = dimension
         features = [Float](repeating: 0, count: dimension * max(capacity, 1))

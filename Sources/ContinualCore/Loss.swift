@@ -2,14 +2,27 @@
 ///
 /// Binary: ℓ = softplus(z) − y·z = max(z, 0) − y·z + log1p(e^−|z|), ∂ℓ/∂z = σ(z) − y.
 /// Multiclass: ℓ = logsumexp(z) − z_y, ∂ℓ/∂z = softmax(z) − onehot(y). Accumulated in float64.
+///
+/// A row labelled `Batch.noTaskLoss` (−1) contributes no loss and a zero gradient (rows a plugin
+/// adds for its own loss term only, e.g. DER's logit replay). With `active` (multiclass only), the
+/// softmax covers the active classes only ("active outputs", van de Ven et al. 2022): inactive
+/// logits get zero gradient and never win a prediction.
 public enum Loss {
     /// Returns Σ ℓ over the batch and overwrites `logits` with `scale` · ∂ℓ/∂z.
     public static func lossAndLogitGradient(head: OutputHead, logits: UnsafeMutablePointer<Float>,
-                                            labels: UnsafePointer<Int32>, count: Int, scale: Float) -> Double {
+                                            labels: UnsafePointer<Int32>, count: Int, scale: Float,
+                                            active: UnsafePointer<Bool>? = nil) -> Double {
         var total = 0.0
+        if let active, case .multiclass(let k) = head {
+            return maskedMulticlass(k: k, logits: logits, labels: labels, count: count, scale: scale, active: active)
+        }
         switch head {
         case .binary:
             for i in 0..<count {
+                guard labels[i] >= 0 else {
+                    logits[i] = 0
+                    continue
+                }
                 let z = logits[i]
                 let y: Float = labels[i] == 0 ? 0 : 1
                 let e = _expf(-abs(z))               // one exponential serves loss and sigmoid
@@ -20,6 +33,10 @@ public enum Loss {
         case .multiclass(let k):
             for i in 0..<count {
                 let row = logits + i &* k
+                guard labels[i] >= 0 else {
+                    row.update(repeating: 0, count: k)
+                    continue
+                }
                 var m = row[0]
                 for j in 1..<k { m = max(m, row[j]) }
                 let label = Int(labels[i])
@@ -40,9 +57,51 @@ public enum Loss {
         return total
     }
 
-    /// Class predictions from logits.
+    /// The multiclass loss with the softmax restricted to the active classes (a label outside them
+    /// is a caller's error: its loss is computed as if its logit were active).
+    static func maskedMulticlass(k: Int, logits: UnsafeMutablePointer<Float>, labels: UnsafePointer<Int32>, count: Int,
+                                 scale: Float, active: UnsafePointer<Bool>) -> Double {
+        var total = 0.0
+        for i in 0..<count {
+            let row = logits + i &* k
+            guard labels[i] >= 0 else {
+                row.update(repeating: 0, count: k)
+                continue
+            }
+            let label = Int(labels[i])
+            var m = row[label]
+            for j in 0..<k where active[j] { m = max(m, row[j]) }
+            let zLabel = row[label]
+            var sum: Float = 0
+            for j in 0..<k {
+                if active[j] || j == label {
+                    let e = _expf(row[j] - m)
+                    row[j] = e
+                    sum += e
+                } else {
+                    row[j] = 0
+                }
+            }
+            total += Double(m - zLabel) + Double(_logf(sum))
+            let inv = 1 / sum
+            for j in 0..<k { row[j] = row[j] * inv * scale }
+            row[label] -= scale
+        }
+        return total
+    }
+
+    /// Class predictions from logits (the best active class when `active` is given).
     public static func predictions(head: OutputHead, logits: UnsafePointer<Float>, count: Int,
-                                   into out: UnsafeMutablePointer<Int32>) {
+                                   into out: UnsafeMutablePointer<Int32>, active: UnsafePointer<Bool>? = nil) {
+        if let active, case .multiclass(let k) = head, let first = (0..<k).first(where: { active[$0] }) {
+            for i in 0..<count {
+                let row = logits + i &* k
+                var best = first
+                for j in (first + 1)..<max(k, first + 1) where active[j] && row[j] > row[best] { best = j }
+                out[i] = Int32(best)
+            }
+            return
+        }
         switch head {
         case .binary:
             for i in 0..<count { out[i] = logits[i] > 0 ? 1 : 0 }

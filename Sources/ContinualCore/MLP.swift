@@ -181,26 +181,26 @@ public struct MLP: Sendable, Equatable {
     @discardableResult
     public func lossAndGradient(features: UnsafePointer<Float>, labels: UnsafePointer<Int32>, count: Int,
                                 route: Int, scale: Float, workspace ws: Workspace,
-                                gradient: UnsafeMutablePointer<Float>) -> Double {
+                                gradient: UnsafeMutablePointer<Float>, active: UnsafePointer<Bool>? = nil) -> Double {
         guard count > 0 else { return 0 }
         forward(features, count: count, route: route, workspace: ws)
         let logits = ws.logits
         let loss = Loss.lossAndLogitGradient(head: spec.head, logits: logits, labels: labels,
-                                             count: count, scale: scale)
+                                             count: count, scale: scale, active: active)
         backward(logitGradient: logits, count: count, route: route, workspace: ws, gradient: gradient)
         return loss
     }
 
     /// Predicted class of each of `count` samples.
     public func predict(_ input: UnsafePointer<Float>, count: Int, route: Int, workspace ws: Workspace,
-                        into predictions: UnsafeMutablePointer<Int32>) {
+                        into predictions: UnsafeMutablePointer<Int32>, active: UnsafePointer<Bool>? = nil) {
         forward(input, count: count, route: route, workspace: ws)
-        Loss.predictions(head: spec.head, logits: ws.logits, count: count, into: predictions)
+        Loss.predictions(head: spec.head, logits: ws.logits, count: count, into: predictions, active: active)
     }
 
     /// Fraction of `samples` classified correctly through `route`, evaluated in chunks of the
     /// workspace capacity. An empty set has accuracy NaN (undefined, not 0).
-    public func accuracy(on samples: Samples, route: Int, workspace ws: Workspace) -> Double {
+    public func accuracy(on samples: Samples, route: Int, workspace ws: Workspace, active: [Bool]? = nil) -> Double {
         let n = samples.count
         guard n > 0 else { return .nan }
         let chunk = max(ws.capacity, 1)
@@ -212,8 +212,15 @@ public struct MLP: Sendable, Equatable {
                     var start = 0
                     while start < n {
                         let m = min(chunk, n - start)
-                        predict(xs.baseAddress! + start * samples.dimension, count: m, route: route,
-                                workspace: ws, into: pr.baseAddress!)
+                        if let active {
+                            active.withUnsafeBufferPointer { a in
+                                predict(xs.baseAddress! + start * samples.dimension, count: m, route: route,
+                                        workspace: ws, into: pr.baseAddress!, active: a.baseAddress!)
+                            }
+                        } else {
+                            predict(xs.baseAddress! + start * samples.dimension, count: m, route: route,
+                                    workspace: ws, into: pr.baseAddress!)
+                        }
                         for i in 0..<m where pr[i] == ys[start + i] { correct += 1 }
                         start += m
                     }

@@ -104,6 +104,8 @@ public struct Adapters: PredictionOverride {
             try c.encode(contextFeature, forKey: .contextFeature)
         }
 
+        /// Task-id routing picks the adapter by the evaluated experience's identity.
+        public var usesTaskIdentityAtTest: Bool { routing == .taskId }
         public func makePlugin() -> any StrategyPlugin { Adapters(options: self) }
     }
 }

@@ -98,6 +98,8 @@ public struct LoRA: PredictionOverride {
             try c.encode(contextFeature, forKey: .contextFeature)
         }
 
+        /// Task-id routing picks the adapter by the evaluated experience's identity.
+        public var usesTaskIdentityAtTest: Bool { routing == .taskId }
         public func makePlugin() -> any StrategyPlugin { LoRA(options: self) }
     }
 }

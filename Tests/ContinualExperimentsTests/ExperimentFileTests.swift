@@ -51,7 +51,7 @@ import Testing
     @Test func unknownKeysNameThePathAndTheAllowedKeys() {
         let e = error(tinyExperiment().replacingOccurrences(of: "\"epochs\": 3", with: "\"epochs\": 3, \"epoch\": 2"))
         #expect(e?.location == ".training.epoch")
-        #expect(e?.message.contains("allowed keys: batch_size, divergence_loss, early_stopping, epochs") == true)
+        #expect(e?.message.contains("allowed keys: active_outputs, batch_size, divergence_loss, early_stopping, epochs") == true)
         let top = error(tinyExperiment().replacingOccurrences(of: "\"seed\": 3", with: "\"seed\": 3, \"sed\": 1"))
         #expect(top?.location == ".sed")
         let opt = error(tinyExperiment().replacingOccurrences(of: "\"type\": \"sgd\"", with: "\"type\": \"adam\""))

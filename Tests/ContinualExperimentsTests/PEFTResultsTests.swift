@@ -16,7 +16,7 @@ import ContinualHDF5
       "training": {"epochs": 2, "batch_size": 32},
       "variants": [
         {"name": "adapters_entropy", "strategy": [{"type": "adapters", "routing": "entropy"}]},
-        {"name": "lora", "strategy": [{"type": "lora", "rank": 3, "alpha": 3, "layers": [0, 2]}]},
+        {"name": "lora", "allow_task_labels": true, "strategy": [{"type": "lora", "rank": 3, "alpha": 3, "layers": [0, 2]}]},
         {"name": "bitfit", "strategy": [{"type": "bitfit"}]},
         {"name": "last_layer", "strategy": [{"type": "last_layer", "freeze_core_after": 1}]}
       ]

@@ -29,10 +29,11 @@ enum PluginConformance {
         return "{" + fields.joined(separator: ", ") + "}"
     }
 
-    /// Parses an experiment around one strategy entry; returns the run or the error text.
+    /// Parses an experiment around one strategy entry; returns the run or the error text. Task
+    /// identity is allowed: the suite checks mechanics, on any method.
     static func parse(strategy: String) -> Result<ResolvedRun, Error> {
         let text = """
-        {"name": "conformance", "seed": 3,
+        {"name": "conformance", "seed": 3, "allow_task_labels": true,
          "scenario": {"type": "habit_drift", "train_per_experience": 96, "test_per_experience": 32,
                       "phases": ["morning", "night", "weekend_only"]},
          "model": {"hidden": [8]}, "optimizer": {"type": "sgd", "lr": 0.05},

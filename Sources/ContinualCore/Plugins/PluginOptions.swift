@@ -14,10 +14,15 @@ public protocol PluginOptions: Codable, Sendable, Equatable {
     /// leave training untouched (EWC's `lambda`, SI's `c`): the conformance suite checks that a
     /// run with strength 0 is bit-identical to naive.
     static var strengthKey: String? { get }
+    /// Whether the method uses the experience's identity (a task label) to predict at test time
+    /// (adapters routed by task id). Recorded per run; refused in scenarios whose test samples
+    /// carry no task identity unless the config allows it explicitly.
+    var usesTaskIdentityAtTest: Bool { get }
 }
 
 public extension PluginOptions {
     static var strengthKey: String? { nil }
+    var usesTaskIdentityAtTest: Bool { false }
 }
 
 /// The JSON options of one scenario generator, and the factory that makes its stream.
@@ -26,6 +31,14 @@ public protocol ScenarioOptions: Codable, Sendable, Equatable {
     static var summary: String { get }
     /// Generates (or loads) the stream; deterministic in `seed`.
     func makeStream(seed: UInt64) throws -> ExperienceStream
+    /// Whether the scenario is task-incremental: its test samples come with the experience's
+    /// identity, so a method may use it to predict (split digits' "task" setting). Domain- and
+    /// class-incremental scenarios (the default) do not give it.
+    var providesTaskIdentity: Bool { get }
+}
+
+public extension ScenarioOptions {
+    var providesTaskIdentity: Bool { false }
 }
 
 /// A scenario that cannot be built from its options (bad file, inconsistent sizes).

@@ -34,11 +34,14 @@ public struct Predictor {
     public let model: MLP
     var plugins: [any StrategyPlugin]
     public let workspace: Workspace
+    /// The classes the model may predict now (`TrainingOptions.activeOutputs`; nil = all).
+    public let active: [Bool]?
 
-    init(model: MLP, plugins: [any StrategyPlugin], workspace: Workspace) {
+    init(model: MLP, plugins: [any StrategyPlugin], workspace: Workspace, active: [Bool]? = nil) {
         self.model = model
         self.plugins = plugins
         self.workspace = workspace
+        self.active = active
     }
 
     /// Route the loop uses for experience `index` on this model.
@@ -57,8 +60,15 @@ public struct Predictor {
             out.withUnsafeMutableBufferPointer { o in
                 for k in 0..<samples.count {
                     let r = model.routeCount > 1 ? Int(samples.routes?[k] ?? Int32(route ?? index)) : 0
-                    model.predict(x.baseAddress! + k * samples.dimension, count: 1, route: r, workspace: workspace,
-                                  into: o.baseAddress! + k)
+                    if let active {
+                        active.withUnsafeBufferPointer { a in
+                            model.predict(x.baseAddress! + k * samples.dimension, count: 1, route: r, workspace: workspace,
+                                          into: o.baseAddress! + k, active: a.baseAddress!)
+                        }
+                    } else {
+                        model.predict(x.baseAddress! + k * samples.dimension, count: 1, route: r, workspace: workspace,
+                                      into: o.baseAddress! + k)
+                    }
                 }
             }
         }

@@ -16,6 +16,8 @@ struct StepWorkspace {
     /// Step masks per set of routes in a batch (see `Trainer.mask`).
     var maskCache: [[Int32]: [Bool]?] = [:]
     var capabilities = PluginCapabilities()
+    /// Classes the softmax covers in this experience (nil = all; `TrainingOptions.activeOutputs`).
+    var active: [Bool]? = nil
 
     init(network: Workspace) { self.network = network }
 

@@ -99,12 +99,24 @@ public struct Trainer {
             evalTime += clock.now - start
         }
 
+        // Active outputs ("seen"): the classes of the training sets of experiences 0...i.
+        var seenClasses: [Bool]? = nil
+        if options.activeOutputs == .seen, case .multiclass(let k) = stream.head {
+            var seen = [Bool](repeating: false, count: k)
+            for e in experiences[0..<first] { for y in e.train.labels where y >= 0 && Int(y) < k { seen[Int(y)] = true } }
+            seenClasses = seen
+        }
         var shuffleRNG = resume.map { RandomSource(state: $0.progress.shuffleState) } ?? RandomSource(seed: seed, stream: "shuffle")
         var batch = Batch(dimension: stream.dimension, capacity: options.batchSize * 2)
 
         for i in first..<end {
             start = clock.now
             let context = ExperienceContext(index: i, experiences: experiences, route: Int32(route(for: i, model)))
+            if var seen = seenClasses {
+                for y in experiences[i].train.labels where y >= 0 && Int(y) < seen.count { seen[Int(y)] = true }
+                seenClasses = seen
+                work.active = seen
+            }
             for p in plugins.indices { try plugins[p].beforeExperience(model: &model, context: context) }
             if optimizer.parameterCount != model.parameterCount {
                 // A plugin grew the model (e.g. a new adapter): state restarts at the new size.
@@ -119,7 +131,7 @@ public struct Trainer {
             progress.trainSetSizes.append(trainSet.count)
             progress.trainableParameters.append(model.trainableCount)
             if !observers.isEmpty {
-                withPredictor(work.network) { predictor, observers in
+                withPredictor(work.network, active: work.active) { predictor, observers in
                     for o in observers.indices {
                         observers[o].experienceWillTrain(index: i, trainingSet: trainSet, own: experiences[i].train,
                                                          predictor: &predictor)
@@ -143,7 +155,7 @@ public struct Trainer {
                     if let limit = pass.maxSteps, steps >= limit { break }
                     let stop = min(position + options.batchSize, order.count)
                     if !observers.isEmpty {
-                        withPredictor(work.network) { predictor, observers in
+                        withPredictor(work.network, active: work.active) { predictor, observers in
                             for o in observers.indices {
                                 observers[o].rowsWillTrain(order[position..<stop], of: trainSet, experience: i,
                                                            predictor: &predictor)
@@ -187,7 +199,7 @@ public struct Trainer {
             trainTime += clock.now - start
 
             start = clock.now
-            progress.accuracy.append(evaluateAll(experiences, workspace: work.network))
+            progress.accuracy.append(evaluateAll(experiences, workspace: work.network, active: seenClasses))
             evalTime += clock.now - start
             progress.experiencesDone = i + 1
         }
@@ -209,8 +221,9 @@ public struct Trainer {
 
     /// Hands the observers a `Predictor` over the current model and the plugins (moved in and
     /// back out, so nothing is copied).
-    private mutating func withPredictor(_ ws: Workspace, _ body: (inout Predictor, inout [any LoopObserver]) -> Void) {
-        var predictor = Predictor(model: model, plugins: plugins, workspace: ws)
+    private mutating func withPredictor(_ ws: Workspace, active: [Bool]?,
+                                        _ body: (inout Predictor, inout [any LoopObserver]) -> Void) {
+        var predictor = Predictor(model: model, plugins: plugins, workspace: ws, active: active)
         plugins = []
         body(&predictor, &observers)
         plugins = predictor.plugins
@@ -346,8 +359,14 @@ public struct Trainer {
         return work.gradient.withUnsafeMutableBufferPointer { g in
             if !accumulate { g.update(repeating: 0) }
             if terms.isEmpty {
-                return (model.lossAndGradient(features: features, labels: labels, count: count, route: route,
-                                              scale: scale, workspace: ws, gradient: g.baseAddress!), 0)
+                guard let active = work.active else {
+                    return (model.lossAndGradient(features: features, labels: labels, count: count, route: route,
+                                                  scale: scale, workspace: ws, gradient: g.baseAddress!), 0)
+                }
+                return active.withUnsafeBufferPointer { a in
+                    (model.lossAndGradient(features: features, labels: labels, count: count, route: route,
+                                           scale: scale, workspace: ws, gradient: g.baseAddress!, active: a.baseAddress!), 0)
+                }
             }
             guard count > 0 else { return (0, 0) }
             model.forward(features, count: count, route: route, workspace: ws)
@@ -356,8 +375,13 @@ public struct Trainer {
             var extra = 0.0
             let loss = work.logits.withUnsafeMutableBufferPointer { copy in
                 copy.baseAddress!.update(from: ws.logits, count: count * L)
-                let loss = Loss.lossAndLogitGradient(head: model.spec.head, logits: ws.logits, labels: labels,
-                                                     count: count, scale: scale)
+                let loss = work.active.map { active in
+                    active.withUnsafeBufferPointer { a in
+                        Loss.lossAndLogitGradient(head: model.spec.head, logits: ws.logits, labels: labels,
+                                                  count: count, scale: scale, active: a.baseAddress!)
+                    }
+                } ?? Loss.lossAndLogitGradient(head: model.spec.head, logits: ws.logits, labels: labels,
+                                                count: count, scale: scale)
                 let input = BatchLossInput(batch: batch, rows: rows, route: route, logits: UnsafePointer(copy.baseAddress!),
                                            logitGradient: ws.logits, logitCount: L, scale: scale, model: model,
                                            experienceIndex: experience)
@@ -381,14 +405,14 @@ public struct Trainer {
     }
 
     /// Accuracy on every experience's test set, through the plugins' prediction override if any.
-    private mutating func evaluateAll(_ experiences: [Experience], workspace ws: Workspace) -> [Double] {
-        Trainer.evaluate(model: model, plugins: &plugins, experiences: experiences, workspace: ws)
+    private mutating func evaluateAll(_ experiences: [Experience], workspace ws: Workspace, active: [Bool]? = nil) -> [Double] {
+        Trainer.evaluate(model: model, plugins: &plugins, experiences: experiences, workspace: ws, active: active)
     }
 
     /// Accuracy on every experience's test set: the first plugin whose `PredictionOverride`
     /// answers decides, else the model through the experience's route.
     public static func evaluate(model: MLP, plugins: inout [any StrategyPlugin], experiences: [Experience],
-                                workspace ws: Workspace) -> [Double] {
+                                workspace ws: Workspace, active: [Bool]? = nil) -> [Double] {
         experiences.map { e in
             for k in plugins.indices {
                 if let predicted = plugins[k].overridingPredictions(model: model, samples: e.test, experienceIndex: e.index,
@@ -399,7 +423,7 @@ public struct Trainer {
                     return Double(correct) / Double(e.test.count)
                 }
             }
-            return model.accuracy(on: e.test, route: model.routeCount > 1 ? e.index : 0, workspace: ws)
+            return model.accuracy(on: e.test, route: model.routeCount > 1 ? e.index : 0, workspace: ws, active: active)
         }
     }
 }

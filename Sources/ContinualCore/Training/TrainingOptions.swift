@@ -17,11 +17,16 @@ public struct TrainingOptions: Sendable, Equatable, Hashable {
     /// Stop an experience's epochs early when its mean training loss stops improving; nil = always
     /// run every epoch.
     public var earlyStopping: EarlyStopping?
+    /// Which outputs a multi-class head's softmax covers (a class-incremental protocol choice,
+    /// recorded with every run).
+    public var activeOutputs: ActiveOutputs
 
     public init(epochs: Int = 1, batchSize: Int = 32, shuffle: Bool = true,
                 resetOptimizerPerExperience: Bool = true, evaluationBatchSize: Int = 512,
-                divergenceLoss: Double? = 1e4, earlyStopping: EarlyStopping? = nil) {
+                divergenceLoss: Double? = 1e4, earlyStopping: EarlyStopping? = nil,
+                activeOutputs: ActiveOutputs = .all) {
         self.earlyStopping = earlyStopping
+        self.activeOutputs = activeOutputs
         self.epochs = epochs
         self.batchSize = batchSize
         self.shuffle = shuffle
@@ -29,6 +34,18 @@ public struct TrainingOptions: Sendable, Equatable, Hashable {
         self.evaluationBatchSize = evaluationBatchSize
         self.divergenceLoss = divergenceLoss
     }
+}
+
+/// Which outputs of a multi-class head the softmax covers during training and evaluation.
+///
+/// Both protocols are in the class-incremental literature: `all` trains the softmax over every
+/// class of the head from the start (Avalanche's and Mammoth's default single head), so classes
+/// not seen yet are pushed down; `seen` covers only the classes whose labels appeared in the
+/// training sets of the experiences so far ("active outputs", van de Ven et al. 2022), in training
+/// and in the evaluation after each experience. Baselines before any training use all outputs.
+/// Binary heads are unaffected.
+public enum ActiveOutputs: String, Sendable, Hashable, CaseIterable, Codable {
+    case all, seen
 }
 
 /// Early stopping on the epoch training loss: an experience stops after `patience` consecutive

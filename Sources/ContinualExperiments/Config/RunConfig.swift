@@ -22,11 +22,20 @@ public struct RunConfig: Codable, Sendable, Equatable {
     public var schedule: ScheduleConfig?
     /// Also evaluate the final model in int8.
     public var quantization: QuantizationConfig?
+    /// Permits task identity at test time (multi-head models, task-id routing) in a scenario that
+    /// is not task-incremental: a deliberate, recorded choice (`"allow_task_labels": true`).
+    /// Written to the resolved config only when true.
+    public var allowTaskLabels = false
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case name, seed, scenario, model, optimizer, training, strategy, population
         case device, schedule, quantization
+        case allowTaskLabels = "allow_task_labels"
     }
+
+    /// Whether the run predicts with the experience's identity at test time: a multi-head model
+    /// (each experience evaluated through its own head) or a plugin routing by task id.
+    public var usesTaskLabels: Bool { model.multiHead || strategy.contains { $0.options.usesTaskIdentityAtTest } }
 
     public init(name: String, seed: UInt64, scenario: ScenarioSpec, model: ModelConfig = ModelConfig(),
                 optimizer: OptimizerConfig = OptimizerConfig(), training: TrainingConfig = TrainingConfig(),
@@ -54,6 +63,7 @@ public struct RunConfig: Codable, Sendable, Equatable {
         quantization = try c.decodeIfPresent(QuantizationConfig.self, forKey: .quantization)
         try c.require(!strategy.isEmpty, .strategy, "needs at least one plugin (use \"naive\" for plain fine-tuning)")
         population = try c.decodeIfPresent(PopulationConfig.self, forKey: .population)
+        allowTaskLabels = try c.decode(.allowTaskLabels, default: false)
         try c.require(schedule == nil || !model.multiHead, .schedule, "a schedule needs a single-head model (sessions have no task id)")
         try c.require(schedule == nil || (training.mode == .batch && population == nil), .schedule,
                       "a schedule cannot be combined with training.mode \"prequential\" or a population (it is prequential by itself)")
@@ -63,6 +73,24 @@ public struct RunConfig: Codable, Sendable, Equatable {
         }
     }
 
+    /// Every section; optional ones and `allow_task_labels` only when set, so configs without them
+    /// keep their canonical JSON (and run ids).
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(name, forKey: .name)
+        try c.encode(seed, forKey: .seed)
+        try c.encode(scenario, forKey: .scenario)
+        try c.encode(model, forKey: .model)
+        try c.encode(optimizer, forKey: .optimizer)
+        try c.encode(training, forKey: .training)
+        try c.encode(strategy, forKey: .strategy)
+        try c.encodeIfPresent(population, forKey: .population)
+        try c.encodeIfPresent(device, forKey: .device)
+        try c.encodeIfPresent(schedule, forKey: .schedule)
+        try c.encodeIfPresent(quantization, forKey: .quantization)
+        if allowTaskLabels { try c.encode(true, forKey: .allowTaskLabels) }
+    }
+
     /// A combination of sections that cannot give the numbers the results would claim, as the key
     /// path (from the run config) and the reason; nil if the config is consistent. Checked when
     /// decoding and again by `RunExecutor` (for configs built in code).
@@ -70,6 +98,16 @@ public struct RunConfig: Codable, Sendable, Equatable {
         if let split = scenario.options as? SplitDigitsScenario, split.setting == .task, !model.multiHead {
             return (["model", "multi_head"], "split_digits \"setting\": \"task\" needs \"multi_head\": true (one head per "
                 + "experience); with one shared head it is the domain setting (use \"setting\": \"domain\")")
+        }
+        if usesTaskLabels && !scenario.options.providesTaskIdentity && !allowTaskLabels {
+            let multi = model.multiHead
+            return (multi ? ["model", "multi_head"] : ["strategy"],
+                    (multi ? "a multi-head model evaluates each experience through its own head"
+                           : "task_id routing picks each experience's adapter by its identity")
+                    + ", which needs the task label at test time; scenario \"\(scenario.typeName)\" is not task-incremental "
+                    + "(its test samples carry no task identity), so the accuracy would be inflated — task-aware adapters "
+                    + "score joint's level in class-incremental split digits. Set \"allow_task_labels\": true to study the "
+                    + "task-aware setting deliberately (it is recorded as uses_task_labels), or route by \"context\" or \"entropy\"")
         }
         if let population, population.users > 1, let generator = scenario.options as? any PopulationScenario,
            let problem = generator.populationProblem() {

@@ -22,6 +22,10 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
 
     public enum Mode: String, Codable, Sendable, CaseIterable { case batch, prequential }
 
+    /// `"all"` (default) or `"seen"`: the softmax over every class or over the classes seen so
+    /// far (see `ActiveOutputs`). Written to the resolved config only when `seen`.
+    public var activeOutputs: ActiveOutputs = .all
+
     public init() {}
 
     enum CodingKeys: String, CodingKey, CaseIterable {
@@ -29,6 +33,7 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
         case evalBatchSize = "eval_batch_size", divergenceLoss = "divergence_loss"
         case earlyStopping = "early_stopping"
         case mode, window, recordEvery = "record_every"
+        case activeOutputs = "active_outputs"
     }
 
     enum EarlyStoppingKeys: String, CodingKey, CaseIterable {
@@ -55,6 +60,7 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
         }
         try c.require((divergenceLoss ?? 1) > 0, .divergenceLoss, "must be > 0 or null, got \(divergenceLoss ?? 0)")
         mode = try c.decodeChoice(.mode, default: .batch)
+        activeOutputs = try c.decodeChoice(.activeOutputs, default: .all)
         window = try c.decode(.window, default: 100)
         recordEvery = try c.decode(.recordEvery, default: 10)
         try c.require(window >= 1, .window, "must be ≥ 1, got \(window)")
@@ -81,6 +87,7 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
             try e.encode(earlyStopping.patience, forKey: .patience)
             try e.encode(earlyStopping.minDelta, forKey: .minDelta)
         }
+        if activeOutputs != .all { try c.encode(activeOutputs, forKey: .activeOutputs) }
         if mode == .prequential {
             try c.encode(mode, forKey: .mode)
             try c.encode(window, forKey: .window)
@@ -91,6 +98,6 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
     public var options: TrainingOptions {
         TrainingOptions(epochs: epochs, batchSize: batchSize, shuffle: shuffle,
                         resetOptimizerPerExperience: resetOptimizer, evaluationBatchSize: evalBatchSize,
-                        divergenceLoss: divergenceLoss, earlyStopping: earlyStopping)
+                        divergenceLoss: divergenceLoss, earlyStopping: earlyStopping, activeOutputs: activeOutputs)
     }
 }

@@ -45,6 +45,9 @@ public struct SplitDigitsScenario: ScenarioOptions {
         try c.encode(classesPerExperience, forKey: .classesPerExperience)
     }
 
+    /// The "task" setting evaluates each experience with its own head (task identity given).
+    public var providesTaskIdentity: Bool { setting == .task }
+
     public func makeStream(seed: UInt64) throws -> ExperienceStream {
         let data = try DigitsData.load(path)
         let k = classesPerExperience

@@ -14,7 +14,13 @@ public enum ResultsSchema {
         ("bwt_all_pairs", .double), ("fwt_init", .double),
         ("total_parameters", .int), ("trainable_parameters", .int), ("model_bytes", .int), ("buffer_bytes", .int),
         ("flops_per_prediction", .int), ("train_seconds", .double), ("eval_seconds", .double),
-    ] + deviceSummaryColumns
+    ] + deviceSummaryColumns + protocolSummaryColumns
+
+    /// Protocol columns: whether the run used task identity at test time (1/0), and which outputs
+    /// the softmax covered ("all" or "seen").
+    public static let protocolSummaryColumns: [(name: String, kind: SummaryKind)] = [
+        ("uses_task_labels", .int), ("active_outputs", .string),
+    ]
 
     /// Device columns (the README's On-device realism section): training energy (J) under the run's device profile,
     /// sessions, peak training memory (B), int8 model bytes (0 = not quantised), prequential and

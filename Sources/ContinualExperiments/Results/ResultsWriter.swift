@@ -61,6 +61,9 @@ public enum ResultsWriter {
         try a.set("seed", Int64(bitPattern: r.run.config.seed))
         try a.set("strategy", r.run.config.strategyLabel)
         try a.set("scenario", r.run.config.scenario.typeName)
+        // Protocol choices, recorded per run so they never pass silently.
+        try a.set("uses_task_labels", Int64(r.run.config.usesTaskLabels ? 1 : 0))
+        try a.set("active_outputs", r.run.config.training.activeOutputs.rawValue)
         try a.set("config_json", r.run.canonicalJSON)
         try a.set("wall_seconds", r.wallSeconds)
         if !r.featureNames.isEmpty { _ = try g.write(r.featureNames, name: "feature_names") }
@@ -210,7 +213,7 @@ public enum ResultsWriter {
             .int(Int64(c?.totalParameters ?? 0)), .int(Int64(c?.trainableParameters ?? 0)),
             .int(Int64(c?.modelBytes ?? 0)), .int(bufferBytes(r)), .int(Int64(c?.flopsPerPrediction ?? 0)),
             .double(o?.trainSeconds ?? nan), .double(o?.evalSeconds ?? nan),
-        ] + deviceSummary(r)
+        ] + deviceSummary(r) + [.int(r.run.config.usesTaskLabels ? 1 : 0), .string(r.run.config.training.activeOutputs.rawValue)]
     }
 
     /// Device columns (`ResultsSchema.deviceSummaryColumns`): energy, bytes, schedule, int8.
