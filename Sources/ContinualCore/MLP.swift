@@ -26,6 +26,10 @@ public struct MLP: Sendable, Equatable {
                     let w = p.baseAddress! + layer.weightOffset(route: copy * layer.routeStride)
                     spec.initialization.fill(w, count: layer.inputs * layer.outputs, fanIn: layer.inputs,
                                              fanOut: layer.outputs, activation: layer.activation, rng: &rng)
+                    if spec.initialization.drawsBiases {
+                        let b = p.baseAddress! + layer.biasRange(route: copy * layer.routeStride).lowerBound
+                        spec.initialization.fillUniformFanIn(b, count: layer.outputs, fanIn: layer.inputs, rng: &rng)
+                    }
                 }
             }
         }
