@@ -88,14 +88,18 @@ public struct Trainer {
             evalTime = .seconds(resume.progress.evalSeconds)
         } else {
             // Baselines: the run's own initial weights, and an independently initialised model.
-            progress.initialAccuracy = evaluateAll(experiences, workspace: work.network)
+            let initial = evaluateAll(experiences, workspace: work.network)
+            progress.initialAccuracy = initial.map(\.accuracy)
+            progress.initialEvaluation = initial.map(\.record)
             var baselineRNG = RandomSource(seed: seed, stream: "baseline.random")
             let randomModel = MLP(spec: model.spec, rng: &baselineRNG)
             // The random baseline is always the spec's plain network (b must not depend on the strategy).
             let rws = randomModel.makeWorkspace(capacity: options.evaluationBatchSize)
-            progress.randomAccuracy = experiences.map {
-                randomModel.accuracy(on: $0.test, route: route(for: $0.index, randomModel), workspace: rws)
+            let random = experiences.map {
+                TestEvaluation(model: randomModel, samples: $0.test, route: route(for: $0.index, randomModel), workspace: rws)
             }
+            progress.randomAccuracy = random.map(\.accuracy)
+            progress.randomEvaluation = random.map(\.record)
             evalTime += clock.now - start
         }
 
@@ -108,6 +112,7 @@ public struct Trainer {
         }
         var shuffleRNG = resume.map { RandomSource(state: $0.progress.shuffleState) } ?? RandomSource(seed: seed, stream: "shuffle")
         var batch = Batch(dimension: stream.dimension, capacity: options.batchSize * 2)
+        var lastEvaluation: [TestEvaluation] = []
 
         for i in first..<end {
             start = clock.now
@@ -199,7 +204,9 @@ public struct Trainer {
             trainTime += clock.now - start
 
             start = clock.now
-            progress.accuracy.append(evaluateAll(experiences, workspace: work.network, active: seenClasses))
+            lastEvaluation = evaluateAll(experiences, workspace: work.network, active: seenClasses)
+            progress.accuracy.append(lastEvaluation.map(\.accuracy))
+            progress.evaluations.append(lastEvaluation.map(\.record))
             evalTime += clock.now - start
             progress.experiencesDone = i + 1
         }
@@ -207,9 +214,14 @@ public struct Trainer {
         progress.evalSeconds = evalTime.seconds
         progress.shuffleState = shuffleRNG.state
         progress.observerStates = observers.map { $0.checkpointState() }
-        let outcome = TrainingOutcome(progress: progress, testSizes: experiences.map(\.test.count), finalModel: model,
+        var outcome = TrainingOutcome(progress: progress, testSizes: experiences.map(\.test.count), finalModel: model,
                                       pluginReports: plugins.map { ($0.name, $0.report()) },
                                       pluginResources: plugins.map(\.resources))
+        if end == T {
+            outcome.finalPredictions = lastEvaluation.map(\.predictions)
+            outcome.finalScores = lastEvaluation.map(\.scores)
+            outcome.finalLabels = experiences.map(\.test.labels)
+        }
         if end < T {
             checkpoint = TrainerCheckpoint(
                 seed: seed, experienceCount: T, parameters: model.parameters, trainable: model.trainable,
@@ -405,25 +417,31 @@ public struct Trainer {
     }
 
     /// Accuracy on every experience's test set, through the plugins' prediction override if any.
-    private mutating func evaluateAll(_ experiences: [Experience], workspace ws: Workspace, active: [Bool]? = nil) -> [Double] {
-        Trainer.evaluate(model: model, plugins: &plugins, experiences: experiences, workspace: ws, active: active)
+    private mutating func evaluateAll(_ experiences: [Experience], workspace ws: Workspace, active: [Bool]? = nil) -> [TestEvaluation] {
+        Trainer.evaluations(model: model, plugins: &plugins, experiences: experiences, workspace: ws, active: active)
     }
 
     /// Accuracy on every experience's test set: the first plugin whose `PredictionOverride`
     /// answers decides, else the model through the experience's route.
     public static func evaluate(model: MLP, plugins: inout [any StrategyPlugin], experiences: [Experience],
                                 workspace ws: Workspace, active: [Bool]? = nil) -> [Double] {
+        evaluations(model: model, plugins: &plugins, experiences: experiences, workspace: ws, active: active).map(\.accuracy)
+    }
+
+    /// Every experience's test set evaluated (accuracy, classification measures, predictions):
+    /// the first plugin whose `PredictionOverride` answers decides, else the model through the
+    /// experience's route.
+    public static func evaluations(model: MLP, plugins: inout [any StrategyPlugin], experiences: [Experience],
+                                   workspace ws: Workspace, active: [Bool]? = nil) -> [TestEvaluation] {
         experiences.map { e in
             for k in plugins.indices {
                 if let predicted = plugins[k].overridingPredictions(model: model, samples: e.test, experienceIndex: e.index,
                                                                     workspace: ws) {
-                    guard !e.test.isEmpty else { return .nan }
-                    var correct = 0
-                    for (p, y) in zip(predicted, e.test.labels) where p == y { correct += 1 }
-                    return Double(correct) / Double(e.test.count)
+                    return TestEvaluation(labels: e.test.labels, predictions: predicted, classes: model.spec.head.classCount)
                 }
             }
-            return model.accuracy(on: e.test, route: model.routeCount > 1 ? e.index : 0, workspace: ws, active: active)
+            return TestEvaluation(model: model, samples: e.test, route: model.routeCount > 1 ? e.index : 0, workspace: ws,
+                                  active: active)
         }
     }
 }

@@ -11,6 +11,13 @@ public struct TrainingOutcome: Sendable, Equatable {
     public var pluginReports: [(name: String, report: PluginReport)]
     /// Each plugin's resources at the end of the run, in strategy order.
     public var pluginResources: [PluginResources]
+    /// Predictions of the last evaluation, per experience's test set (after the last experience
+    /// trained; empty if the run stopped before its end).
+    public var finalPredictions: [[Int32]] = []
+    /// Positive-class logits of the last evaluation (binary heads predicted by the model).
+    public var finalScores: [[Float]?] = []
+    /// The test labels those predictions are scored against.
+    public var finalLabels: [[Int32]] = []
 
     public init(progress: TrainingProgress, testSizes: [Int], finalModel: MLP,
                 pluginReports: [(name: String, report: PluginReport)] = [], pluginResources: [PluginResources] = []) {

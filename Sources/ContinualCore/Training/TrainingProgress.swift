@@ -13,6 +13,11 @@ public struct TrainingProgress: Sendable, Equatable {
     public var initialAccuracy: [Double] = []
     /// Accuracy of an independently initialised model, per experience (GEM's b).
     public var randomAccuracy: [Double] = []
+    /// The classification measures of every evaluation behind `accuracy` (same shape), and of the
+    /// two baselines: balanced accuracy, macro-F1, AUROC, AUPRC and the confusion matrix.
+    public var evaluations: [[EvaluationRecord]] = []
+    public var initialEvaluation: [EvaluationRecord] = []
+    public var randomEvaluation: [EvaluationRecord] = []
     /// Samples in each experience's (possibly adjusted, e.g. joint) training set.
     public var trainSetSizes: [Int] = []
     /// Samples actually processed per experience, over all epochs, including replayed rows.
@@ -39,10 +44,11 @@ public struct TrainingProgress: Sendable, Equatable {
 
     /// Checks that the per-experience lists agree with `experiencesDone` and `T` experiences.
     public func check(experienceCount T: Int) throws {
-        let rows = [accuracy.count, trainSetSizes.count, samplesProcessed.count, steps.count,
+        let rows = [accuracy.count, evaluations.count, trainSetSizes.count, samplesProcessed.count, steps.count,
                     lossCurve.count, penaltyCurve.count, trainableParameters.count, extraFLOPs.count]
         guard (0...T).contains(experiencesDone), rows.allSatisfy({ $0 == experiencesDone }),
-              initialAccuracy.count == T, randomAccuracy.count == T, accuracy.allSatisfy({ $0.count == T }) else {
+              initialAccuracy.count == T, randomAccuracy.count == T, accuracy.allSatisfy({ $0.count == T }),
+              initialEvaluation.count == T, randomEvaluation.count == T, evaluations.allSatisfy({ $0.count == T }) else {
             throw CheckpointError.mismatch("the results so far do not have \(experiencesDone) rows of \(T) experiences")
         }
     }
@@ -55,6 +61,10 @@ public struct TrainingProgress: Sendable, Equatable {
         accuracy.forEach { w.doubles($0) }
         w.doubles(initialAccuracy)
         w.doubles(randomAccuracy)
+        w.int(evaluations.count)
+        for row in evaluations { EvaluationRecord.encode(row, into: &w) }
+        EvaluationRecord.encode(initialEvaluation, into: &w)
+        EvaluationRecord.encode(randomEvaluation, into: &w)
         for list in [trainSetSizes, samplesProcessed, steps, trainableParameters, extraFLOPs] {
             w.int(list.count)
             list.forEach { w.int($0) }
@@ -75,6 +85,9 @@ public struct TrainingProgress: Sendable, Equatable {
         accuracy = try (0..<r.count(elementSize: 8)).map { _ in try r.doubles() }
         initialAccuracy = try r.doubles()
         randomAccuracy = try r.doubles()
+        evaluations = try (0..<r.count(elementSize: 8)).map { _ in try EvaluationRecord.decodeList(&r) }
+        initialEvaluation = try EvaluationRecord.decodeList(&r)
+        randomEvaluation = try EvaluationRecord.decodeList(&r)
         var lists: [[Int]] = []
         for _ in 0..<5 { lists.append(try (0..<r.count(elementSize: 8)).map { _ in try r.int() }) }
         (trainSetSizes, samplesProcessed, steps, trainableParameters, extraFLOPs) = (lists[0], lists[1], lists[2], lists[3], lists[4])

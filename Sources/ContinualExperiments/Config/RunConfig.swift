@@ -26,11 +26,14 @@ public struct RunConfig: Codable, Sendable, Equatable {
     /// is not task-incremental: a deliberate, recorded choice (`"allow_task_labels": true`).
     /// Written to the resolved config only when true.
     public var allowTaskLabels = false
+    /// Primary measure and stored predictions (see `MetricsConfig`).
+    public var metrics = MetricsConfig()
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case name, seed, scenario, model, optimizer, training, strategy, population
         case device, schedule, quantization
         case allowTaskLabels = "allow_task_labels"
+        case metrics
     }
 
     /// Whether the run predicts with the experience's identity at test time: a multi-head model
@@ -64,6 +67,7 @@ public struct RunConfig: Codable, Sendable, Equatable {
         try c.require(!strategy.isEmpty, .strategy, "needs at least one plugin (use \"naive\" for plain fine-tuning)")
         population = try c.decodeIfPresent(PopulationConfig.self, forKey: .population)
         allowTaskLabels = try c.decode(.allowTaskLabels, default: false)
+        metrics = try c.decode(.metrics, default: MetricsConfig())
         try c.require(schedule == nil || !model.multiHead, .schedule, "a schedule needs a single-head model (sessions have no task id)")
         try c.require(schedule == nil || (training.mode == .batch && population == nil), .schedule,
                       "a schedule cannot be combined with training.mode \"prequential\" or a population (it is prequential by itself)")
@@ -89,6 +93,7 @@ public struct RunConfig: Codable, Sendable, Equatable {
         try c.encodeIfPresent(schedule, forKey: .schedule)
         try c.encodeIfPresent(quantization, forKey: .quantization)
         if allowTaskLabels { try c.encode(true, forKey: .allowTaskLabels) }
+        if !metrics.isDefault { try c.encode(metrics, forKey: .metrics) }
     }
 
     /// A combination of sections that cannot give the numbers the results would claim, as the key

@@ -14,7 +14,12 @@ public enum ResultsSchema {
         ("bwt_all_pairs", .double), ("fwt_init", .double),
         ("total_parameters", .int), ("trainable_parameters", .int), ("model_bytes", .int), ("buffer_bytes", .int),
         ("flops_per_prediction", .int), ("train_seconds", .double), ("eval_seconds", .double),
-    ] + deviceSummaryColumns + protocolSummaryColumns
+    ] + deviceSummaryColumns + protocolSummaryColumns + measureSummaryColumns
+
+    /// ACC (mean of the final row) of each measure beyond accuracy (see `MetricsConfig`).
+    public static let measureSummaryColumns: [(name: String, kind: SummaryKind)] = [
+        ("balanced_acc", .double), ("macro_f1", .double), ("auroc", .double), ("auprc", .double),
+    ]
 
     /// Protocol columns: whether the run used task identity at test time (1/0), and which outputs
     /// the softmax covered ("all" or "seen").

@@ -107,6 +107,7 @@ public enum ResultsWriter {
             try d.attributes.set("units", "count")
             if values.count == T { try d.attachDimensionScale(experience, toDimension: 0) }
         }
+        try writeMeasures(o, r.run.config.metrics, into: g, trained: trained, experience: experience)
         try vector(o.randomAccuracy, "baseline_random", "accuracy of an independently initialised model (GEM's b)")
         try vector(o.initialAccuracy, "baseline_init", "accuracy of this run's model at its initial weights")
         try vector(m.forgettingPerExperience, "forgetting_per_experience",
@@ -168,6 +169,61 @@ public enum ResultsWriter {
         }
     }
 
+    /// The measures beyond accuracy, each a T × T matrix laid out like the accuracy matrix (row =
+    /// trained through, column = evaluated experience) with its baselines and its ACC, BWT, FWT and
+    /// forgetting as attributes; the confusion matrices [T, T, K, K]; the primary measure's name;
+    /// and, when asked, the last evaluation's predictions.
+    static func writeMeasures(_ o: TrainingOutcome, _ config: MetricsConfig, into g: HDF5Group,
+                              trained: HDF5Dataset, experience: HDF5Dataset) throws {
+        let T = o.accuracy.count
+        try g.attributes.set("primary_metric", config.primary.rawValue)
+        guard o.progress.evaluations.count == T, o.progress.randomEvaluation.count == T else { return }
+        let measures: [(MetricsConfig.Measure, String, (EvaluationRecord) -> Double)] = [
+            (.balancedAccuracy, "mean recall over the classes present in the test set (sklearn balanced_accuracy_score)", { $0.balancedAccuracy }),
+            (.macroF1, "unweighted mean of per-class F1 over classes present or predicted (sklearn f1_score average='macro', zero_division=0)", { $0.macroF1 }),
+            (.auroc, "area under the ROC curve of the positive-class logit, ties 1/2 (sklearn roc_auc_score); binary heads only", { $0.auroc }),
+            (.auprc, "average precision of the positive-class logit (sklearn average_precision_score); binary heads only", { $0.auprc }),
+        ]
+        let binary = o.finalModel.spec.head.logitCount == 1
+        for (measure, meaning, value) in measures where binary || (measure != .auroc && measure != .auprc) {
+            let rows = o.progress.evaluations.map { $0.map(value) }
+            let d = try g.write(rows.flatMap { $0 }, shape: [T, T], name: measure.rawValue)
+            try d.attributes.set("meaning", "\(measure.rawValue)[i][j] on experience j after training through experience i: " + meaning)
+            try d.attributes.set("units", "fraction (0..1)")
+            try d.attachDimensionScale(trained, toDimension: 0)
+            try d.attachDimensionScale(experience, toDimension: 1)
+            let set = MetricSet(matrix: AccuracyMatrix(rows), randomBaseline: o.progress.randomEvaluation.map(value),
+                                initialBaseline: o.progress.initialEvaluation.map(value))
+            for (name, v) in [("acc", set.acc), ("bwt", set.bwt), ("fwt", set.fwt), ("forgetting", set.forgetting)] {
+                try d.attributes.set(name, v)
+            }
+            _ = try g.write(o.progress.randomEvaluation.map(value), shape: [T], name: measure.rawValue + "_baseline_random")
+        }
+        let K = o.finalModel.spec.head.classCount
+        if T * T * K * K <= 4_000_000 {
+            let counts = o.progress.evaluations.flatMap { row in row.flatMap { $0.confusion.map(Int64.init) } }
+            if counts.count == T * T * K * K {
+                let c = try g.write(counts, shape: [T, T, K, K], name: "confusion")
+                try c.attributes.set("meaning", "confusion[i][j][true][predicted]: counts on experience j's test set after training through experience i")
+                try c.attributes.set("units", "count")
+            }
+        }
+        if config.storePredictions, o.finalPredictions.count == T {
+            let total = o.finalPredictions.reduce(0) { $0 + $1.count }
+            let p = try g.write(o.finalPredictions.flatMap { $0.map(Int64.init) }, shape: [total], name: "final_predictions")
+            try p.attributes.set("meaning", "predicted class of every test sample after the last experience, experiences concatenated in order (lengths: test_sizes)")
+            let labels = o.finalLabels.flatMap { $0.map(Int64.init) }
+            if labels.count == total {
+                let l = try g.write(labels, shape: [labels.count], name: "final_labels")
+                try l.attributes.set("meaning", "true class of every test sample (same order as final_predictions)")
+            }
+            if binary, o.finalScores.allSatisfy({ $0 != nil }) {
+                let s = try g.write(o.finalScores.flatMap { $0! }.map(Double.init), shape: [total], name: "final_scores")
+                try s.attributes.set("meaning", "positive-class logit of every test sample after the last experience (same order)")
+            }
+        }
+    }
+
     /// The plugin's typed resources (`PluginResources`), as attributes of its group; they are what
     /// the cost model and the peak-memory figures used.
     static func writeResources(_ r: PluginResources, into g: HDF5Group) throws {
@@ -214,6 +270,17 @@ public enum ResultsWriter {
             .int(Int64(c?.modelBytes ?? 0)), .int(bufferBytes(r)), .int(Int64(c?.flopsPerPrediction ?? 0)),
             .double(o?.trainSeconds ?? nan), .double(o?.evalSeconds ?? nan),
         ] + deviceSummary(r) + [.int(r.run.config.usesTaskLabels ? 1 : 0), .string(r.run.config.training.activeOutputs.rawValue)]
+            + measureSummary(o)
+    }
+
+    /// Measure columns (`ResultsSchema.measureSummaryColumns`): each measure's ACC (mean of the last
+    /// row of its matrix); NaN where undefined (AUROC/AUPRC of multi-class heads).
+    static func measureSummary(_ o: TrainingOutcome?) -> [HDF5Value] {
+        let last = o?.progress.evaluations.last ?? []
+        func mean(_ f: (EvaluationRecord) -> Double) -> HDF5Value {
+            last.isEmpty ? .double(.nan) : .double(last.map(f).reduce(0, +) / Double(last.count))
+        }
+        return [mean(\.balancedAccuracy), mean(\.macroF1), mean(\.auroc), mean(\.auprc)]
     }
 
     /// Device columns (`ResultsSchema.deviceSummaryColumns`): energy, bytes, schedule, int8.

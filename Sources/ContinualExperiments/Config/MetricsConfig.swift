@@ -1,0 +1,40 @@
+import ContinualCore
+
+/// `"metrics"`: which per-evaluation measure is primary, and whether the last evaluation's
+/// predictions are stored. Every run stores all measures (accuracy matrix, balanced accuracy,
+/// macro-F1, and AUROC/AUPRC for binary heads, each as a T × T matrix, plus confusion matrices);
+/// the primary one is named in the results (`primary_metric`) for analysis tools to lead with.
+/// Absent from the resolved config when at its defaults, so existing run ids do not change.
+public struct MetricsConfig: Codable, Sendable, Equatable {
+    /// The measures a results file carries, under their dataset names.
+    public enum Measure: String, Codable, Sendable, CaseIterable {
+        case accuracy, balancedAccuracy = "balanced_accuracy", macroF1 = "macro_f1", auroc, auprc
+    }
+
+    public var primary: Measure = .accuracy
+    /// Write the last evaluation's predictions (and binary scores) per test set.
+    public var storePredictions = false
+
+    public init(primary: Measure = .accuracy, storePredictions: Bool = false) {
+        self.primary = primary
+        self.storePredictions = storePredictions
+    }
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case primary, storePredictions = "store_predictions"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.strictContainer(keyedBy: CodingKeys.self)
+        primary = try c.decodeChoice(.primary, default: .accuracy)
+        storePredictions = try c.decode(.storePredictions, default: false)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(primary, forKey: .primary)
+        try c.encode(storePredictions, forKey: .storePredictions)
+    }
+
+    public var isDefault: Bool { self == MetricsConfig() }
+}
