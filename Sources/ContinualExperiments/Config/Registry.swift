@@ -19,6 +19,7 @@ public enum Registry {
         LastLayer.Options.self,
         BitFit.Options.self,
         LearningWithoutForgetting.Options.self,
+        L2Anchoring.Options.self,
     ]
 
     public static let scenarios: [any ScenarioOptions.Type] = [
