@@ -6,7 +6,8 @@ release build of the commit before a change and one of the change -- and compare
 files run by run: the same run ids, and every dataset and attribute bit for bit, except wall
 times and provenance (creation time, toolkit version, git commit), which differ between any two
 runs. Prints one line per experiment and, for every difference, the run, the object and the
-first differing values. Exit status 0 when everything is identical, 1 otherwise.
+first differing values. Objects only in the new file are additions (new measurements) and are
+counted apart; exit status 0 when nothing that exists in both differs, 1 otherwise.
 
     python3 Experiments/tools/compare_science.py --base /path/to/old/continual --new .build/release/continual
 
@@ -115,6 +116,8 @@ def main():
     ap.add_argument("--new-root", default=".", help="repository root the new binary runs in")
     ap.add_argument("--workdir", default="/tmp/compare_science")
     ap.add_argument("--results-a", default=None, help="directory with existing base results (NAME.h5)")
+    ap.add_argument("--show", type=int, default=40, help="differences printed per experiment")
+    ap.add_argument("--verbose", action="store_true", help="also list added objects")
     ap.add_argument("experiments", nargs="*")
     args = ap.parse_args()
     exps = args.experiments or sorted(glob.glob(os.path.join(args.new_root, "Experiments", "*.json")))
@@ -125,6 +128,9 @@ def main():
         name = os.path.splitext(os.path.basename(exp))[0]
         fa = os.path.join(args.results_a or os.path.join(args.workdir, "base"), name + ".h5")
         fb = os.path.join(args.workdir, "new", name + ".h5")
+        if args.results_a is not None and not os.path.exists(fa):
+            print(f"{name}: new in this change (no base results)")
+            continue
         if args.results_a is None:
             rc, t, err = run(args.base, base_root, os.path.join(base_root, "Experiments", name + ".json"), fa)
             if rc != 0 and not os.path.exists(fa):
@@ -137,9 +143,15 @@ def main():
             total += 1
             continue
         diffs = compare_files(fa, fb)
-        total += len(diffs)
-        print(f"{name}: {'identical' if not diffs else f'{len(diffs)} differences'} ({t:.1f} s)")
-        for d in diffs[:40]:
+        added = [d for d in diffs if d.endswith("only in new")]
+        changed = [d for d in diffs if not d.endswith("only in new")]
+        total += len(changed)
+        kinds = sorted({d.split(": ")[0].split("/", 3)[-1] for d in added})
+        print(f"{name}: {'identical' if not changed else f'{len(changed)} differences'}"
+              f"{f', {len(added)} additions' if added else ''} ({t:.1f} s)")
+        if added and args.verbose:
+            print("    added:", ", ".join(sorted({k.split('/')[-1] for k in kinds})))
+        for d in changed[:args.show]:
             print("   ", d)
     sys.exit(0 if total == 0 else 1)
 
