@@ -8,9 +8,13 @@ struct RunCommand: ParsableCommand {
         commandName: "run",
         abstract: "Run an experiment file and write its HDF5 results.",
         discussion: """
-        Runs every variant of FILE.json one after another, prints the accuracy matrix and the \
-        metrics of each, and writes results/NAME.h5 (or the file's "output", or --output). The \
-        file is written under a temporary name and renamed when complete.
+        Runs every variant of FILE.json one after another (--jobs to run several at once), prints \
+        the accuracy matrix and the metrics of each, and writes results/NAME.h5 (or the file's \
+        "output", or --output) in the same format as `sweep`: each finished run is written at once, \
+        so a crash, Ctrl-C or SIGTERM keeps every finished run and `--resume` does the rest. An \
+        existing results file is never replaced silently: pass --resume (keep its runs) or \
+        --overwrite. Exit codes: 0 all runs completed, 1 a run failed or diverged, 2 bad input, \
+        130 interrupted.
 
         Checkpoints (the on-device pattern: the app is killed, training resumes at next launch): \
         `--stop-after K --checkpoint CK.h5` trains one run through experience K and saves the \
@@ -31,6 +35,15 @@ struct RunCommand: ParsableCommand {
 
     @Option(help: "Run only this variant (by name).")
     var variant: String?
+
+    @Option(name: .shortAndLong, help: "Runs in flight at once (default 1: one after another).")
+    var jobs: Int = 1
+
+    @Flag(help: "Keep the runs already in the results file and run only the missing ones.")
+    var resume = false
+
+    @Flag(help: "Replace an existing results file.")
+    var overwrite = false
 
     @Option(help: "Stop after this experience (0-based) and save a checkpoint (needs --checkpoint).")
     var stopAfter: Int?
@@ -81,34 +94,56 @@ struct RunCommand: ParsableCommand {
                 throw CLIFailure.badInput("\(resumeFrom): \(error)")
             }
         }
-        var results: [RunResult] = []
-        for run in runs {
-            let result = checkpointing ? RunExecutor.execute(run, resumingFrom: resume, stopAfter: stopAfter)
-                                       : RunExecutor.execute(run)
-            if let state = result.runCheckpoint, let checkpoint {
-                do {
-                    try CheckpointFile.write(state, configJSON: run.canonicalJSON, to: checkpoint)
-                } catch {
-                    throw CLIFailure.runFailed("cannot write checkpoint \(checkpoint): \(error)")
-                }
-                print("run \(run.config.name) \(result.message); checkpoint: \(checkpoint)")
-                print("resume with: continual run \(file)\(variant.map { " --variant \($0)" } ?? "") --resume-from \(checkpoint)")
-                return
+        var session = SweepSession(experiment: experiment)
+        session.selected = runs
+        if let k = stopAfter, let checkpoint {
+            // Stop early: nothing goes to the results file, the learner state to the checkpoint.
+            let run = runs[0]
+            let result = RunExecutor.execute(run, resumingFrom: resume, stopAfter: k)
+            guard let state = result.runCheckpoint else {
+                if !quiet { print(SummaryText.run(result) + "\n") }
+                throw CLIFailure.runFailed("run \(run.config.name) ended before experience \(k) (\(result.status.rawValue): \(result.message)); no checkpoint written")
             }
-            if !quiet { print(SummaryText.run(result) + "\n") }
-            results.append(result)
+            do {
+                try CheckpointFile.write(state, configJSON: run.canonicalJSON, to: checkpoint)
+            } catch {
+                throw CLIFailure.runFailed("cannot write checkpoint \(checkpoint): \(error)")
+            }
+            print("run \(run.config.name) \(result.message); checkpoint: \(checkpoint)")
+            print("resume with: continual run \(file)\(variant.map { " --variant \($0)" } ?? "") --resume-from \(checkpoint)")
+            return
         }
-        print(SummaryText.comparison(results))
-        do {
-            try ResultsWriter.writeExperiment(results, experiment: experiment, to: path)
-        } catch {
-            throw CLIFailure.runFailed("cannot write \(path): \(error)")
+        guard jobs >= 1 else { throw CLIFailure.badInput("--jobs must be ≥ 1") }
+        let writer = try InterruptibleSession.openWriter(session, path: path, resume: self.resume, overwrite: overwrite)
+        let collected = ResultList()
+        let quiet = self.quiet
+        let resumeState = resume
+        let execute: @Sendable (ResolvedRun) -> RunResult = { run in
+            if let resumeState { return RunExecutor.execute(run, resumingFrom: resumeState, stopAfter: nil) }
+            return RunExecutor.execute(run)
         }
-        print("results: \(path)")
+        let outcome = try InterruptibleSession.run(
+            session, writer: writer, jobs: jobs, path: path, command: "continual run \(file)",
+            execute: execute,
+            progress: { p in
+                collected.append(p.last)
+                if !quiet { writeOut(SummaryText.run(p.last) + "\n\n") }
+            }, tty: false)
+        let results = collected.values.sorted { $0.run.sweepIndex < $1.run.sweepIndex }
+        if !results.isEmpty { print(SummaryText.comparison(results)) }
+        print("results: \(path) (\(outcome.written) written now, \(outcome.skipped) already there)")
         let failed = results.filter { $0.status != .completed }
         if !failed.isEmpty {
             throw CLIFailure.runFailed("\(failed.count) of \(results.count) runs did not complete: "
                 + failed.map { "\($0.name) (\($0.status.rawValue): \($0.message))" }.joined(separator: "; "))
         }
     }
+}
+
+/// Results handed over from the writer loop (lock-protected).
+final class ResultList: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [RunResult] = []
+    func append(_ r: RunResult) { lock.lock(); items.append(r); lock.unlock() }
+    var values: [RunResult] { lock.lock(); defer { lock.unlock() }; return items }
 }

@@ -47,58 +47,19 @@ struct SweepCommand: ParsableCommand {
         }
         let jobs = self.jobs ?? ProcessInfo.processInfo.activeProcessorCount
         guard jobs >= 1 else { throw CLIFailure.badInput("--jobs must be ≥ 1") }
-        guard !(resume && overwrite) else { throw CLIFailure.badInput("use either --resume or --overwrite") }
         let path = output ?? Self.defaultOutput(experiment.output, shard: selectedShard)
-        if FileManager.default.fileExists(atPath: path) && !resume && !overwrite {
-            throw CLIFailure.badInput("\(path) exists; use --resume to complete it or --overwrite to replace it")
-        }
         let session = SweepSession(experiment: experiment, shard: selectedShard)
-        let writer: SweepWriter
-        do { writer = try session.makeWriter(path: path, resume: resume) } catch { throw CLIFailure.badInput("\(error)") }
-
+        let writer = try InterruptibleSession.openWriter(session, path: path, resume: resume, overwrite: overwrite)
         let tty = isatty(STDOUT_FILENO) == 1 && !plain
-        let stop = StopFlag()
         let total = session.selected.count
-        // Ctrl-C / SIGTERM: wait for a write in progress, sort the summary, exit. Runs in flight are lost.
-        var sources: [any DispatchSourceSignal] = []
-        for sig in [SIGINT, SIGTERM] {
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler {
-                stop.set()
-                try? writer.finish()
-                let done = writer.completedIds.count
-                let text = (tty ? "\n" : "") + "interrupted: \(done) of \(experiment.runs.count) runs of the sweep are in \(path); run the same command with --resume to finish\n"
-                FileHandle.standardError.write(Data(text.utf8))
-                Foundation.exit(130)
-            }
-            source.resume()
-            sources.append(source)
-        }
-        defer { sources.forEach { $0.cancel() } }
 
         let shardText = selectedShard.map { " (shard \($0))" } ?? ""
         writeOut("sweep \(experiment.name)\(shardText): \(total) runs, \(writer.completedIds.count) already in \(path), jobs \(jobs)\n")
         for n in experiment.notes { writeOut("note: \(n)\n") }
         let printer = ProgressPrinter(tty: tty)
-        let box = ResultBox<SweepSession.Outcome>()
-        let semaphore = DispatchSemaphore(value: 0)
-        Task.detached {
-            do {
-                box.value = .success(try await session.run(writer: writer, jobs: jobs, shouldStop: { stop.isSet },
-                                                           progress: { printer.show($0) }))
-            } catch {
-                box.value = .failure(error)
-            }
-            semaphore.signal()
-        }
-        semaphore.wait()
+        let outcome = try InterruptibleSession.run(session, writer: writer, jobs: jobs, path: path,
+                                                   command: "continual sweep \(file)", progress: { printer.show($0) }, tty: tty)
         printer.end()
-        let outcome: SweepSession.Outcome
-        switch box.value! {
-        case .success(let o): outcome = o
-        case .failure(let error): throw CLIFailure.runFailed("sweep stopped: \(error)")
-        }
         var earlierFailures = 0
         if let (table, by) = try? SweepReport.read(path: path) {
             writeOut(SweepReport.text(SweepReport.groups(table, by: by)) + "\n")

@@ -9,27 +9,25 @@ import ContinualMetrics
 /// in parallel and hand `RunResult` values to the one writer. `writeExperiment` writes to a
 /// temporary name and renames it into place, so an interrupted write never leaves a corrupt file.
 public enum ResultsWriter {
-    /// Writes a whole experiment atomically to `path` (replacing any file there).
+    /// Writes a whole experiment atomically to `path` (replacing any file there), in the one
+    /// results-file format (`SweepWriter`: the same as `continual run` and `sweep` write): the
+    /// runs go to a temporary name that is renamed into place, so an interrupted write never
+    /// leaves a corrupt file.
     public static func writeExperiment(_ results: [RunResult], experiment: ExperimentFile, to path: String) throws {
-        // Serialised with every other HDF5 session of the process (see HDF5Lock).
-        try HDF5Lock.withLock {
-            let url = URL(fileURLWithPath: path)
-            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-            let temporary = path + ".tmp-\(ProcessInfo.processInfo.processIdentifier)"
-            do {
-                let file = try HDF5File.create(path: temporary)
-                try writeHeader(file.root, experiment: experiment)
-                let runs = try file.root.requireGroup("runs")
-                for r in results { try writeRun(r, into: runs) }
-                try writeSummary(results, into: file.root)
-                try file.close()
-                guard rename(temporary, path) == 0 else {
-                    throw HDF5Error(.library, "cannot move \(temporary) to \(path): \(String(cString: strerror(errno)))")
-                }
-            } catch {
-                try? FileManager.default.removeItem(atPath: temporary)
-                throw error
+        let url = URL(fileURLWithPath: path)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        let temporary = path + ".tmp-\(ProcessInfo.processInfo.processIdentifier)"
+        do {
+            let writer = try SweepWriter(path: temporary, experiment: experiment, layout: SummaryLayout(experiment: experiment),
+                                         resume: false)
+            for r in results { try writer.write(r) }
+            try writer.finish()
+            guard rename(temporary, path) == 0 else {
+                throw HDF5Error(.library, "cannot move \(temporary) to \(path): \(String(cString: strerror(errno)))")
             }
+        } catch {
+            try? FileManager.default.removeItem(atPath: temporary)
+            throw error
         }
     }
 

@@ -1,0 +1,50 @@
+import ContinualExperiments
+import Foundation
+import Testing
+
+/// `continual run` writes the same results file as `sweep`, run by run: a kill keeps every
+/// finished run, an existing file is never replaced silently, and `--resume` finishes the rest.
+@Suite("Run CLI", .serialized)
+struct RunCLITests {
+    /// Starts `run`, waits until `k` runs have printed their summaries, sends `sig`, and returns the
+    /// exit status.
+    static func runAndKill(_ scratch: SweepScratch, output: String, after k: Int, signal sig: Int32) throws -> Int32 {
+        let (p, out) = try SweepCLITests.launch(["run", "s.json", "-o", output], in: scratch.url)
+        var seen = ""
+        while seen.components(separatedBy: "\nrun ").count - 1 + (seen.hasPrefix("run ") ? 1 : 0) < k {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            seen += String(decoding: chunk, as: UTF8.self)
+        }
+        kill(p.processIdentifier, sig)
+        _ = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return p.terminationStatus
+    }
+
+    @Test(arguments: [SIGTERM, SIGKILL])
+    func killedAfterSomeRunsKeepsThemAndResumes(_ sig: Int32) async throws {
+        let scratch = try SweepScratch()
+        defer { scratch.cleanup() }
+        let text = SweepFixtures.twentyFour(trainPerExperience: 400, epochs: 3)
+        try text.write(toFile: scratch.path("s.json"), atomically: true, encoding: .utf8)
+        let status = try Self.runAndKill(scratch, output: "cut.h5", after: 2, signal: sig)
+        #expect(status == (sig == SIGTERM ? 130 : 9) || status == 137 || status == sig)
+        // Readable, with at least the two finished runs and not all of them.
+        let mid = try SweepFixtures.comparableSummary(scratch.path("cut.h5"))
+        #expect(mid.rows.count >= 2 && mid.rows.count < 24)
+        // An existing file is refused without --resume or --overwrite (exit 2), and kept intact.
+        #expect(try SweepCLITests.run(["run", "s.json", "-o", "cut.h5"], in: scratch.url).status == 2)
+        #expect(try SweepFixtures.comparableSummary(scratch.path("cut.h5")).rows == mid.rows)
+        // --resume runs only the missing ones; the result equals one uninterrupted sweep.
+        let resumed = try SweepCLITests.run(["run", "s.json", "-o", "cut.h5", "--resume", "-q", "--jobs", "2"], in: scratch.url)
+        #expect(resumed.status == 0)
+        #expect(resumed.output.contains("\(mid.rows.count) already there"))
+        let e = try SweepFixtures.experiment(text)
+        try await SweepFixtures.sweep(e, to: scratch.path("full.h5"), jobs: 2)
+        #expect(try SweepFixtures.comparableSummary(scratch.path("cut.h5")).rows
+                == SweepFixtures.comparableSummary(scratch.path("full.h5")).rows)
+        // --overwrite replaces it.
+        #expect(try SweepCLITests.run(["run", "s.json", "-o", "cut.h5", "--overwrite", "-q", "--jobs", "2"], in: scratch.url).status == 0)
+    }
+}
