@@ -33,6 +33,12 @@ struct RunCommand: ParsableCommand {
     @Flag(name: .shortAndLong, help: "Print only the comparison table and the results path.")
     var quiet = false
 
+    @Flag(help: "Print every run's accuracy matrix and measures (default: one progress line per run).")
+    var verbose = false
+
+    @Flag(help: "Plain log lines even on a terminal.")
+    var plain = false
+
     @Option(help: "Run only this variant (by name).")
     var variant: String?
 
@@ -116,7 +122,10 @@ struct RunCommand: ParsableCommand {
         guard jobs >= 1 else { throw CLIFailure.badInput("--jobs must be ≥ 1") }
         let writer = try InterruptibleSession.openWriter(session, path: path, resume: self.resume, overwrite: overwrite)
         let collected = ResultList()
-        let quiet = self.quiet
+        let quiet = self.quiet, verbose = self.verbose
+        let tty = isatty(STDOUT_FILENO) == 1 && !plain
+        let printer = ProgressPrinter(tty: tty)
+        let width = tty ? ProgressPrinter.terminalWidth() : 80
         let resumeState = resume
         let execute: @Sendable (ResolvedRun) -> RunResult = { run in
             if let resumeState { return RunExecutor.execute(run, resumingFrom: resumeState, stopAfter: nil) }
@@ -127,10 +136,20 @@ struct RunCommand: ParsableCommand {
             execute: execute,
             progress: { p in
                 collected.append(p.last)
-                if !quiet { writeOut(SummaryText.run(p.last) + "\n\n") }
-            }, tty: false)
+                if verbose {
+                    writeOut(SummaryText.run(p.last, width: width) + "\n\n")
+                } else if !quiet {
+                    printer.show(p)
+                }
+            }, tty: tty)
+        printer.end()
         let results = collected.values.sorted { $0.run.sweepIndex < $1.run.sweepIndex }
-        if !results.isEmpty { print(SummaryText.comparison(results)) }
+        if session.selected.count > 12, let (table, by) = try? SweepReport.read(path: path) {
+            // Many runs: one row per configuration (mean ± std over seeds), as `sweep` prints.
+            writeOut(SweepReport.text(SweepReport.groups(table, by: by)) + "\n")
+        } else if !results.isEmpty {
+            print(SummaryText.comparison(results))
+        }
         print("results: \(path) (\(outcome.written) written now, \(outcome.skipped) already there)")
         let failed = results.filter { $0.status != .completed }
         if !failed.isEmpty {

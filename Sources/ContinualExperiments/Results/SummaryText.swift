@@ -1,12 +1,14 @@
+import ContinualCore
 import Foundation
 import ContinualMetrics
 
 /// Human-readable summaries of runs for the terminal.
 public enum SummaryText {
     /// The accuracy matrix as a table (rows: trained through; columns: evaluated on).
-    public static func matrix(_ r: [[Double]], names: [String], randomBaseline: [Double]? = nil) -> String {
+    public static func matrix(_ r: [[Double]], names: [String], randomBaseline: [Double]? = nil,
+                              maxWidth: Int = .max) -> String {
         let T = r.count
-        let width = max(7, min(14, (names.map(\.count).max() ?? 0) + 1))
+        let width = max(7, min(14, (names.map(\.count).max() ?? 0) + 1, maxWidth / max(T + 1, 1)))
         func cell(_ s: String) -> String { s.count >= width ? String(s.prefix(width - 1)) + " " : s + String(repeating: " ", count: width - s.count) }
         func pct(_ v: Double) -> String { v.isNaN ? "—" : String(format: "%5.1f", v * 100) }
         var lines: [String] = []
@@ -21,34 +23,59 @@ public enum SummaryText {
         return lines.joined(separator: "\n")
     }
 
-    /// One run's block: header, matrix, metrics and costs.
-    public static func run(_ result: RunResult) -> String {
+    /// One run's block: header, matrix (when it fits in `width` columns), metrics and costs;
+    /// no line is wider than `width` except the header's run name and message.
+    public static func run(_ result: RunResult, width: Int = 80) -> String {
         var out = "run \(result.name) [\(result.runId)] strategy=\(result.run.config.strategyLabel) seed=\(result.run.config.seed): \(result.status.rawValue)"
         if !result.message.isEmpty { out += " — \(result.message)" }
         guard let o = result.outcome, let m = result.metrics, let c = result.costs else { return out }
-        out += "\naccuracy (%) — rows: after training on experience i; columns: test set of experience j\n"
-        out += matrix(o.accuracy, names: result.experienceNames, randomBaseline: o.randomAccuracy)
-        out += "\n" + String(format: "ACC %.2f%%  BWT %+.2f  FWT %+.2f  forgetting %.2f  learning acc %.2f%%  (BWT/FWT/forgetting in points)",
-                             m.acc * 100, m.bwt * 100, m.fwt * 100, m.forgetting * 100, m.learningAccuracy * 100)
+        let table = matrix(o.accuracy, names: result.experienceNames, randomBaseline: o.randomAccuracy, maxWidth: width)
+        if table.split(separator: "\n").allSatisfy({ $0.count <= width }) {
+            out += "\naccuracy (%): row i = after training on experience i, column j = test set j\n" + table
+        } else {
+            out += "\naccuracy matrix \(o.accuracy.count)×\(o.accuracy.count): too wide to print (see the results file)"
+        }
+        out += "\n" + String(format: "ACC %.2f%%  BWT %+.2f  FWT %+.2f  forgetting %.2f  (points)", m.acc * 100, m.bwt * 100,
+                             m.fwt * 100, m.forgetting * 100)
+        let last = o.progress.evaluations.last ?? []
+        if !last.isEmpty {
+            func mean(_ f: (EvaluationRecord) -> Double) -> Double {
+                last.map(f).reduce(0, +) / Double(last.count) * 100
+            }
+            var line = String(format: "learning acc %.2f%%  balanced acc %.2f%%  macro-F1 %.2f%%", m.learningAccuracy * 100,
+                              mean(\.balancedAccuracy), mean(\.macroF1))
+            let auroc = mean(\.auroc)
+            if auroc.isFinite { line += String(format: "  AUROC %.2f%%", auroc) }
+            out += "\n" + line
+        }
         let processed = o.samplesProcessed.reduce(0, +)
-        out += "\n" + String(format: "params %d (trainable %d), %d B; FLOPs/prediction %d; train %.3f s (%.2f M samples/s), eval %.3f s",
-                             c.totalParameters, c.trainableParameters, c.modelBytes, c.flopsPerPrediction,
-                             o.trainSeconds, Double(processed) / max(o.trainSeconds, 1e-9) / 1e6, o.evalSeconds)
+        out += "\n" + String(format: "params %d (trainable %d), %d B; FLOPs/prediction %d", c.totalParameters,
+                             c.trainableParameters, c.modelBytes, c.flopsPerPrediction)
+        out += "\n" + String(format: "train %.3f s (%.2f M samples/s), eval %.3f s", o.trainSeconds,
+                             Double(processed) / max(o.trainSeconds, 1e-9) / 1e6, o.evalSeconds)
         return out
     }
 
+    /// `name` in at most `width` characters: long names keep their start and end (where
+    /// variants and seeds differ) around a "…".
+    public static func fit(_ name: String, _ width: Int) -> String {
+        guard name.count > width, width > 3 else { return name.padding(toLength: max(width, 0), withPad: " ", startingAt: 0) }
+        let tail = (width - 1) / 2, head = width - 1 - tail
+        return String(name.prefix(head)) + "…" + String(name.suffix(tail))
+    }
+
     /// A compact comparison table of several runs.
+    /// 79 columns: name (long ones shortened in the middle), strategy, ACC, BWT, FWT,
+    /// forgetting (points) and training time; a run that did not complete shows its status.
     public static func comparison(_ results: [RunResult]) -> String {
-        var lines = ["name                 strategy         status      ACC%    BWT     FWT     forget  train s"]
+        var lines = [fit("name", 24) + " " + fit("strategy", 12) + "   ACC%     BWT     FWT  forget  train s"]
         for r in results {
-            let name = r.name.padding(toLength: 20, withPad: " ", startingAt: 0)
-            let strategy = r.run.config.strategyLabel.padding(toLength: 16, withPad: " ", startingAt: 0)
-            let status = r.status.rawValue.padding(toLength: 10, withPad: " ", startingAt: 0)
+            let head = fit(r.name, 24) + " " + fit(r.run.config.strategyLabel, 12)
             if let m = r.metrics, let o = r.outcome {
-                lines.append("\(name) \(strategy) \(status) " + String(format: "%6.2f  %+6.2f  %+6.2f  %6.2f  %7.3f",
-                    m.acc * 100, m.bwt * 100, m.fwt * 100, m.forgetting * 100, o.trainSeconds))
+                lines.append(head + String(format: " %6.2f  %+6.2f  %+6.2f  %6.2f  %7.3f",
+                                           m.acc * 100, m.bwt * 100, m.fwt * 100, m.forgetting * 100, o.trainSeconds))
             } else {
-                lines.append("\(name) \(strategy) \(status)")
+                lines.append(head + " " + r.status.rawValue)
             }
         }
         return lines.joined(separator: "\n")
