@@ -6,12 +6,12 @@ import Testing
 /// finished run, an existing file is never replaced silently, and `--resume` finishes the rest.
 @Suite("Run CLI", .serialized)
 struct RunCLITests {
-    /// Starts `run`, waits until `k` runs have printed their summaries, sends `sig`, and returns the
-    /// exit status.
+    /// Starts `run`, waits until the `k`-th run's progress line, sends `sig`, and returns the exit
+    /// status.
     static func runAndKill(_ scratch: SweepScratch, output: String, after k: Int, signal sig: Int32) throws -> Int32 {
-        let (p, out) = try SweepCLITests.launch(["run", "s.json", "-o", output], in: scratch.url)
+        let (p, out) = try SweepCLITests.launch(["run", "s.json", "-o", output, "--plain"], in: scratch.url)
         var seen = ""
-        while seen.components(separatedBy: "\nrun ").count - 1 + (seen.hasPrefix("run ") ? 1 : 0) < k {
+        while !seen.contains("[\(k)/") {
             let chunk = out.fileHandleForReading.availableData
             if chunk.isEmpty { break }
             seen += String(decoding: chunk, as: UTF8.self)
