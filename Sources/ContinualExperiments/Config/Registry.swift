@@ -20,6 +20,7 @@ public enum Registry {
         BitFit.Options.self,
         LearningWithoutForgetting.Options.self,
         L2Anchoring.Options.self,
+        MemoryAwareSynapses.Options.self,
     ]
 
     public static let scenarios: [any ScenarioOptions.Type] = [
