@@ -21,6 +21,8 @@ public enum Registry {
         LearningWithoutForgetting.Options.self,
         L2Anchoring.Options.self,
         MemoryAwareSynapses.Options.self,
+        GEM.Options.self,
+        AGEM.Options.self,
     ]
 
     public static let scenarios: [any ScenarioOptions.Type] = [
