@@ -23,6 +23,8 @@ public enum Registry {
         MemoryAwareSynapses.Options.self,
         GEM.Options.self,
         AGEM.Options.self,
+        DEROptions.self,
+        DERPlusPlusOptions.self,
     ]
 
     public static let scenarios: [any ScenarioOptions.Type] = [
