@@ -22,8 +22,7 @@ seeds = [1, 2, 3]
 variants = []
 for sname, sched in schedules.items():
     for tname, strat in strategies.items():
-        for seed in seeds:
-            variants.append({"name": f"{sname}-{tname}-s{seed}", "seed": seed, "schedule": sched, "strategy": strat})
+        variants.append({"name": f"{sname}-{tname}", "schedule": sched, "strategy": strat})
 
 experiment = {
     "name": "device_schedules",
@@ -31,7 +30,7 @@ experiment = {
                     "simulated day = 140 days). The device gate (charging + idle, daily_wifi also Wi-Fi and battery "
                     ">= 20 %) comes from the seeded overnight-charging user; energy under phone_npu_2023. "
                     "Early stopping (patience 2, min_delta 0.001) on at most 10 epochs per session. "
-                    "Plot: python3 Experiments/analysis/plot_pareto.py results/device_schedules.h5 pareto.png"),
+                    "Plot: continualkit plot results/device_schedules.h5 -o figures/device_schedules"),
     "scenario": {"type": "habit_drift", "train_per_experience": 560, "test_per_experience": 300},
     "model": {"hidden": [16, 8], "activation": "relu"},
     "optimizer": {"type": "adam", "lr": 0.005},
@@ -39,7 +38,9 @@ experiment = {
     "device": {"profile": "phone_npu_2023", "state": {"pattern": "overnight"}},
     "quantization": {"granularity": "per_channel"},
     "variants": variants,
+    # Seeds are a sweep axis, so `continual inspect` and `continualkit` group runs by configuration.
+    "sweep": {"parameters": {"seed": seeds}},
 }
 path = pathlib.Path(__file__).with_name("device_schedules.json")
 path.write_text(json.dumps(experiment, indent=2) + "\n")
-print(f"wrote {path} ({len(variants)} runs)")
+print(f"wrote {path} ({len(variants)} configurations x {len(seeds)} seeds)")

@@ -49,8 +49,11 @@ struct InspectCommand: ParsableCommand {
         print("experiment \(a["experiment_name"] ?? "?"): \(contents.runs.count) run(s)")
         if a["kind"] == "sweep", let (table, by) = try? SweepReport.read(path: file) {
             let shard = a["shard"].flatMap { $0.isEmpty ? nil : " (shard \($0))" } ?? ""
-            print("sweep of \(a["sweep_run_count"] ?? "?") runs\(shard); \(table.rows.count) in /summary; means ± std over seeds (percentage points):")
-            print(SweepReport.text(SweepReport.groups(table, by: by)))
+            let groups = SweepReport.groups(table, by: by)
+            print("sweep of \(a["sweep_run_count"] ?? "?") runs\(shard); \(table.rows.count) in /summary, \(groups.count) configuration(s) in sweep order;")
+            print("mean ± std over seeds, 95% CI (Student t), n seeds completed; percentage points:\n")
+            let width = isatty(STDOUT_FILENO) == 1 ? ProgressPrinter.terminalWidth() : 80
+            print(SweepReport.text(groups, width: width))
             if !runs { return }
         }
         if !brief {

@@ -124,7 +124,7 @@ struct RunCommand: ParsableCommand {
         let collected = ResultList()
         let quiet = self.quiet, verbose = self.verbose
         let tty = isatty(STDOUT_FILENO) == 1 && !plain
-        let printer = ProgressPrinter(tty: tty)
+        let printer = ProgressPrinter(tty: tty, logLines: 10)
         let width = tty ? ProgressPrinter.terminalWidth() : 80
         let resumeState = resume
         let execute: @Sendable (ResolvedRun) -> RunResult = { run in
@@ -146,9 +146,9 @@ struct RunCommand: ParsableCommand {
         let results = collected.values.sorted { $0.run.sweepIndex < $1.run.sweepIndex }
         if session.selected.count > 12, let (table, by) = try? SweepReport.read(path: path) {
             // Many runs: one row per configuration (mean ± std over seeds), as `sweep` prints.
-            writeOut(SweepReport.text(SweepReport.groups(table, by: by)) + "\n")
+            writeOut(SweepReport.text(SweepReport.groups(table, by: by), width: width) + "\n")
         } else if !results.isEmpty {
-            print(SummaryText.comparison(results))
+            print(SummaryText.comparison(results, width: width))
         }
         print("results: \(path) (\(outcome.written) written now, \(outcome.skipped) already there)")
         let failed = results.filter { $0.status != .completed }

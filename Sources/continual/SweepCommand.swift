@@ -62,7 +62,7 @@ struct SweepCommand: ParsableCommand {
         printer.end()
         var earlierFailures = 0
         if let (table, by) = try? SweepReport.read(path: path) {
-            writeOut(SweepReport.text(SweepReport.groups(table, by: by)) + "\n")
+            writeOut(SweepReport.text(SweepReport.groups(table, by: by), width: tty ? ProgressPrinter.terminalWidth() : 80) + "\n")
             // Failed runs kept from an earlier invocation (--resume does not retry them) count too.
             let mine = Set(session.selected.map(\.runId)), now = Set(outcome.failed.map(\.runId))
             let ids = table.column("run_id") ?? [], status = table.column("status") ?? []
@@ -102,11 +102,13 @@ final class ResultBox<T: Sendable>: @unchecked Sendable {
     var value: Result<T, any Error>?
 }
 
-/// Progress: one updating line on a terminal, one log line per run otherwise.
+/// Progress: one updating line on a terminal; log lines otherwise — one per run, or with
+/// `logLines` set, about that many in all (every failure and the last run are always logged).
 final class ProgressPrinter: @unchecked Sendable {
     let tty: Bool
+    let logLines: Int?
     private var shown = false
-    init(tty: Bool) { self.tty = tty }
+    init(tty: Bool, logLines: Int? = nil) { self.tty = tty; self.logLines = logLines }
 
     func show(_ p: SweepSession.Progress) {
         let r = p.last
@@ -118,6 +120,8 @@ final class ProgressPrinter: @unchecked Sendable {
             FileHandle.standardOutput.write(Data(("\r\u{1B}[K" + line).utf8))
             shown = true
         } else {
+            if let logLines, logLines > 0, r.status == .completed, p.done < p.total,
+               p.done % max(1, (p.total + logLines - 1) / logLines) != 0 { return }
             var line = String(format: "[%d/%d] %@ %@ %@ %@ %.2f s", p.done, p.total, r.status.rawValue, r.name, r.runId, acc, r.wallSeconds)
             if !r.message.isEmpty { line += " — " + r.message }
             writeOut(line + "\n")

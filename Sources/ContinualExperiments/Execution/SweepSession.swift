@@ -11,10 +11,9 @@ public struct SweepSession: Sendable {
         public var failed: Int
         public var elapsedSeconds: Double
         public var last: RunResult
-        /// Remaining time at the mean pace so far (seconds).
-        public var etaSeconds: Double {
-            done == 0 ? .nan : elapsedSeconds / Double(done) * Double(total - done)
-        }
+        /// Remaining time (seconds), weighted by the expected cost of the runs left
+        /// (`EstimatedTimeLeft`); NaN before the first run finished.
+        public var etaSeconds: Double
     }
 
     public struct Outcome: Sendable {
@@ -57,12 +56,18 @@ public struct SweepSession: Sendable {
                               interrupted: false)
         let clock = ContinuousClock()
         let start = clock.now
+        let estimate = RunCostEstimate(todo)
+        var timeLeft = EstimatedTimeLeft(costs: estimate.costs, families: estimate.families, jobs: jobs)
+        let position = Dictionary(todo.enumerated().map { ($1.runId, $0) }, uniquingKeysWith: { a, _ in a })
         try await SweepRunner.run(todo, jobs: jobs, shouldStop: shouldStop, execute: execute) { result in
             guard try writer.write(result) else { return }
             outcome.written += 1
             if result.status != .completed { outcome.failed.append(result) }
+            if let i = position[result.run.runId] { timeLeft.finished(i, wallSeconds: result.wallSeconds) }
+            let elapsed = (clock.now - start).seconds
             progress(Progress(done: outcome.written, total: todo.count, failed: outcome.failed.count,
-                              elapsedSeconds: (clock.now - start).seconds, last: result))
+                              elapsedSeconds: elapsed, last: result,
+                              etaSeconds: timeLeft.secondsLeft(elapsedSeconds: elapsed)))
         }
         outcome.interrupted = outcome.written < todo.count
         try writer.finish()

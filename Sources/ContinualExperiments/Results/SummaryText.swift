@@ -64,13 +64,21 @@ public enum SummaryText {
         return String(name.prefix(head)) + "…" + String(name.suffix(tail))
     }
 
-    /// A compact comparison table of several runs.
-    /// 79 columns: name (long ones shortened in the middle), strategy, ACC, BWT, FWT,
-    /// forgetting (points) and training time; a run that did not complete shows its status.
-    public static func comparison(_ results: [RunResult]) -> String {
-        var lines = [fit("name", 24) + " " + fit("strategy", 12) + "   ACC%     BWT     FWT  forget  train s"]
+    /// A compact comparison table of several runs, at most `width` columns: name, strategy, ACC,
+    /// BWT, FWT, forgetting (points) and training time; a run that did not complete shows its
+    /// status. Names are never shortened: one too long for its column gets a line of its own.
+    public static func comparison(_ results: [RunResult], width: Int = 80) -> String {
+        let values = "   ACC%     BWT     FWT  forget  train s"
+        let strategyWidth = min(16, max(8, results.map(\.run.config.strategyLabel.count).max() ?? 0))
+        let nameWidth = max(4, min(results.map(\.name.count).max() ?? 0, width - values.count - strategyWidth - 2))
+        func pad(_ s: String, _ w: Int) -> String { s + String(repeating: " ", count: max(0, w - s.count)) }
+        var lines = [pad("name", nameWidth) + " " + pad("strategy", strategyWidth) + values]
         for r in results {
-            let head = fit(r.name, 24) + " " + fit(r.run.config.strategyLabel, 12)
+            var head = pad(r.name, nameWidth) + " " + fit(r.run.config.strategyLabel, strategyWidth)
+            if r.name.count > nameWidth {
+                lines.append(r.name)
+                head = String(repeating: " ", count: nameWidth) + " " + fit(r.run.config.strategyLabel, strategyWidth)
+            }
             if let m = r.metrics, let o = r.outcome {
                 lines.append(head + String(format: " %6.2f  %+6.2f  %+6.2f  %6.2f  %7.3f",
                                            m.acc * 100, m.bwt * 100, m.fwt * 100, m.forgetting * 100, o.trainSeconds))

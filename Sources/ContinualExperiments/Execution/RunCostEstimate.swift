@@ -1,0 +1,67 @@
+import Foundation
+import ContinualCore
+
+/// The expected relative cost of each run of a sweep, so the progress line's ETA is weighted by
+/// the work left rather than by the number of runs left (sweeps often do their cheap runs first).
+///
+/// The estimate is analytic: training sample-passes (training samples × epochs; for `joint`, the
+/// growing cumulative set; for a population, × users) times the multiply-adds of one forward and
+/// backward pass (3 × forward) of the model, plus the evaluation passes (every test set after
+/// every experience). Scenario sizes come from generating one stream per distinct scenario
+/// config (sizes do not depend on the seed; generation is cheap next to training); a scenario
+/// that cannot be built costs 1 (its run fails fast). Strategy overheads (replay batches, Fisher
+/// passes, early stopping, schedules) are not modelled: `EstimatedTimeLeft` learns them per
+/// `family` from the runs already finished.
+public struct RunCostEstimate: Sendable {
+    /// Expected cost of each run in multiply-adds, in the order of the runs given.
+    public var costs: [Double]
+    /// Runs with the same family share the learned correction of their estimate: the strategy
+    /// list, the schedule type and the training mode.
+    public var families: [String]
+
+    public init(_ runs: [ResolvedRun]) {
+        var shapes: [String: Shape?] = [:]
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        costs = []
+        families = []
+        for run in runs {
+            let c = run.config
+            let key = (try? encoder.encode(c.scenario)).map { String(decoding: $0, as: UTF8.self) } ?? run.canonicalJSON
+            if shapes[key] == nil { shapes[key] = .some(Shape(c.scenario, seed: c.seed)) }
+            families.append([c.strategyLabel, c.schedule.map { $0.type.rawValue } ?? "", c.training.mode.rawValue,
+                             c.population == nil ? "" : "population"].joined(separator: "|"))
+            guard let shape = shapes[key] ?? nil else { costs.append(1); continue }
+            costs.append(Self.cost(c, shape))
+        }
+    }
+
+    /// The sizes of a scenario's stream that set the work.
+    struct Shape {
+        var inputs: Int
+        var outputs: Int
+        var train: [Int]
+        var test: [Int]
+        init?(_ spec: ScenarioSpec, seed: UInt64) {
+            guard let stream = try? spec.options.makeStream(seed: seed) else { return nil }
+            inputs = stream.dimension
+            outputs = stream.head.logitCount
+            train = stream.experiences.map(\.train.count)
+            test = stream.experiences.map(\.test.count)
+        }
+    }
+
+    static func cost(_ c: RunConfig, _ s: Shape) -> Double {
+        let widths = [s.inputs] + c.model.hidden + [s.outputs]
+        let forward = zip(widths, widths.dropFirst()).reduce(0.0) { $0 + Double($1.0) * Double($1.1) }
+        let joint = c.strategy.contains { $0.typeName == "joint" }
+        var samples = 0.0, cumulative = 0.0
+        for n in s.train {
+            cumulative += Double(n)
+            samples += joint ? cumulative : Double(n)
+        }
+        let train = samples * Double(max(1, c.training.epochs)) * 3 * forward
+        let eval = Double(s.test.reduce(0, +)) * Double(s.train.count) * forward
+        return max(1, (train + eval) * Double(max(1, c.population?.users ?? 1)))
+    }
+}
