@@ -28,6 +28,7 @@ public struct Joint: StrategyPlugin {
     /// `{"type": "joint"}` — no options.
     public struct Options: PluginOptions {
         public static let typeName = "joint"
+        public static let storesSamples = true
         public static let summary = "train on all data seen so far (upper bound)"
         public init() {}
         public init(from decoder: any Decoder) throws {

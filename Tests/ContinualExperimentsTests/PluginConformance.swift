@@ -12,13 +12,51 @@ enum PluginConformance {
     /// Options a type needs beyond `{"type": name}` to run on the suite's small model, if any.
     static let exampleOptions: [String: String] = [:]
 
-    static let spec = MLPSpec(inputs: 10, hidden: [8])
     static let training = TrainingOptions(epochs: 2, batchSize: 16)
 
-    static func stream() throws -> ExperienceStream {
-        try HabitDriftScenario(trainPerExperience: 96, testPerExperience: 32,
-                               phases: ["morning", "night", "weekend_only"].map { HabitPhase.presets[$0]! })
+    /// The two streams every check runs on: binary habit drift (domain-incremental) and a
+    /// 4-class class-incremental stream of Gaussian blobs ({0, 1}, {2}, {3}). A plugin may refuse
+    /// a head it is not made for (`TrainingError.invalid` from `prepare`: iCaRL refuses binary
+    /// heads); the check then skips that stream, but every plugin must accept at least one.
+    static func streams() throws -> [ExperienceStream] {
+        let habit = try HabitDriftScenario(trainPerExperience: 96, testPerExperience: 32,
+                                           phases: ["morning", "night", "weekend_only"].map { HabitPhase.presets[$0]! })
             .makeStream(seed: 7)
+        var rng = RandomSource(seed: 19)
+        var centres: [[Float]] = []
+        for _ in 0..<4 { centres.append((0..<10).map { _ in Float(rng.normal() * 1.5) }) }
+        func samples(_ classes: [Int32], _ n: Int) -> Samples {
+            var s = Samples(dimension: 10)
+            for i in 0..<n {
+                let y = classes[i % classes.count]
+                s.features += centres[Int(y)].map { $0 + Float(rng.normal()) }
+                s.labels.append(y)
+            }
+            return s
+        }
+        let parts: [[Int32]] = [[0, 1], [2], [3]]
+        let experiences = parts.enumerated().map { i, c in
+            Experience(index: i, name: "classes_" + c.map(String.init).joined(), train: samples(c, 96), test: samples(c, 32))
+        }
+        let blobs = ExperienceStream(name: "blobs", featureNames: (0..<10).map { "f\($0)" }, head: .multiclass(classes: 4),
+                                     experiences: experiences)
+        return [habit, blobs]
+    }
+
+    /// Runs `body` on every stream the plugins accept; nil when they accept none.
+    static func onEachStream(_ make: () -> [any StrategyPlugin], _ body: (ExperienceStream) throws -> Void) throws -> Int {
+        var accepted = 0
+        for stream in try streams() {
+            var probe = trainer(make, mode: .batch, stream: stream)
+            do {
+                _ = try probe.run(stream, source: EpochSource(), resumingFrom: nil, stopAfter: 0)
+            } catch TrainingError.invalid {
+                continue
+            }
+            accepted += 1
+            try body(stream)
+        }
+        return accepted
     }
 
     /// The strategy JSON of a registered type with its example options.
@@ -47,6 +85,7 @@ enum PluginConformance {
 
     static func trainer(_ make: () -> [any StrategyPlugin], mode: Mode, stream: ExperienceStream) -> Trainer {
         let observers: [any LoopObserver] = mode == .prequential ? [PrequentialProbe(window: 20, dimension: stream.dimension)] : []
+        let spec = MLPSpec(inputs: stream.dimension, hidden: [8], head: stream.head)
         return Trainer(spec: spec, optimizer: .adam(learningRate: 0.01), options: training, plugins: make(),
                        observers: observers, seed: 11)
     }
@@ -97,7 +136,7 @@ enum PluginConformance {
     static func checkpointRoundTrip(_ make: () -> [any StrategyPlugin]) -> [String] {
         var problems: [String] = []
         do {
-            let stream = try stream()
+            let accepted = try onEachStream(make) { stream in
             for mode in Mode.allCases {
                 var whole = trainer(make, mode: mode, stream: stream)
                 let expected = fingerprint(try run(&whole, mode: mode, stream: stream), whole)
@@ -111,9 +150,11 @@ enum PluginConformance {
                     if decoded != cp { problems.append("\(mode): checkpoint after \(k) does not survive encoding") }
                     var second = trainer(make, mode: mode, stream: stream)
                     let resumed = fingerprint(try run(&second, mode: mode, stream: stream, resume: decoded), second)
-                    if resumed != expected { problems.append("\(mode): resuming after experience \(k) is not bit-identical") }
+                    if resumed != expected { problems.append("\(stream.name) \(mode): resuming after experience \(k) is not bit-identical") }
                 }
             }
+            }
+            if accepted == 0 { problems.append("the plugin refuses every stream of the suite") }
         } catch {
             problems.append("training failed: \(error)")
         }
@@ -123,11 +164,14 @@ enum PluginConformance {
     /// Two runs with the same seed give the same bits.
     static func deterministic(_ make: () -> [any StrategyPlugin]) -> [String] {
         do {
-            let stream = try stream()
-            var a = trainer(make, mode: .batch, stream: stream), b = trainer(make, mode: .batch, stream: stream)
-            let fa = fingerprint(try run(&a, mode: .batch, stream: stream), a)
-            let fb = fingerprint(try run(&b, mode: .batch, stream: stream), b)
-            return fa == fb ? [] : ["two runs with the same seed differ"]
+            var problems: [String] = []
+            _ = try onEachStream(make) { stream in
+                var a = trainer(make, mode: .batch, stream: stream), b = trainer(make, mode: .batch, stream: stream)
+                let fa = fingerprint(try run(&a, mode: .batch, stream: stream), a)
+                let fb = fingerprint(try run(&b, mode: .batch, stream: stream), b)
+                if fa != fb && problems.isEmpty { problems.append("two runs with the same seed differ") }
+            }
+            return problems
         } catch {
             return ["training failed: \(error)"]
         }
@@ -140,7 +184,7 @@ enum PluginConformance {
     static func resourcesCoverState(_ make: () -> [any StrategyPlugin]) -> [String] {
         var problems: [String] = []
         do {
-            let stream = try stream()
+            _ = try onEachStream(make) { stream in
             for k in 0..<stream.experiences.count {
                 var t = trainer(make, mode: .batch, stream: stream)
                 _ = try t.run(stream, source: EpochSource(), resumingFrom: nil, stopAfter: k)
@@ -160,6 +204,7 @@ enum PluginConformance {
                     }
                 }
             }
+            }
         } catch {
             problems.append("training failed: \(error)")
         }
@@ -173,12 +218,17 @@ enum PluginConformance {
         case .failure(let e): return ["\(key) = 0 is refused: \(e)"]
         case .success(let run):
             do {
-                let stream = try stream()
-                var a = trainer({ run.config.strategy.map { $0.options.makePlugin() } }, mode: .batch, stream: stream)
-                var n = trainer({ [] }, mode: .batch, stream: stream)
-                let oa = try a.run(stream), on = try n.run(stream)
-                return oa.finalModel.parameters == on.finalModel.parameters && oa.accuracy == on.accuracy
-                    ? [] : ["\(key) = 0 is not bit-identical to naive"]
+                var problems: [String] = []
+                let make = { run.config.strategy.map { $0.options.makePlugin() } }
+                _ = try onEachStream(make) { stream in
+                    var a = trainer(make, mode: .batch, stream: stream)
+                    var n = trainer({ [] }, mode: .batch, stream: stream)
+                    let oa = try a.run(stream), on = try n.run(stream)
+                    if !(oa.finalModel.parameters == on.finalModel.parameters && oa.accuracy == on.accuracy) {
+                        problems.append("\(stream.name): \(key) = 0 is not bit-identical to naive")
+                    }
+                }
+                return problems
             } catch {
                 return ["training failed: \(error)"]
             }

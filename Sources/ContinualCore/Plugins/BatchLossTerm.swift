@@ -36,10 +36,15 @@ public struct BatchLossInput {
     public let model: MLP
     /// Index of the experience being trained.
     public let experienceIndex: Int
+    /// The classes the loop's softmax covers in this experience (`training.active_outputs`
+    /// "seen"); nil = every class. A term that replaces the task loss on some rows (ER-ACE,
+    /// iCaRL) needs it to remove exactly the loop's gradient, scale · (softmax over these − onehot).
+    public let activeClasses: [Bool]?
 
     public init(batch: Batch, rows: ArraySlice<Int>, route: Int, logits: UnsafePointer<Float>,
                 logitGradient: UnsafeMutablePointer<Float>, logitCount: Int, scale: Float, model: MLP,
-                experienceIndex: Int) {
+                experienceIndex: Int, activeClasses: [Bool]? = nil) {
+        self.activeClasses = activeClasses
         self.batch = batch
         self.rows = rows
         self.route = route

@@ -18,11 +18,28 @@ public protocol PluginOptions: Codable, Sendable, Equatable {
     /// (adapters routed by task id). Recorded per run; refused in scenarios whose test samples
     /// carry no task identity unless the config allows it explicitly.
     var usesTaskIdentityAtTest: Bool { get }
+    /// Whether the method keeps a memory of past samples (rehearsal, projection memories).
+    static var storesSamples: Bool { get }
+    /// How the method shares a strategy list with others; checked when a config is decoded.
+    static var composition: PluginComposition { get }
 }
 
 public extension PluginOptions {
     static var strengthKey: String? { nil }
     var usesTaskIdentityAtTest: Bool { false }
+    static var storesSamples: Bool { false }
+    static var composition: PluginComposition { .free }
+}
+
+/// How a method composes with the other plugins of one strategy list.
+public enum PluginComposition: Sendable, Equatable {
+    /// With any other plugin (the hooks' stated order defines the result).
+    case free
+    /// Owns the run's sample memory and redefines the loss of the rows it trains on (ER-ACE,
+    /// iCaRL): no other plugin that stores samples may be listed with it.
+    case soleRehearsal
+    /// Is the whole method (GDumb retrains from scratch on its memory): listed alone.
+    case alone
 }
 
 /// The JSON options of one scenario generator, and the factory that makes its stream.

@@ -396,7 +396,7 @@ public struct Trainer {
                                                 count: count, scale: scale)
                 let input = BatchLossInput(batch: batch, rows: rows, route: route, logits: UnsafePointer(copy.baseAddress!),
                                            logitGradient: ws.logits, logitCount: L, scale: scale, model: model,
-                                           experienceIndex: experience)
+                                           experienceIndex: experience, activeClasses: work.active)
                 for k in terms { extra += plugins[k].callAddBatchLoss(input) }
                 return loss
             }

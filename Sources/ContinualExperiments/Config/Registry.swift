@@ -25,6 +25,9 @@ public enum Registry {
         AGEM.Options.self,
         DEROptions.self,
         DERPlusPlusOptions.self,
+        ERACE.Options.self,
+        GDumb.Options.self,
+        ICaRL.Options.self,
     ]
 
     public static let scenarios: [any ScenarioOptions.Type] = [

@@ -100,6 +100,7 @@ public struct RunConfig: Codable, Sendable, Equatable {
     /// path (from the run config) and the reason; nil if the config is consistent. Checked when
     /// decoding and again by `RunExecutor` (for configs built in code).
     public func consistencyProblem() -> (path: [String], message: String)? {
+        if let problem = compositionProblem() { return (["strategy"], problem) }
         if let split = scenario.options as? SplitDigitsScenario, split.setting == .task, !model.multiHead {
             return (["model", "multi_head"], "split_digits \"setting\": \"task\" needs \"multi_head\": true (one head per "
                 + "experience); with one shared head it is the domain setting (use \"setting\": \"domain\")")
@@ -117,6 +118,28 @@ public struct RunConfig: Codable, Sendable, Equatable {
         if let population, population.users > 1, let generator = scenario.options as? any PopulationScenario,
            let problem = generator.populationProblem() {
             return (["scenario", problem.key], problem.message)
+        }
+        return nil
+    }
+
+    /// A strategy list whose plugins cannot be combined (`PluginComposition`), or nil.
+    func compositionProblem() -> String? {
+        let types = strategy.map { type(of: $0.options) }
+        for (i, t) in types.enumerated() {
+            switch t.composition {
+            case .free: continue
+            case .alone where types.count > 1:
+                return "\"\(t.typeName)\" is a whole method (it retrains from scratch on its own memory) and must be listed alone; "
+                    + "got [" + strategy.map(\.typeName).joined(separator: ", ") + "]"
+            case .soleRehearsal:
+                let others = types.enumerated().filter { $0.offset != i && $0.element.storesSamples }.map { $0.element.typeName }
+                if !others.isEmpty {
+                    return "\"\(t.typeName)\" keeps the run's sample memory and redefines the loss of the rows it replays; "
+                        + "it cannot be combined with another method that stores samples (" + others.joined(separator: ", ")
+                        + "). Regularisers (ewc, si, mas, l2, lwf) combine with it"
+                }
+            default: continue
+            }
         }
         return nil
     }

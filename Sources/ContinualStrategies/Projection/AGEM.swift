@@ -111,6 +111,7 @@ public struct AGEM: GradientAdjuster {
     /// `{"type": "agem", "memory_per_experience": 100, "sample_size": 64}`.
     public struct Options: PluginOptions {
         public static let typeName = "agem"
+        public static let storesSamples = true
         public static let summary = "averaged GEM (Chaudhry 2019): project the step when it conflicts with the memory's mean gradient"
         public static let strengthKey: String? = "memory_per_experience"
         public var memoryPerExperience = 100

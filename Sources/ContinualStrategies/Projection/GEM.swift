@@ -132,6 +132,7 @@ public struct GEM: GradientAdjuster {
     /// `{"type": "gem", "memory_per_experience": 100, "margin": 0, "epsilon": 0}`.
     public struct Options: PluginOptions {
         public static let typeName = "gem"
+        public static let storesSamples = true
         public static let summary = "gradient episodic memory (Lopez-Paz & Ranzato 2017): one constraint per past experience, dual QP"
         public static let strengthKey: String? = "memory_per_experience"
         public var memoryPerExperience = 100

@@ -165,6 +165,7 @@ struct DERCoding {
 /// `{"type": "der", "alpha": 0.3, "capacity": 200, "replay_per_batch": 32}`.
 public struct DEROptions: PluginOptions {
     public static let typeName = "der"
+    public static let storesSamples = true
     public static let summary = "dark experience replay (Buzzega 2020): replay stored logits (MSE)"
     public static let strengthKey: String? = "capacity"
     public var alpha = 0.3, capacity = 200, replayPerBatch = 32
@@ -186,6 +187,7 @@ public struct DEROptions: PluginOptions {
 /// `{"type": "derpp", "alpha": 0.1, "beta": 0.5, "capacity": 200, "replay_per_batch": 32}`.
 public struct DERPlusPlusOptions: PluginOptions {
     public static let typeName = "derpp"
+    public static let storesSamples = true
     public static let summary = "DER++ (Buzzega 2020): replay stored logits (MSE) and labels (CE)"
     public static let strengthKey: String? = "capacity"
     public var alpha = 0.1, beta = 0.5, capacity = 200, replayPerBatch = 32

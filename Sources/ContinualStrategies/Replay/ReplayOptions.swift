@@ -7,6 +7,7 @@ extension Replay {
     /// `replay_per_batch` / `replay_ratio` (default: `replay_ratio` 1, as many as the batch size).
     public struct Options: PluginOptions {
         public static let typeName = "replay"
+        public static let storesSamples = true
         public static let summary = "experience replay from a bounded buffer (reservoir, class-balanced, herding, k-center)"
 
         /// Capacity in samples (nil when `capacityBytes` is given).
