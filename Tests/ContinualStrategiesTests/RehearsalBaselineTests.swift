@@ -168,6 +168,24 @@ enum RehearsalFixtures {
         }
     }
 
+    /// With labels reused across experiences ("0 vs 1" in each), label balance keeps the first
+    /// experience; balancing (experience, label) pairs shares the memory between experiences.
+    @Test func experienceAndClassBalanceSharesTheMemoryBetweenExperiences() throws {
+        func memory(_ balance: GDumb.Options.Balance) throws -> [Int] {
+            var g = GDumb(options: .init(capacity: 30, balance: balance))
+            var r = RandomSource(seed: 1)
+            var model = MLP(spec: MLPSpec(inputs: 1, hidden: [], head: .multiclass(classes: 2)), rng: &r)
+            try g.prepare(model: &model, context: RehearsalFixtures.context(.multiclass(classes: 2), dimension: 1))
+            for e in 0..<3 {
+                var set = Samples(dimension: 1, features: (0..<40).map { Float(e * 100 + $0) }, labels: (0..<40).map { Int32($0 % 2) })
+                g.adjustTrainingSet(&set, context: ExperienceContext(index: e, experiences: [], route: 0))
+            }
+            return (0..<3).map { e in g.storedSamples.features.filter { Int($0) / 100 == e }.count }
+        }
+        #expect(try memory(.class) == [30, 0, 0])
+        #expect(try memory(.experienceAndClass) == [10, 10, 10])
+    }
+
     @Test func listedAloneOnly() {
         #expect(GDumb.Options.composition == .alone)
     }

@@ -254,7 +254,7 @@ public struct ICaRL: BatchLossTerm, PredictionOverride {
             let c = try decoder.strictContainer(keyedBy: Keys.self, alsoAllowed: ["type"])
             capacity = try c.decode(.capacity, default: 200)
             try c.require((1...10_000_000).contains(capacity), .capacity, "capacity must be in 1...10000000, got \(capacity)")
-            classifier = try c.decode(.classifier, default: .nme)
+            classifier = try c.decodeChoice(.classifier, default: .nme)
         }
         public func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: Keys.self)
