@@ -122,7 +122,8 @@ final class ProgressPrinter: @unchecked Sendable {
         } else {
             if let logLines, logLines > 0, r.status == .completed, p.done < p.total,
                p.done % max(1, (p.total + logLines - 1) / logLines) != 0 { return }
-            var line = String(format: "[%d/%d] %@ %@ %@ %@ %.2f s", p.done, p.total, r.status.rawValue, r.name, r.runId, acc, r.wallSeconds)
+            var line = String(format: "[%d/%d] %@ %@ %@ %@ %.2f s · ETA %@", p.done, p.total, r.status.rawValue, r.name, r.runId,
+                              acc, r.wallSeconds, Self.duration(p.etaSeconds))
             if !r.message.isEmpty { line += " — " + r.message }
             writeOut(line + "\n")
         }
