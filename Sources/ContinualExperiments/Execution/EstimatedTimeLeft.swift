@@ -1,22 +1,35 @@
 /// The time left in a sweep, weighted by each remaining run's expected cost (`RunCostEstimate`)
-/// and corrected by what the finished runs took.
+/// and calibrated on the runs already finished.
 ///
-/// After each finished run i, its seconds per unit of estimated cost, rᵢ = wallᵢ / costᵢ, is
-/// recorded under its family. A remaining run j is predicted to take costⱼ × r̃, r̃ being the
-/// median r of its family (strategy overheads that the analytic estimate leaves out), or of all
-/// finished runs while its family has none. The runs in flight share the machine, so the sum of
-/// the predictions is divided by the parallelism observed so far, Σ wallᵢ / elapsed, clamped to
-/// [1, jobs]; and the answer is never less than the longest single remaining prediction (the
-/// tail of a sweep runs on fewer cores). Runs in flight are counted as not started (a slight
-/// overestimate early in a run, none at its end).
+/// Model: a sweep's elapsed time is a per-run serial part (results writing, scheduling: the same
+/// for every run) plus the runs' own work shared by the jobs in flight,
+///   elapsed ≈ α · done + (1 / jobs) · Σ_done wallᵢ,
+/// with wallᵢ each finished run's own time. α is solved from the sweep so far. A run's own time is
+/// a fixed part (building its scenario, setting up; the mean of wall − compute so far) plus its
+/// compute (training and evaluation seconds), predicted for a remaining run j as
+/// costⱼ × rate(family j). The family's rate (it carries the strategy overheads the analytic
+/// estimate leaves out) is its Σ compute / Σ cost shrunk towards the rate of all finished runs
+/// by one typical run of the family (the median cost of its remaining runs):
+///   rate_f = (Σ_f compute + W_f · rate_all) / (Σ_f cost + W_f),
+/// so a family judged only on a few cheap runs, whose per-batch overheads exaggerate it, does not
+/// decide the price of its expensive runs; once it has run work of its own size, its own rate wins. Keeping the fixed part out of the rate matters: cheap runs early in a sweep
+/// are mostly fixed part, and charging it per unit of cost would inflate every expensive run
+/// after them. The answer,
+///   α · left + (1 / jobs) · Σ_left predicted wallⱼ,
+/// is never less than the longest single prediction (the tail of a sweep runs on fewer cores).
+/// Runs in flight count as not started (a slight overestimate early in a run, none at its end).
 public struct EstimatedTimeLeft: Sendable {
     public var costs: [Double]
     public var families: [String]
     public var jobs: Int
     private var remaining: Set<Int>
-    private var ratios: [String: [Double]] = [:]
-    private var allRatios: [Double] = []
+    private var familyWall: [String: Double] = [:]
+    private var familyCost: [String: Double] = [:]
     private var wallSum = 0.0
+    private var fixedSum = 0.0
+    private var computeSum = 0.0
+    private var costSum = 0.0
+    private var done = 0
 
     /// `costs` and `families` per run still to do (e.g. from `RunCostEstimate`).
     public init(costs: [Double], families: [String], jobs: Int) {
@@ -27,39 +40,43 @@ public struct EstimatedTimeLeft: Sendable {
         remaining = Set(costs.indices)
     }
 
-    /// Records that run `index` finished after `wallSeconds`.
-    public mutating func finished(_ index: Int, wallSeconds: Double) {
+    /// Records that run `index` finished after `wallSeconds` of its own time, `computeSeconds` of
+    /// them training and evaluating (nil: all of it).
+    public mutating func finished(_ index: Int, wallSeconds: Double, computeSeconds: Double? = nil) {
         guard remaining.remove(index) != nil else { return }
         let wall = wallSeconds.isFinite ? max(0, wallSeconds) : 0
-        let r = wall / max(costs[index], .leastNormalMagnitude)
-        ratios[families[index], default: []].append(r)
-        allRatios.append(r)
+        let compute = min(wall, computeSeconds.map { $0.isFinite ? max(0, $0) : wall } ?? wall)
+        familyWall[families[index], default: 0] += compute
+        familyCost[families[index], default: 0] += costs[index]
         wallSum += wall
+        computeSum += compute
+        fixedSum += wall - compute
+        costSum += costs[index]
+        done += 1
     }
 
     /// Seconds left, given the sweep's `elapsedSeconds` so far; NaN before any run finished.
     public func secondsLeft(elapsedSeconds: Double) -> Double {
-        guard !allRatios.isEmpty else { return .nan }
+        guard done > 0 else { return .nan }
         if remaining.isEmpty { return 0 }
-        let fallback = Self.median(allRatios)
-        var medians: [String: Double] = [:]
-        var total = 0.0, longest = 0.0
+        let share = 1 / Double(jobs)
+        let fallback = computeSum / max(costSum, .leastNormalMagnitude)
+        let fixed = fixedSum / Double(done)
+        var left: [String: [Double]] = [:]
+        for j in remaining { left[families[j], default: []].append(costs[j]) }
+        var rates: [String: Double] = [:]
+        for (family, cs) in left {
+            let typical = cs.sorted()[cs.count / 2]
+            rates[family] = ((familyWall[family] ?? 0) + typical * fallback) / ((familyCost[family] ?? 0) + typical)
+        }
+        var work = 0.0, longest = 0.0
         for j in remaining {
-            let family = families[j]
-            let r: Double
-            if let m = medians[family] { r = m } else if let rs = ratios[family] {
-                r = Self.median(rs); medians[family] = r
-            } else { r = fallback }
-            let t = costs[j] * r
-            total += t
+            let rate = rates[families[j]] ?? fallback
+            let t = fixed + costs[j] * rate
+            work += t
             longest = max(longest, t)
         }
-        let parallel = elapsedSeconds > 0 ? min(Double(jobs), max(1, wallSum / elapsedSeconds)) : 1
-        return max(total / parallel, longest)
-    }
-
-    static func median(_ xs: [Double]) -> Double {
-        let s = xs.sorted()
-        return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
+        let serial = max(0, (elapsedSeconds - share * wallSum) / Double(done))
+        return max(serial * Double(remaining.count) + share * work, longest)
     }
 }

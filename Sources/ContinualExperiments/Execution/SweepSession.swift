@@ -63,7 +63,10 @@ public struct SweepSession: Sendable {
             guard try writer.write(result) else { return }
             outcome.written += 1
             if result.status != .completed { outcome.failed.append(result) }
-            if let i = position[result.run.runId] { timeLeft.finished(i, wallSeconds: result.wallSeconds) }
+            if let i = position[result.run.runId] {
+                timeLeft.finished(i, wallSeconds: result.wallSeconds,
+                                  computeSeconds: result.outcome.map { $0.trainSeconds + $0.evalSeconds })
+            }
             let elapsed = (clock.now - start).seconds
             progress(Progress(done: outcome.written, total: todo.count, failed: outcome.failed.count,
                               elapsedSeconds: elapsed, last: result,
