@@ -103,7 +103,8 @@ final class ResultBox<T: Sendable>: @unchecked Sendable {
 }
 
 /// Progress: one updating line on a terminal; log lines otherwise — one per run, or with
-/// `logLines` set, about that many in all (every failure and the last run are always logged).
+/// `logLines` set, about that many in all (the first three runs, every failure and the last run
+/// are always logged, so a log shows at once that work has started).
 final class ProgressPrinter: @unchecked Sendable {
     let tty: Bool
     let logLines: Int?
@@ -120,7 +121,7 @@ final class ProgressPrinter: @unchecked Sendable {
             FileHandle.standardOutput.write(Data(("\r\u{1B}[K" + line).utf8))
             shown = true
         } else {
-            if let logLines, logLines > 0, r.status == .completed, p.done < p.total,
+            if let logLines, logLines > 0, r.status == .completed, p.done > 3, p.done < p.total,
                p.done % max(1, (p.total + logLines - 1) / logLines) != 0 { return }
             var line = String(format: "[%d/%d] %@ %@ %@ %@ %.2f s · ETA %@", p.done, p.total, r.status.rawValue, r.name, r.runId,
                               acc, r.wallSeconds, Self.duration(p.etaSeconds))
