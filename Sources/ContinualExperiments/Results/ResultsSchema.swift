@@ -2,6 +2,8 @@
 public enum ResultsSchema {
     /// Bumped whenever a reader would need to change.
     public static let version: Int64 = 1
+    /// The toolkit's semantic version (docs/versioning.md): released as git tag `v<toolkitVersion>`;
+    /// written to every results file's root attribute `toolkit_version`, next to `git_commit`.
     public static let toolkitVersion = "0.1.0"
 
     /// Columns of `/summary`, in order.

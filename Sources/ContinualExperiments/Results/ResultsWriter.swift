@@ -31,12 +31,17 @@ public enum ResultsWriter {
         }
     }
 
-    /// Root attributes: toolkit and schema versions, creation time, the experiment's source.
+    /// Root attributes: toolkit and schema versions, the git commit (`Provenance`), creation time, the
+    /// experiment's source.
     public static func writeHeader(_ root: HDF5Group, experiment: ExperimentFile) throws {
         let a = root.attributes
         try a.set("toolkit", "ContinualKit")
         try a.set("toolkit_version", ResultsSchema.toolkitVersion)
         try a.set("schema_version", ResultsSchema.version)
+        let provenance = Provenance.detect(experimentPath: experiment.path)
+        try a.set("git_commit", provenance.commit)
+        try a.set("git_dirty", provenance.dirty)
+        try a.set("git_commit_source", provenance.source)
         try a.set("created_utc", ISO8601DateFormatter().string(from: Date()))
         try a.set("experiment_name", experiment.name)
         try a.set("experiment_description", experiment.description)
