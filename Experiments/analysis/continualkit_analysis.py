@@ -138,7 +138,7 @@ def mean_std(df: pd.DataFrame, by=None, metrics=METRICS, completed_only: bool = 
 
 def recompute_metrics(R, baseline_random) -> dict:
     """ACC, BWT, FWT (vs the random-init baseline), forgetting and learning accuracy from an
-    accuracy matrix, by the definitions in DESIGN.md (Lopez-Paz & Ranzato 2017; Chaudhry et al. 2018)."""
+    accuracy matrix, by the definitions in docs/concepts.md (Lopez-Paz & Ranzato 2017; Chaudhry et al. 2018)."""
     R = np.asarray(R, dtype=float)
     b = np.asarray(baseline_random, dtype=float)
     T = R.shape[0]

@@ -11,8 +11,26 @@ import ContinualCore
 import ContinualScenarios
 import ContinualStrategies
 import ContinualExperiments
+import ContinualMetrics
 import Foundation
 import Testing
+
+/// Fine-tuning and EWC on a three-phase habit-drift stream: final accuracy (ACC) and backward transfer (BWT).
+func compareNaiveAndEWC() throws -> [(name: String, acc: Double, bwt: Double)] {
+    let stream = try HabitDriftScenario(trainPerExperience: 1000, testPerExperience: 200,
+                                        phases: ["morning", "night", "morning"].map { HabitPhase.presets[$0]! })
+        .makeStream(seed: 1)
+    let strategies: [(String, [any StrategyPlugin])] = [("naive", [Naive()]), ("ewc", [EWC(options: EWC.Options(lambda: 1000))])]
+    var rows: [(name: String, acc: Double, bwt: Double)] = []
+    for (name, plugins) in strategies {
+        var trainer = Trainer(spec: MLPSpec(inputs: 10, hidden: [16, 8]), optimizer: .adam(learningRate: 0.005),
+                              options: TrainingOptions(epochs: 5), plugins: plugins, seed: 1)
+        let outcome = try trainer.run(stream)
+        let r = AccuracyMatrix(outcome.accuracy)      // r[i][j]: accuracy on experience j after training i
+        rows.append((name, r.acc, r.bwt))
+    }
+    return rows
+}
 
 /// Trains experiences 0...k, saves a checkpoint file, then finishes the stream in a fresh Trainer.
 func trainWithACheckpoint(stopAfter k: Int, checkpointPath: String) throws -> TrainingOutcome {
@@ -146,6 +164,13 @@ enum DocSnippets {
         for s in try DocSnippets.all() {
             #expect(allowed.contains(s.language), "\(s): label the block (one of \(allowed.sorted()))")
         }
+    }
+
+    @Test func librarySnippetRunsAndEWCForgetsLess() throws {
+        let rows = try compareNaiveAndEWC()
+        #expect(rows.map(\.name) == ["naive", "ewc"])
+        #expect(rows.allSatisfy { $0.acc > 0.3 && $0.acc <= 1 })
+        #expect(rows[1].bwt > rows[0].bwt)
     }
 
     @Test func checkpointSnippetResumesBitIdentically() throws {
