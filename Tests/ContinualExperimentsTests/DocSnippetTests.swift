@@ -94,12 +94,12 @@ enum DocSnippets {
     }
 
     /// A small experiment a fragment is put into.
-    static let base: [String: Any] = [
+    static var base: [String: Any] { [
         "name": "snippet",
         "scenario": ["type": "habit_drift", "train_per_experience": 60, "test_per_experience": 20] as [String: Any],
         "model": ["hidden": [8, 4]],
         "training": ["epochs": 1],
-    ]
+    ] }
 
     /// Parses a snippet as an experiment (whole, or a fragment in `base`); throws what `validate` would say.
     static func experiment(_ snippet: DocSnippet) throws -> ExperimentFile {
