@@ -6,7 +6,7 @@
     run = ck.load_run("results/tiny_sweep.h5", df.run_id[0])
     run["accuracy"]                                     # T × T matrix R[i][j]
 
-Layout: docs/results-format.md and the README's Sweeps section.
+Layout: docs/results-format.md and docs/sweeps-and-clusters.md.
 """
 from __future__ import annotations
 

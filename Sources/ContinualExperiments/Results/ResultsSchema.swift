@@ -29,7 +29,7 @@ public enum ResultsSchema {
         ("uses_task_labels", .int), ("active_outputs", .string),
     ]
 
-    /// Device columns (the README's On-device realism section): training energy (J) under the run's device profile,
+    /// Device columns (docs/on-device.md): training energy (J) under the run's device profile,
     /// sessions, peak training memory (B), int8 model bytes (0 = not quantised), prequential and
     /// final accuracy of scheduled runs (NaN otherwise), mean int8 accuracy, latency (s).
     public static let deviceSummaryColumns: [(name: String, kind: SummaryKind)] = [
