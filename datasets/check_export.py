@@ -3,7 +3,7 @@
 
 Usage: python3 datasets/check_export.py FILE.h5 [FILE.h5 ...]
 Exit status 0 if every file passes, 1 otherwise (each problem is printed).
-Layout: the README's Scenarios section ("Dataset layout").
+Layout: docs/scenarios.md ("HDF5 scenario layout").
 """
 import json
 import sys

@@ -2,14 +2,17 @@
 """Runs the quickstart experiment and checks its HDF5 file from Python (h5py, pandas, xarray).
 
 Recomputes ACC, BWT, FWT, forgetting and learning accuracy from each run's stored accuracy
-matrix with the definitions of DESIGN.md and compares them with the stored metric values, checks
+matrix with the definitions of docs/concepts.md (Metrics) and compares them with the stored metric values, checks
 the /summary table loads into pandas, and that xarray sees named dimensions.
 
 Usage: check_results.py [--bin PATH_TO_continual] [--keep]   (exit 0 = all checks passed)
+Without --bin it uses this checkout's .build/release or .build/debug binary, else `continual`
+on the PATH.
 """
 import argparse
 import math
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -28,7 +31,10 @@ def find_binary(explicit):
         p = os.path.join(ROOT, c)
         if os.access(p, os.X_OK):
             return p
-    sys.exit("no continual binary: run `swift build` first or pass --bin")
+    on_path = shutil.which("continual")
+    if on_path:
+        return on_path
+    sys.exit("no continual binary: run `swift build` first, put `continual` on the PATH, or pass --bin")
 
 
 def metrics_from_matrix(R, b):

@@ -4,7 +4,7 @@ from its run's accuracy matrix (ACC, BWT, FWT vs baseline_random, forgetting, le
 the table has one row per complete run group in sweep order, string columns decode, and (with
 --plots DIR) the PNGs of plot_results.py exist. For a population run (a `population/` subgroup)
 the run's matrix is the mean over users, and `forgetting` is the mean of the per-user values
-(README "Populations"): it is recomputed from `population/accuracy_matrices` (users that
+(docs/scenarios.md, "Populations"): it is recomputed from `population/accuracy_matrices` (users that
 completed), or skipped with a note when the matrices were not stored (`store_matrices: false`).
 
     python check_sweep.py results/tiny_sweep.h5 --plots plots/ [--expect-runs 24]

@@ -6,7 +6,7 @@
     run = ck.load_run("results/tiny_sweep.h5", df.run_id[0])
     run["accuracy"]                                     # T × T matrix R[i][j]
 
-Layout: docs/results-format.md and the README's Sweeps section.
+Layout: docs/results-format.md and docs/sweeps-and-clusters.md.
 """
 from __future__ import annotations
 
@@ -138,7 +138,7 @@ def mean_std(df: pd.DataFrame, by=None, metrics=METRICS, completed_only: bool = 
 
 def recompute_metrics(R, baseline_random) -> dict:
     """ACC, BWT, FWT (vs the random-init baseline), forgetting and learning accuracy from an
-    accuracy matrix, by the definitions in DESIGN.md (Lopez-Paz & Ranzato 2017; Chaudhry et al. 2018)."""
+    accuracy matrix, by the definitions in docs/concepts.md (Lopez-Paz & Ranzato 2017; Chaudhry et al. 2018)."""
     R = np.asarray(R, dtype=float)
     b = np.asarray(baseline_random, dtype=float)
     T = R.shape[0]

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # CI steps for sweeps (called from .ci/run): a small sweep in release mode, inspect + CSV, the
-# Python plots and checks, and the Slurm job-array check.
+# Python plots and checks, and the Slurm job-array check (on the one-node cluster that
+# Experiments/cluster/one-node-slurm starts; it installs slurm-wlm if missing).
 #   bash Experiments/cluster/ci.sh            (SKIP_SLURM=1 skips the Slurm part)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)

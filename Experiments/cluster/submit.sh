@@ -15,7 +15,7 @@ mkdir -p logs "$shard_dir"
 export CONTINUAL=${CONTINUAL:-continual}
 # Fail fast on a bad experiment file instead of N failing array tasks.
 "$CONTINUAL" validate "$experiment" >/dev/null
-jid=$(sbatch --parsable --array=0-$((n - 1)) "$@" "$here/sweep_array.sbatch" "$experiment" "$shard_dir")
+jid=$(sbatch --parsable --array=0-$((n - 1)) "$@" "$here/sweep_array.sbatch" "$experiment" "$shard_dir" "$n")
 jid=${jid%%;*}
 mid=$(sbatch --parsable --dependency=afterok:"$jid" --kill-on-invalid-dep=yes \
   "$here/merge.sbatch" "$out" "$shard_dir" "$n")

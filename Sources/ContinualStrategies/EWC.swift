@@ -185,7 +185,7 @@ public struct EWC: ParameterPenalty {
         r.attributes["gamma"] = .double(options.gamma)
         r.attributes["penalty_convention"] = .string(penaltyConvention)
         r.attributes["experiences_consolidated"] = .int(Int64(consolidated))
-        // Memory the penalty keeps on the device (Fisher + anchor per term, float32): the README's On-device realism section.
+        // Memory the penalty keeps on the device (Fisher + anchor per term, float32): docs/on-device.md.
         if options.savesImportance(parameterCount: parameterCount), let last = terms.last {
             r.arrays["fisher"] = .init(values: lastFisher, attributes: [
                 "meaning": .string("diagonal Fisher estimate (\(options.fisher.rawValue)) of the last consolidated experience, one value per parameter of the flat vector"),
@@ -343,7 +343,7 @@ extension EWC {
         /// Write the Fisher and anchor vectors; nil = only for models with < 100 000 parameters.
         public var saveImportance: Bool? = nil
 
-        /// λ used when the JSON gives none (chosen on the habit drift scenario, see the README's Regularisation strategies section).
+        /// λ used when the JSON gives none (chosen on the habit drift scenario, see docs/strategies.md).
         public static let defaultLambda = 100.0
         /// Models below this parameter count save importance vectors by default.
         public static let importanceParameterLimit = 100_000

@@ -171,7 +171,7 @@ extension SynapticIntelligence {
         /// Write Ω and the anchor; nil = only for models with < 100 000 parameters.
         public var saveImportance: Bool? = nil
 
-        /// c used when the JSON gives none (chosen on the habit drift scenario, see the README's Regularisation strategies section).
+        /// c used when the JSON gives none (chosen on the habit drift scenario, see docs/strategies.md).
         public static let defaultC = 1.0
         public static let defaultXi = 0.1
 

@@ -61,7 +61,7 @@ struct BenchCommand: ParsableCommand {
     }
 }
 
-/// Left-aligns a label in a 50-column field.
+/// Left-aligns a label in a 60-column field.
 private func pad(_ text: String) -> String {
-    text.count >= 50 ? text + " " : text.padding(toLength: 50, withPad: " ", startingAt: 0)
+    text.count >= 60 ? text + " " : text.padding(toLength: 60, withPad: " ", startingAt: 0)
 }

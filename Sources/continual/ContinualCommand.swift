@@ -1,4 +1,5 @@
 import ArgumentParser
+import ContinualExperiments
 import Foundation
 
 /// `continual`: run continual-learning experiments described in JSON, write HDF5 results.
@@ -10,6 +11,7 @@ struct ContinualCommand: ParsableCommand {
         Exit codes: 0 success, 1 a run failed or diverged, 2 bad input (invalid JSON, unknown key, \
         missing file, bad option, conflicting merge), 130 sweep interrupted (rerun with --resume).
         """,
+        version: ResultsSchema.toolkitVersion,
         subcommands: [RunCommand.self, SweepCommand.self, MergeCommand.self, ValidateCommand.self, InspectCommand.self,
                       ScenarioCommand.self, BenchCommand.self]
     )

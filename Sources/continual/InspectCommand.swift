@@ -46,6 +46,9 @@ struct InspectCommand: ParsableCommand {
         }
         let a = contents.attributes
         print("\(file): \(a["toolkit"] ?? "?") \(a["toolkit_version"] ?? "?"), schema \(a["schema_version"] ?? "?"), created \(a["created_utc"] ?? "?")")
+        if let commit = a["git_commit"], !commit.isEmpty {
+            print("git commit \(commit)\(a["git_dirty"] == "1" ? " (with uncommitted changes)" : "")")
+        }
         print("experiment \(a["experiment_name"] ?? "?"): \(contents.runs.count) run(s)")
         if a["kind"] == "sweep", let (table, by) = try? SweepReport.read(path: file) {
             let shard = a["shard"].flatMap { $0.isEmpty ? nil : " (shard \($0))" } ?? ""

@@ -31,7 +31,7 @@ struct ScenarioCommand: ParsableCommand {
             }
             print("\(type.typeName): \(type.summary)\n")
             if let defaults = ScenarioCatalog.defaultsJSON(name: name) {
-                print("Options with their defaults (the README's Scenarios section explains each):")
+                print("Options with their defaults (docs/scenarios.md explains each):")
                 print(defaults)
                 let presets = ScenarioCatalog.phasePresets(name: name)
                 if !presets.isEmpty {
@@ -43,10 +43,10 @@ struct ScenarioCommand: ParsableCommand {
                 print("""
                 Options: path (required, .h5 in the scenario layout or .csv), classes (default: from the file),
                 head ("auto" | "binary" | "multiclass", default "auto"), experience_column ("experience"),
-                split_column ("split"), label_column ("label"). See the README's Scenarios section.
+                split_column ("split"), label_column ("label"). See docs/scenarios.md.
                 """)
             } else {
-                print("This scenario has required options; see the README's Scenarios section.")
+                print("This scenario has required options; see docs/scenarios.md.")
             }
         }
     }

@@ -1,5 +1,6 @@
-// The README's "Adding a strategy" example, compiled and exercised so that the docs stay true.
-// Keep this code identical to the README's block (a test below compares them).
+// The "smallest example" of docs/adding-a-method.md (once the README's "Adding a strategy"),
+// compiled and exercised so that the docs stay true. Keep this code identical to that block (a
+// test below compares them; DocSnippetTests checks every Swift block of the docs the same way).
 import ContinualCore
 import Foundation
 import Testing
@@ -56,8 +57,8 @@ public struct L2Anchor: ParameterPenalty {
 @Suite struct ReadmeExampleTests {
     @Test func readmeBlockMatchesThisFile() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
-        let section = readme.components(separatedBy: "## Adding a strategy")[1]
+        let doc = try String(contentsOf: root.appendingPathComponent("docs/adding-a-method.md"), encoding: .utf8)
+        let section = doc.components(separatedBy: "## The smallest example")[1]
         let block = section.components(separatedBy: "```swift\n")[1].components(separatedBy: "```")[0]
         let here = try String(contentsOf: URL(fileURLWithPath: #filePath), encoding: .utf8)
         let body = block.replacingOccurrences(of: "import ContinualCore\n", with: "")

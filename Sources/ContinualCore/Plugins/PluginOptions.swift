@@ -6,7 +6,7 @@
 public protocol PluginOptions: Codable, Sendable, Equatable {
     /// The `"type"` value in JSON, e.g. `"ewc"`.
     static var typeName: String { get }
-    /// One line for `--help` and the README.
+    /// One line for `--help` and the docs.
     static var summary: String { get }
     /// Builds a fresh plugin for one run.
     func makePlugin() -> any StrategyPlugin

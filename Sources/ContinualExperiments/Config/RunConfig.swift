@@ -14,7 +14,7 @@ public struct RunConfig: Codable, Sendable, Equatable {
     public var strategy: [StrategySpec]
     /// One model per simulated user (nil = a single stream); see PopulationConfig.
     public var population: PopulationConfig? = nil
-    // Device realism (the README's On-device realism section); each is written to the resolved config only when given,
+    // Device realism (docs/on-device.md); each is written to the resolved config only when given,
     // so configs without them keep their run ids.
     /// Energy profile and device-state generator (absent = phone_npu_2023, overnight user).
     public var device: DeviceConfig?

@@ -3,7 +3,7 @@ import ContinualCore
 import ContinualHDF5
 
 /// Reads and writes a whole `ExperienceStream` in the documented HDF5 scenario layout
-/// (the README's Scenarios section), so other tools run on the very same data and users can bring their own.
+/// (docs/scenarios.md), so other tools run on the very same data and users can bring their own.
 ///
 /// ```
 /// /                         attrs: format = "continualkit-scenario", format_version = 1, name,

@@ -40,9 +40,20 @@ public enum Benchmarks {
         let seconds = best.seconds
         let perStep = seconds / Double(steps)
         let sizes = ([spec.inputs] + spec.hidden + [spec.head.logitCount]).map(String.init).joined(separator: "→")
-        return Measurement(name: "training throughput \(sizes), batch \(batch)",
+        // The optimizer is part of the label: the SGD and Adam lines would otherwise read the same.
+        return Measurement(name: "training throughput \(sizes), batch \(batch), \(optimizerLabel(optimizer))",
                            value: Double(batch * steps) / seconds, unit: "samples/s",
                            detail: String(format: "%.2f µs per step (loss sink %.1f)", perStep * 1e6, sink.truncatingRemainder(dividingBy: 10)))
+    }
+
+    /// "SGD", "SGD momentum 0.9", "Adam", "AdamW": what a benchmark line trained with.
+    static func optimizerLabel(_ spec: OptimizerSpec) -> String {
+        switch spec {
+        case .sgd(_, let momentum, _, let nesterov):
+            return momentum == 0 ? "SGD" : "SGD \(nesterov ? "Nesterov " : "")momentum \(momentum)"
+        case .adam: return "Adam"
+        case .adamw: return "AdamW"
+        }
     }
 
     /// Latency of predicting one sample (forward + decision), in seconds.

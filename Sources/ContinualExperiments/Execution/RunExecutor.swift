@@ -93,7 +93,7 @@ public enum RunExecutor {
     }
 
     /// Energy, bytes and latency of a finished run (default profile `phone_npu_2023`), plus the
-    /// int8 evaluation when `quantization` is set (the README's On-device realism section).
+    /// int8 evaluation when `quantization` is set (docs/on-device.md).
     static func deviceReport(_ config: RunConfig, stream: ExperienceStream, model: MLP, outcome: TrainingOutcome?)
         -> DeviceReport
     {

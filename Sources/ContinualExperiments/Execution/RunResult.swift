@@ -30,7 +30,7 @@ public struct RunResult: Sendable {
     public var prequential: PrequentialCurve? = nil
     /// Population runs: every user's metrics and the aggregate.
     public var population: PopulationOutcome? = nil
-    /// Energy, bytes, latency, schedule and int8 figures (the README's On-device realism section).
+    /// Energy, bytes, latency, schedule and int8 figures (docs/on-device.md).
     public var device: DeviceReport? = nil
     /// Set when the run was asked to stop early (`stopAfter`): the state to resume from. The
     /// outcome then covers only the experiences trained so far.

@@ -1,7 +1,7 @@
 import ContinualHDF5
 
 /// Writes a run's `DeviceReport`: energy and byte attributes into `costs`, the day-by-day schedule
-/// results and the int8 evaluation into `runs/<id>/device` (layout in the README's On-device realism section).
+/// results and the int8 evaluation into `runs/<id>/device` (layout in docs/on-device.md).
 enum DeviceResultsWriter {
     /// The energy/bytes attributes added to `runs/<id>/costs`.
     static func writeCosts(_ d: DeviceReport, into costs: HDF5Group) throws {

@@ -17,6 +17,8 @@ public enum ResultsReader {
         public var experienceNames: [String]
         public var metrics: [String: Double]
         public var trainSeconds: Double
+        /// Position in the experiment's expansion: `continual inspect` lists runs in this order.
+        public var sweepIndex: Int64 = 0
     }
 
     public struct Contents: Sendable {
@@ -65,9 +67,12 @@ public enum ResultsReader {
                     if g.exists("costs") {
                         run.trainSeconds = try g.openGroup("costs").attributes.scalar("train_seconds", as: Double.self) ?? .nan
                     }
+                    run.sweepIndex = try a.scalar("sweep_index", as: Int64.self) ?? 0
                     runs.append(run)
                 }
             }
+            // Group names are run ids (hashes): list the runs in the experiment's order instead.
+            runs.sort { ($0.sweepIndex, $0.runId) < ($1.sweepIndex, $1.runId) }
             let summary = root.exists("summary") ? try root.openDataset("summary").readTable() : nil
             return Contents(attributes: attributes, runs: runs, summary: summary)
         }

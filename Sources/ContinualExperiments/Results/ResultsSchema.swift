@@ -2,6 +2,8 @@
 public enum ResultsSchema {
     /// Bumped whenever a reader would need to change.
     public static let version: Int64 = 1
+    /// The toolkit's semantic version (docs/versioning.md): released as git tag `v<toolkitVersion>`;
+    /// written to every results file's root attribute `toolkit_version`, next to `git_commit`.
     public static let toolkitVersion = "0.1.0"
 
     /// Columns of `/summary`, in order.
@@ -27,7 +29,7 @@ public enum ResultsSchema {
         ("uses_task_labels", .int), ("active_outputs", .string),
     ]
 
-    /// Device columns (the README's On-device realism section): training energy (J) under the run's device profile,
+    /// Device columns (docs/on-device.md): training energy (J) under the run's device profile,
     /// sessions, peak training memory (B), int8 model bytes (0 = not quantised), prequential and
     /// final accuracy of scheduled runs (NaN otherwise), mean int8 accuracy, latency (s).
     public static let deviceSummaryColumns: [(name: String, kind: SummaryKind)] = [

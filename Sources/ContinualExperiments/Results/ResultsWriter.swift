@@ -31,12 +31,17 @@ public enum ResultsWriter {
         }
     }
 
-    /// Root attributes: toolkit and schema versions, creation time, the experiment's source.
+    /// Root attributes: toolkit and schema versions, the git commit (`Provenance`), creation time, the
+    /// experiment's source.
     public static func writeHeader(_ root: HDF5Group, experiment: ExperimentFile) throws {
         let a = root.attributes
         try a.set("toolkit", "ContinualKit")
         try a.set("toolkit_version", ResultsSchema.toolkitVersion)
         try a.set("schema_version", ResultsSchema.version)
+        let provenance = Provenance.detect(experimentPath: experiment.path)
+        try a.set("git_commit", provenance.commit)
+        try a.set("git_dirty", provenance.dirty)
+        try a.set("git_commit_source", provenance.source)
         try a.set("created_utc", ISO8601DateFormatter().string(from: Date()))
         try a.set("experiment_name", experiment.name)
         try a.set("experiment_description", experiment.description)
@@ -136,7 +141,7 @@ public enum ResultsWriter {
         }
 
         let parameters = try g.write(o.finalModel.parameters, shape: [o.finalModel.parameterCount], name: "final_parameters")
-        try parameters.attributes.set("meaning", "flat parameter vector after the last experience: the plain network first (layer by layer, head copy by head copy: W [in×out] row-major, then b), then adapter and LoRA parameters if any (see the README's Parameter isolation section)")
+        try parameters.attributes.set("meaning", "flat parameter vector after the last experience: the plain network first (layer by layer, head copy by head copy: W [in×out] row-major, then b), then adapter and LoRA parameters if any (see docs/strategies.md, Parameter isolation)")
         try parameters.attributes.set("units", "weights and biases (dimensionless)")
         try parameters.attributes.set("layer_sizes", ([o.finalModel.spec.inputs] + o.finalModel.spec.hidden + [o.finalModel.logitCount]).map { Int64($0) })
 

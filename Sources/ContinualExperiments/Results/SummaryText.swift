@@ -7,20 +7,24 @@ public enum SummaryText {
     /// The accuracy matrix as a table (rows: trained through; columns: evaluated on).
     public static func matrix(_ r: [[Double]], names: [String], randomBaseline: [Double]? = nil,
                               maxWidth: Int = .max) -> String {
+        // Row labels carry the experience names in full ("2:reminder_fatigue"); columns are
+        // numbered with the same indices, so no name is ever cut to fit a column.
         let T = r.count
-        let width = max(7, min(14, (names.map(\.count).max() ?? 0) + 1, maxWidth / max(T + 1, 1)))
-        func cell(_ s: String) -> String { s.count >= width ? String(s.prefix(width - 1)) + " " : s + String(repeating: " ", count: width - s.count) }
+        let head = "after \\ on"
+        let rowLabels = (0..<T).map { "\($0):" + (names.indices.contains($0) ? names[$0] : "") }
+        let first = ([head, "random init"] + rowLabels).map(\.count).max()! + 2
+        let width = 7
+        func cell(_ s: String, _ w: Int) -> String { s + String(repeating: " ", count: max(1, w - s.count)) }
         func pct(_ v: Double) -> String { v.isNaN ? "—" : String(format: "%5.1f", v * 100) }
         var lines: [String] = []
-        lines.append(cell("after \\ on") + (0..<T).map { cell(names.indices.contains($0) ? names[$0] : "\($0)") }.joined())
+        lines.append(cell(head, first) + (0..<T).map { cell(String(format: "%5d", $0), width) }.joined())
         for i in 0..<T {
-            let label = "\(i):" + (names.indices.contains(i) ? names[i] : "")
-            lines.append(cell(label) + (0..<T).map { cell(pct(r[i][$0])) }.joined())
+            lines.append(cell(rowLabels[i], first) + (0..<T).map { cell(pct(r[i][$0]), width) }.joined())
         }
         if let b = randomBaseline {
-            lines.append(cell("random init") + b.map { cell(pct($0)) }.joined())
+            lines.append(cell("random init", first) + b.map { cell(pct($0), width) }.joined())
         }
-        return lines.joined(separator: "\n")
+        return lines.map { String($0.reversed().drop(while: { $0 == " " }).reversed()) }.joined(separator: "\n")
     }
 
     /// One run's block: header, matrix (when it fits in `width` columns), metrics and costs;

@@ -1,7 +1,7 @@
 import ContinualCore
 
 extension Replay {
-    /// `{"type": "replay", ...}` — see the README's Replay buffers section for every option, its default and range.
+    /// `{"type": "replay", ...}` — see docs/strategies.md (Replay buffers) for every option, its default and range.
     ///
     /// Exactly one of `capacity` / `capacity_bytes` (default: `capacity` 200) and at most one of
     /// `replay_per_batch` / `replay_ratio` (default: `replay_ratio` 1, as many as the batch size).
