@@ -13,7 +13,8 @@ import ContinualCore
 public struct ExperimentFile: Sendable {
     public var name: String
     public var description: String
-    /// Where results go (default `results/NAME.h5`, relative to the working directory).
+    /// Where results go: the file's `output` resolved against the experiment file's directory, or
+    /// `results/NAME.h5` relative to the working directory (see `FilePaths`).
     public var output: String
     /// The file's JSON as written (stored in the results for provenance).
     public var sourceText: String
@@ -64,7 +65,9 @@ public struct ExperimentFile: Sendable {
         let name = try string(top["name"], at: ".name", file: path) ?? "experiment"
         try checkName(name, at: ".name", file: path)
         let description = try string(top["description"], at: ".description", file: path) ?? ""
-        let output = try string(top["output"], at: ".output", file: path) ?? "results/\(name).h5"
+        // A written output is relative to the experiment file; the default to the working directory.
+        let output = try string(top["output"], at: ".output", file: path).map { FilePaths.resolve($0, against: FilePaths.directory(of: path)) }
+            ?? "results/\(name).h5"
         let sweepValue = top.removeValue(forKey: "sweep")
         let runKeySet = runKeys
         let topSweep = try sweepValue.map {
@@ -186,7 +189,10 @@ public struct ExperimentFile: Sendable {
         let data = try JSONEncoder().encode(value)
         do {
             let config = try JSONDecoder().decode(RunConfig.self, from: data)
-            return ResolvedRun(config: config)
+            // The id and canonical JSON keep the paths as written; execution uses them resolved.
+            var run = ResolvedRun(config: config)
+            run.config = config.resolvingFiles(against: FilePaths.directory(of: file))
+            return run
         } catch let error as DecodingError {
             if case .dataCorrupted(let c) = error, c.codingPath.isEmpty,
                let located = locateNumberError(value, file: file, context: context) {
