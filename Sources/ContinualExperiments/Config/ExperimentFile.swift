@@ -29,6 +29,11 @@ public struct ExperimentFile: Sendable {
     /// found fewer distinct points than its `samples`).
     public var notes: [String] = []
 
+    /// Number of runs the file expands to (counted before expanding).
+    public var totalRuns = 0
+    /// Whether `runs` is a representative subset (see `parse(data:path:expansionLimit:)`).
+    public var isSampled = false
+
     /// Whether the file defines a sweep (top level or in a variant).
     public var isSweep: Bool { !sweptPaths.isEmpty }
 
@@ -36,18 +41,22 @@ public struct ExperimentFile: Sendable {
     static let runKeys: Set<String> = Set(RunConfig.CodingKeys.allCases.map(\.stringValue))
 
     /// Reads and validates `path`. Errors name the file and the key path (or line and column).
-    public static func load(path: String) throws -> ExperimentFile {
+    public static func load(path: String, expansionLimit: Int? = nil) throws -> ExperimentFile {
         guard FileManager.default.fileExists(atPath: path) else {
             throw ConfigError(file: path, location: "", message: "no such file")
         }
         guard let data = FileManager.default.contents(atPath: path) else {
             throw ConfigError(file: path, location: "", message: "cannot read the file")
         }
-        return try parse(data: data, path: path)
+        return try parse(data: data, path: path, expansionLimit: expansionLimit)
     }
 
     /// Parses experiment JSON from memory.
-    public static func parse(data: Data, path: String = "") throws -> ExperimentFile {
+    ///
+    /// With `expansionLimit`, a sweep of more points is counted but not expanded: `runs` then holds
+    /// its first `expansionLimit` points plus points taking every listed value of every parameter
+    /// (`SweepSpec.extremePoints`), `totalRuns` the full count and `isSampled` is true.
+    public static func parse(data: Data, path: String = "", expansionLimit: Int? = nil) throws -> ExperimentFile {
         let root: JSONValue
         do {
             root = try JSONDecoder().decode(JSONValue.self, from: data)
@@ -117,6 +126,15 @@ public struct ExperimentFile: Sendable {
             for p in b.sweep?.parameters ?? [] where !sweptPaths.contains(p.path.text) { sweptPaths.append(p.path.text) }
         }
         var seen: [String: String] = [:]
+        var totalRuns = 0
+        var sampled = false
+        for b in bases {
+            totalRuns = totalRuns.addingReportingOverflow(b.sweep?.count ?? 1).overflow ? Int.max : totalRuns + (b.sweep?.count ?? 1)
+        }
+        if totalRuns > SweepSpec.maximumPoints {
+            throw ConfigError(file: path, location: topSweep != nil ? ".sweep" : ".variants",
+                              message: "the experiment expands to \(totalRuns == Int.max ? "more than \(Int.max)" : String(totalRuns)) runs; the limit is \(SweepSpec.maximumPoints)")
+        }
         for b in bases {
             guard let sweep = b.sweep else {
                 let context = variants == nil ? "" : "variant \"\(b.name)\""
@@ -128,7 +146,17 @@ public struct ExperimentFile: Sendable {
             }
             let labels = Self.labels(for: sweep.parameters.map(\.path))
             let sweepAt = b.sweep == topSweep ? ".sweep" : b.at + ".sweep"
-            for point in sweep.points() {
+            var points: [[JSONValue]]
+            if let limit = expansionLimit, sweep.count > limit {
+                sampled = true
+                var seenPoints = Set<String>()
+                points = (sweep.points(limit: limit) + sweep.extremePoints()).filter {
+                    seenPoints.insert(JSONValue.array($0).canonicalText()).inserted
+                }
+            } else {
+                points = sweep.points()
+            }
+            for point in points {
                 var json = b.json
                 for (p, value) in zip(sweep.parameters, point) {
                     do { json = try p.path.setting(value, in: json) } catch {
@@ -157,9 +185,16 @@ public struct ExperimentFile: Sendable {
                                   sourceText: String(decoding: data, as: UTF8.self), runs: runs, path: path)
         file.sweptPaths = sweptPaths
         file.sweepJSON = sweepValue
+        file.totalRuns = totalRuns
+        file.isSampled = sampled
         var notes: [String] = []
-        for b in bases {
-            for n in b.sweep?.notes ?? [] where !notes.contains(n) { notes.append(n) }
+        if sampled {
+            notes.append("the sweep has \(totalRuns) runs: validate resolved and checked \(runs.count) of them (the first "
+                + "\(expansionLimit ?? 0) and every listed value of every swept key); `sweep` and `run` check every run before starting")
+        } else {
+            for b in bases {
+                for n in b.sweep?.notes ?? [] where !notes.contains(n) { notes.append(n) }
+            }
         }
         file.notes = notes
         return file
