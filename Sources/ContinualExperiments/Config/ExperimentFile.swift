@@ -57,6 +57,8 @@ public struct ExperimentFile: Sendable {
     /// its first `expansionLimit` points plus points taking every listed value of every parameter
     /// (`SweepSpec.extremePoints`), `totalRuns` the full count and `isSampled` is true.
     public static func parse(data: Data, path: String = "", expansionLimit: Int? = nil) throws -> ExperimentFile {
+        // Trailing commas, numbers beyond a Double, syntax errors: line, column and key path.
+        if let problem = JSONLint.check(data, file: path) { throw problem }
         let root: JSONValue
         do {
             root = try JSONDecoder().decode(JSONValue.self, from: data)
@@ -69,7 +71,7 @@ public struct ExperimentFile: Sendable {
         let allowed = experimentKeys.union(runKeys)
         for key in top.keys.sorted() where !allowed.contains(key) {
             throw ConfigError(file: path, location: "." + key,
-                              message: "unknown key \"\(key)\"; allowed keys: \(allowed.sorted().joined(separator: ", "))")
+                              message: "unknown key \"\(key)\"\(didYouMean(key, allowed)); allowed keys: \(allowed.sorted().joined(separator: ", "))")
         }
         let name = try string(top["name"], at: ".name", file: path) ?? "experiment"
         try checkName(name, at: ".name", file: path)
@@ -100,7 +102,7 @@ public struct ExperimentFile: Sendable {
                 }
                 for key in override.keys.sorted() where !runKeys.contains(key) && key != "sweep" {
                     throw ConfigError(file: path, location: ".variants[\(i)].\(key)",
-                                      message: "unknown key \"\(key)\"; allowed keys: \((runKeys.union(["sweep"])).sorted().joined(separator: ", "))")
+                                      message: "unknown key \"\(key)\"\(didYouMean(key, runKeys.union(["sweep"]))); allowed keys: \((runKeys.union(["sweep"])).sorted().joined(separator: ", "))")
                 }
                 guard let vname = try string(override["name"], at: ".variants[\(i)].name", file: path) else {
                     throw ConfigError(file: path, location: ".variants[\(i)].name", message: "required key is missing")
@@ -237,45 +239,79 @@ public struct ExperimentFile: Sendable {
         }
     }
 
-    /// Foundation reports a fractional or out-of-range number for an integer field only as "not
-    /// valid JSON", with no key path (an open swift-foundation bug). Find the culprit by replacing
-    /// one suspect number at a time with a whole number and decoding again.
+    /// Foundation reports a fractional or out-of-range number for an integer field, a negative one
+    /// for an unsigned field, and one beyond a Float for a Float field only as "not valid JSON",
+    /// with no key path (an open swift-foundation bug). Find the culprit by replacing suspect
+    /// numbers (cumulatively) with harmless ones and decoding again: the one whose replacement
+    /// makes the path-less error go away is it; whether 0.5 would also do tells an integer setting
+    /// from a number setting, for the message.
     static func locateNumberError(_ value: JSONValue, file: String, context: String) -> ConfigError? {
-        // Each suspect is replaced by a small whole number (its rounding, at least 1), so that a
-        // correct float elsewhere (e.g. lr = 0.05) stays valid and the real culprit decodes.
-        var suspects: [(path: [JSONPathStep], number: String, replacement: Int64)] = []
+        var suspects: [(path: [JSONPathStep], value: JSONValue, replacement: Int64)] = []
         func walk(_ v: JSONValue, _ path: [JSONPathStep]) {
             switch v {
-            case .double(let d) where d != d.rounded() || abs(d) >= 9.2e18:
+            case .double(let d) where d != d.rounded() || abs(d) >= 9.2e18 || abs(d) > 3.4e38 || (d != 0 && abs(d) < 1.2e-38):
                 let small = d.isFinite && abs(d) < 1e6 ? max(1, Int64(d.rounded())) : 1
-                suspects.append((path, d.isFinite ? "\(d)" : "a non-finite number", small))
-            case .uint(let u): suspects.append((path, String(u), 1))
+                suspects.append((path, v, small))
+            case .int(let i) where i < 0: suspects.append((path, v, 1))
+            case .uint: suspects.append((path, v, 1))
             case .array(let items): for (i, item) in items.enumerated() { walk(item, path + [.index(i)]) }
             case .object(let o): for k in o.keys.sorted() { walk(o[k]!, path + [.key(k)]) }
             default: break
             }
         }
         walk(value, [])
-        for suspect in suspects {
-            let patched = replacing(value, at: suspect.path[...], with: .int(suspect.replacement))
-            guard let data = try? JSONEncoder().encode(patched) else { continue }
-            let location = suspect.path.map { step -> String in
+        enum Outcome: Equatable { case pathLess, ok, located(String) }
+        func outcome(_ v: JSONValue) -> Outcome {
+            guard let data = try? JSONEncoder().encode(v) else { return .ok }
+            do { _ = try JSONDecoder().decode(RunConfig.self, from: data) } catch let DecodingError.dataCorrupted(c) where c.codingPath.isEmpty {
+                return .pathLess
+            } catch let error as DecodingError {
+                return .located(ConfigError.from(error, file: file).location)
+            } catch {}
+            return .ok
+        }
+        func text(_ path: [JSONPathStep]) -> String {
+            path.map { step -> String in
                 switch step {
                 case .key(let k): return "." + k
                 case .index(let i): return "[\(i)]"
                 }
             }.joined()
-            do {
-                _ = try JSONDecoder().decode(RunConfig.self, from: data)
-            } catch let DecodingError.dataCorrupted(c) where c.codingPath.isEmpty {
-                continue  // still the same kind of failure: not this number
-            } catch let error as DecodingError {
-                // The replacement itself is invalid there (e.g. momentum 1): inconclusive.
-                if ConfigError.from(error, file: file).location == location { continue }
-            } catch {}
+        }
+        var patched = value
+        for suspect in suspects {
+            let location = text(suspect.path)
+            // A replacement that is itself invalid there (momentum 1) says nothing: try another.
+            var result: Outcome? = nil
+            for replacement in [JSONValue.int(suspect.replacement), .double(0.5), .int(0)] {
+                let trial = replacing(patched, at: suspect.path[...], with: replacement)
+                let o = outcome(trial)
+                if o == .located(location) { continue }
+                patched = trial
+                result = o
+                break
+            }
+            guard let result, result != .pathLess else { continue }  // not (only) this number
+            let fraction = outcome(replacing(patched, at: suspect.path[...], with: .double(0.5)))
+            let acceptsFractions = fraction != .pathLess && fraction != .located(location)
+            let shown = ConfigError.shortened(suspect.value.shortDescription)
+            let message: String
+            switch suspect.value {
+            case .int(let i) where i < 0:
+                message = "expected a non-negative integer, found \(i)"
+            case .double(let d) where acceptsFractions && abs(d) > 3.4e38:
+                message = "number \(shown) is out of range (a 32-bit float: magnitude at most 3.4e38)"
+            case .double(let d) where acceptsFractions && d != 0 && abs(d) < 1.2e-38:
+                message = "number \(shown) is too small for a 32-bit float (use 0 or a magnitude of at least 1.2e-38)"
+            case .double(let d) where d == d.rounded() || !d.isFinite:
+                message = "expected an integer in range, found \(shown)"
+            case .uint:
+                message = "expected an integer in range, found \(shown)"
+            default:
+                message = acceptsFractions ? "number \(shown) is out of range for this setting" : "expected an integer, found \(shown)"
+            }
             let suffix = context.isEmpty ? "" : " (\(context))"
-            return ConfigError(file: file, location: location,
-                               message: "expected an integer in range, found \(suspect.number)\(suffix)")
+            return ConfigError(file: file, location: location, message: message + suffix)
         }
         return nil
     }

@@ -68,7 +68,7 @@ public struct SweepSpec: Sendable, Equatable {
         }
         guard case .object(let o) = value else { throw fail("", "expected an object with \"parameters\" (and optionally \"mode\", \"samples\", \"seed\")") }
         for key in o.keys.sorted() where !keys.contains(key) {
-            throw fail("." + key, "unknown key \"\(key)\"; allowed keys: \(keys.sorted().joined(separator: ", ")) (swept key paths go inside \"parameters\")")
+            throw fail("." + key, "unknown key \"\(key)\"\(didYouMean(key, keys)); allowed keys: \(keys.sorted().joined(separator: ", ")) (swept key paths go inside \"parameters\")")
         }
         var mode = Mode.grid
         if let m = o["mode"] {
@@ -100,7 +100,7 @@ public struct SweepSpec: Sendable, Equatable {
             let path: JSONKeyPath
             do { path = try JSONKeyPath(text) } catch { throw fail(at, error.message) }
             guard runKeys.contains(path.head), path.head != "name" else {
-                throw fail(at, "\"\(path.head)\" is not a run setting; key paths start with one of \(runKeys.subtracting(["name"]).sorted().joined(separator: ", "))")
+                throw fail(at, "\"\(path.head)\" is not a run setting\(didYouMean(path.head, runKeys.subtracting(["name"]))); key paths start with one of \(runKeys.subtracting(["name"]).sorted().joined(separator: ", "))")
             }
             parameters.append(Parameter(path: path, domain: try domain(domainValue, mode: mode, fail: { fail(at, $0) })))
         }
