@@ -10,6 +10,9 @@ struct ResourceOptions: ParsableArguments {
     @Option(help: "Refuse a run whose estimated work exceeds this many sample-steps (default 1e12).")
     var maxWork: Double?
 
+    @Option(help: "Refuse a run whose estimated floating-point operations exceed this (default 1e16).")
+    var maxFlops: Double?
+
     func limits() throws -> ResourceLimits {
         var memory: Double? = nil
         if let maxMemory {
@@ -21,7 +24,10 @@ struct ResourceOptions: ParsableArguments {
         if let maxWork, !(maxWork > 0 && maxWork.isFinite) {
             throw CLIFailure.badInput("--max-work: expected a positive number, got \(maxWork)")
         }
-        return ResourceLimits(memoryBytes: memory, work: maxWork)
+        if let maxFlops, !(maxFlops > 0 && maxFlops.isFinite) {
+            throw CLIFailure.badInput("--max-flops: expected a positive number, got \(maxFlops)")
+        }
+        return ResourceLimits(memoryBytes: memory, work: maxWork, flops: maxFlops)
     }
 
     /// Runs `Preflight.checkAll` and turns a refusal into exit 2.

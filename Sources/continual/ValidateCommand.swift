@@ -19,8 +19,7 @@ struct ValidateCommand: ParsableCommand {
         """
     )
 
-    /// Sweeps with more runs are checked on a representative subset.
-    static let expansionLimit = 200
+    static var expansionLimit: Int { ExperimentValidation.expansionLimit }
 
     @Argument(help: "Experiment file (JSON).")
     var file: String
@@ -32,12 +31,12 @@ struct ValidateCommand: ParsableCommand {
 
     func run() throws {
         let experiment: ExperimentFile
+        let report: Preflight.Report
         do {
-            experiment = try ExperimentFile.load(path: file, expansionLimit: Self.expansionLimit)
+            (experiment, report) = try ExperimentValidation.validate(path: file, limits: try resources.limits())
         } catch let error as ConfigError {
             throw CLIFailure.badInput(error.description)
         }
-        let report = try resources.preflight(experiment.runs, file: file)
         let total = experiment.totalRuns
         print("\(file): ok — experiment \"\(experiment.name)\", \(total) run(s), output \(experiment.output)")
         if experiment.isSweep {
@@ -60,6 +59,6 @@ struct ValidateCommand: ParsableCommand {
         print("  estimate: peak memory per run ≈ \(RunEstimate.bytes(report.peakMemory)) "
             + "(≈ \(RunEstimate.bytes(report.peakMemory * Double(parallel))) with \(parallel) run(s) at once), "
             + "work ≈ \(RunEstimate.count(totalWork)) sample-steps\(experiment.isSampled ? " (extrapolated)" : ""); "
-            + "limits: memory \(RunEstimate.bytes(try resources.limits().memoryBytes)), work \(RunEstimate.count(try resources.limits().work)) per run")
+            + "limits: memory \(RunEstimate.bytes(try resources.limits().memoryBytes)), work \(RunEstimate.count(try resources.limits().work)), \(RunEstimate.count(try resources.limits().flops)) FLOPs per run")
     }
 }

@@ -61,7 +61,7 @@ public enum JSONLint {
         }
 
         mutating func value(path: String, depth: Int) throws {
-            guard depth < JSONLint.maximumDepth else { throw error("nesting deeper than \(JSONLint.maximumDepth) levels", path: path) }
+            guard depth < JSONLint.maximumDepth else { throw error("nesting deeper than \(JSONLint.maximumDepth) levels") }
             guard i < bytes.count else { throw error("unexpected end of the file, expected a value") }
             switch bytes[i] {
             case UInt8(ascii: "{"):

@@ -6,16 +6,21 @@ import ContinualCore
 public struct ResourceLimits: Sendable, Equatable {
     public var memoryBytes: Double
     public var work: Double
+    /// Floating-point operations (training ≈ 6 per parameter per row, evaluation 2).
+    public var flops: Double
     /// Where the memory limit comes from, for messages ("physical memory", "--max-memory").
     public var memorySource: String
 
-    public init(memoryBytes: Double? = nil, work: Double? = nil) {
+    public init(memoryBytes: Double? = nil, work: Double? = nil, flops: Double? = nil) {
         self.memoryBytes = memoryBytes ?? ResourceLimits.physicalMemory
         self.work = work ?? ResourceLimits.defaultWork
+        self.flops = flops ?? ResourceLimits.defaultFLOPs
         self.memorySource = memoryBytes == nil ? "this machine's memory" : "--max-memory"
     }
 
     public static let defaultWork = 1e12
+    /// About a week of one core at the speed the toolkit trains small models.
+    public static let defaultFLOPs = 1e16
     public static var physicalMemory: Double { Double(ProcessInfo.processInfo.physicalMemory) }
     public static let machine = ResourceLimits()
 
@@ -42,8 +47,11 @@ public struct RunEstimate: Sendable, Equatable {
     /// simulated days, over every user of a population.
     public var work: Double = 0
     /// Key path of the largest memory term (e.g. `.model.hidden[0]`).
+    public var flops: Double = 0
+    /// Key path of the largest memory term (e.g. `.model.hidden[0]`).
     public var memoryKey = ""
     public var workKey = ""
+    public var flopsKey = ""
 
     /// "1.2 GB"
     public static func bytes(_ b: Double) -> String {
@@ -58,7 +66,9 @@ public struct RunEstimate: Sendable, Equatable {
         n < 1e6 ? String(Int(n.rounded())) : String(format: "%.2g", n)
     }
 
-    public var summary: String { "memory ≈ \(Self.bytes(memoryBytes)), work ≈ \(Self.count(work)) sample-steps" }
+    public var summary: String {
+        "memory ≈ \(Self.bytes(memoryBytes)), work ≈ \(Self.count(work)) sample-steps (\(Self.count(flops)) FLOPs)"
+    }
 
     /// The refusal for `limits`, or nil when the run fits.
     public func problem(_ limits: ResourceLimits, file: String) -> ConfigError? {
@@ -71,6 +81,11 @@ public struct RunEstimate: Sendable, Equatable {
             return ConfigError(file: file, location: workKey.isEmpty ? "(top level)" : workKey,
                                message: "the run needs an estimated \(Self.count(work)) sample-steps of work, more than the limit "
                                 + "\(Self.count(limits.work)) (--max-work); make this size smaller")
+        }
+        if !(flops <= limits.flops) {
+            return ConfigError(file: file, location: flopsKey.isEmpty ? "(top level)" : flopsKey,
+                               message: "the run needs an estimated \(Self.count(flops)) floating-point operations, more than the limit "
+                                + "\(Self.count(limits.flops)) (--max-flops); make this size smaller")
         }
         return nil
     }
@@ -205,6 +220,9 @@ extension RunEstimate {
         estimate.memoryKey = memory.max { $0.0 < $1.0 }?.1 ?? ""
         estimate.work = work.reduce(0) { $0 + $1.0 }
         estimate.workKey = work.max { $0.0 < $1.0 }?.1 ?? ""
+        // FLOPs: forward and backward per training row, forward per evaluated row.
+        estimate.flops = 6 * params * trainRows + 2 * params * (T + 2) * size.test
+        estimate.flopsKey = params > 1e6 ? (widest.map { ".model.hidden[\($0)]" } ?? estimate.workKey) : estimate.workKey
         if let population = config.population {
             // Every user owns a model and a stream; `jobs` users are in memory at once; every
             // user's matrices and metrics stay until the run ends.
@@ -215,10 +233,13 @@ extension RunEstimate {
             if users * perUserKept > estimate.memoryBytes * parallel || parallel > 1 { estimate.memoryKey = ".population.users" }
             estimate.memoryBytes = total
             estimate.work *= users
+            estimate.flops *= users
+            if users > 1 { estimate.flopsKey = params > 1e6 ? estimate.flopsKey : ".population.users" }
             if users > 1 { estimate.workKey = ".population.users" }
         }
         if !estimate.memoryBytes.isFinite { estimate.memoryBytes = .infinity }
         if !estimate.work.isFinite { estimate.work = .infinity }
+        if !estimate.flops.isFinite { estimate.flops = .infinity }
         return estimate
     }
 }

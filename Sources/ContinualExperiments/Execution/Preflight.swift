@@ -18,12 +18,20 @@ import ContinualScenarios
 public enum Preflight {
     /// Generated scenarios larger than this (samples + simulated days) are not built by
     /// `validate`: their sizes are checked from the config, their structure at the run's start.
-    public static let buildLimit = 5_000_000.0
+    public static let buildLimit = 1_000_000.0
 
     /// Checks `run`; throws a `ConfigError` naming the key path. Returns the estimate.
     @discardableResult
     public static func check(_ run: ResolvedRun, file: String = "", limits: ResourceLimits = .machine,
                              cores: Int = ProcessInfo.processInfo.activeProcessorCount) throws -> RunEstimate {
+        var streams: [String: ExperienceStream] = [:]
+        return try check(run, file: file, limits: limits, cores: cores, streams: &streams)
+    }
+
+    /// `check` with a cache of built streams by scenario (runs that differ only in strategy or
+    /// model share their data; the structure of a stream does not depend on the seed).
+    static func check(_ run: ResolvedRun, file: String, limits: ResourceLimits, cores: Int,
+                      streams: inout [String: ExperienceStream]) throws -> RunEstimate {
         let config = run.config
         let json = (try? JSONDecoder().decode(JSONValue.self, from: Data(run.canonicalJSON.utf8)))?.objectValue ?? [:]
         let scenarioJSON = json["scenario"]?.objectValue ?? [:]
@@ -35,7 +43,10 @@ public enum Preflight {
         // 1. Sizes from the config alone.
         let rough = ScenarioSize.estimate(scenarioJSON, resolvedPath: filePath)
         var estimate = RunEstimate.of(config, json: json, size: rough, cores: cores)
-        if var problem = estimate.problem(limits, file: file) { problem.message += context; throw problem }
+        // The rough estimate assumes wide features and many classes; when the data are small
+        // enough to build, the estimate with their real sizes decides (step 4).
+        let buildable = filePath != nil ? rough.fileBytes <= limits.memoryBytes / 4 : rough.generated <= buildLimit
+        if !buildable, var problem = estimate.problem(limits, file: file) { problem.message += context; throw problem }
         if let problem = config.consistencyProblem() {
             throw fail("." + problem.path.joined(separator: "."), problem.message)
         }
@@ -52,11 +63,17 @@ public enum Preflight {
             throw fail(".population", "scenario \"\(config.scenario.typeName)\" does not support populations (supported: "
                 + Registry.scenarios.filter { $0 is any PopulationScenario.Type }.map { $0.typeName }.joined(separator: ", ") + ")")
         }
-        guard filePath != nil || rough.generated <= buildLimit else { return estimate }
+        guard buildable else { return estimate }
         // 3. The data and how the model and plugins fit them.
         let stream: ExperienceStream
+        let streamKey = (json["scenario"] ?? .null).canonicalText() + (filePath ?? "")
         do {
-            stream = try config.scenario.options.makeStream(seed: config.seed)
+            if let cached = streams[streamKey] {
+                stream = cached
+            } else {
+                stream = try config.scenario.options.makeStream(seed: config.seed)
+                streams[streamKey] = stream
+            }
         } catch {
             throw fail(filePath != nil ? ".scenario.path" : ".scenario", Self.shortened("\(error)"))
         }
@@ -119,6 +136,17 @@ public enum Preflight {
             .problem(limits, file: "")
     }
 
+    /// The scenario alone (`continual scenario export`): its data must fit this machine's memory.
+    public static func scenarioProblem(_ spec: ScenarioSpec, limits: ResourceLimits = .machine) -> ConfigError? {
+        let json = (try? JSONDecoder().decode(JSONValue.self, from: Data(ScenarioCatalog.canonicalJSON(spec).utf8)))?.objectValue ?? [:]
+        let size = ScenarioSize.estimate(json, resolvedPath: nil)
+        let bytes = 2 * size.samples * (size.dimension * 4 + 8)
+        guard !(bytes <= limits.memoryBytes) || !(size.generated <= limits.work) else { return nil }
+        return ConfigError(location: size.key, message: "the scenario needs an estimated \(RunEstimate.bytes(bytes)) of memory "
+            + "and \(RunEstimate.count(size.generated)) simulated samples; the limits are \(RunEstimate.bytes(limits.memoryBytes)) "
+            + "and \(RunEstimate.count(limits.work))")
+    }
+
     /// Long messages (a file's content echoed back) cut to a readable length.
     static func shortened(_ text: String, limit: Int = 400) -> String {
         text.count <= limit ? text : String(text.prefix(limit)) + "…"
@@ -139,6 +167,7 @@ extension Preflight {
     public static func checkAll(_ runs: [ResolvedRun], file: String = "", limits: ResourceLimits = .machine,
                                 cores: Int = ProcessInfo.processInfo.activeProcessorCount) throws -> Report {
         var done: [String: RunEstimate] = [:]
+        var streams: [String: ExperienceStream] = [:]
         var estimates: [RunEstimate] = []
         estimates.reserveCapacity(runs.count)
         for run in runs {
@@ -148,7 +177,7 @@ extension Preflight {
                 key = JSONValue.object(o).canonicalText()
             }
             if let known = done[key] { estimates.append(known); continue }
-            let e = try check(run, file: file, limits: limits, cores: cores)
+            let e = try check(run, file: file, limits: limits, cores: cores, streams: &streams)
             done[key] = e
             estimates.append(e)
         }
