@@ -199,6 +199,10 @@ import Testing
             for n in 0..<perKind {
                 let (path, base) = bases[(n * 7 + Kind.allCases.firstIndex(of: kind)!) % bases.count]
                 let data = Self.mutate(base, kind: kind, rng: &rng)
+                if let dump = ProcessInfo.processInfo.environment["CONFIG_FUZZ_DUMP"] {
+                    // Debugging aid: write every mutant to DIR/KIND-N.json.
+                    try? data.write(to: URL(fileURLWithPath: "\(dump)/\(kind.rawValue.replacingOccurrences(of: "/", with: "-"))-\(n).json"))
+                }
                 let t0 = Date()
                 var verdict = Verdict.accepted
                 var accepted: (ExperimentFile, Preflight.Report)? = nil
@@ -219,7 +223,7 @@ import Testing
                 let seconds = Date().timeIntervalSince(t0)
                 slowest = max(slowest, seconds)
                 if seconds > 1 { slow.append("\(kind.rawValue) #\(n) \(URL(fileURLWithPath: path).lastPathComponent) \(String(format: "%.1f", seconds)) s \(verdict)") }
-                if seconds > 10 { problems.append("\(kind.rawValue) #\(n): validate took \(seconds) s") }
+                if seconds > 20 { problems.append("\(kind.rawValue) #\(n): validate took \(seconds) s") }
                 counts[kind, default: [:]][verdict, default: 0] += 1
                 guard let (file, report) = accepted, let run = file.runs.first else { continue }
                 // Accepted: run the first run when it is small (within the budget) …

@@ -83,8 +83,16 @@ public enum Preflight {
         let T = stream.experiences.count
         guard T > 0 else { throw fail(".scenario", "the scenario has no experiences") }
         if config.schedule != nil { return estimate }  // sessions are planned from the device simulation at run time
-        let spec = config.model.spec(inputs: stream.dimension, head: stream.head, experiences: T)
+        var spec = config.model.spec(inputs: stream.dimension, head: stream.head, experiences: T)
         if let message = spec.validationError() { throw fail(".model", message) }
+        // The plugins' checks depend on the layer structure (counts, heads, features), not on
+        // the widths: a very wide model is checked as a narrow one of the same shape, so that
+        // validate does not spend seconds initialising millions of weights.
+        if config.model.hidden.contains(where: { $0 > 1024 }) {
+            var narrow = config.model
+            narrow.hidden = narrow.hidden.map { min($0, 1024) }
+            spec = narrow.spec(inputs: stream.dimension, head: stream.head, experiences: T)
+        }
         var rng = RandomSource(seed: config.seed, stream: "init")
         var model = MLP(spec: spec, rng: &rng)
         var plugins = config.strategy.map { $0.options.makePlugin() }
