@@ -29,6 +29,8 @@ import Testing
             ("population of a dataset scenario", #"{"scenario": {"type": "dataset", "path": "\#(dir)/three.csv"}, "population": {"users": 2}}"#, ".population"),
             ("LoRA on layer 3 of a 2-hidden-layer model",
              #"{\#(habit), "model": {"hidden": [16, 8]}, "strategy": [{"type": "lora", "layers": [3], "routing": "entropy"}]}"#, ".strategy[0].layers"),
+            ("LoRA on layer 3 in a scheduled run",
+             #"{\#(habit), "schedule": {"type": "daily"}, "strategy": [{"type": "lora", "layers": [3], "routing": "entropy"}]}"#, ".strategy[0].layers"),
             ("adapters after layer 5", #"{\#(habit), "strategy": [{"type": "adapters", "layers": [5], "routing": "entropy"}]}"#, ".strategy[0].layers"),
             ("adapters without hidden layers", #"{\#(habit), "model": {"hidden": []}, "strategy": [{"type": "adapters", "routing": "entropy"}]}"#, ".model.hidden"),
             ("context routing on a missing feature",

@@ -82,7 +82,8 @@ public enum Preflight {
         if var problem = estimate.problem(limits, file: file) { problem.message += context; throw problem }
         let T = stream.experiences.count
         guard T > 0 else { throw fail(".scenario", "the scenario has no experiences") }
-        if config.schedule != nil { return estimate }  // sessions are planned from the device simulation at run time
+        // Scheduled runs train sessions planned from the device simulation at run time; their
+        // plugins are checked against the scenario's experiences (the structure is the same).
         var spec = config.model.spec(inputs: stream.dimension, head: stream.head, experiences: T)
         if let message = spec.validationError() { throw fail(".model", message) }
         // The plugins' checks depend on the layer structure (counts, heads, features), not on
@@ -108,7 +109,7 @@ public enum Preflight {
                 throw fail(message.contains("model.hidden") ? ".model.hidden" : ".strategy[\(i)]" + optionKey(in: message, keys: keys), message)
             }
         }
-        if model.routeCount > 1 && model.routeCount < T {
+        if config.schedule == nil && model.routeCount > 1 && model.routeCount < T {
             throw fail(".model.multi_head", "the model has \(model.routeCount) heads but the stream has \(T) experiences")
         }
         return estimate
