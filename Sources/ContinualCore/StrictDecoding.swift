@@ -22,7 +22,7 @@ extension Decoder {
         for key in any.allKeys.sorted(by: { $0.stringValue < $1.stringValue }) where !allowed.contains(key.stringValue) {
             throw DecodingError.dataCorrupted(.init(
                 codingPath: codingPath + [key],
-                debugDescription: "unknown key \"\(key.stringValue)\"; allowed keys: \(allowed.sorted().joined(separator: ", "))"))
+                debugDescription: "unknown key \"\(key.stringValue)\"\(didYouMean(key.stringValue, allowed)); allowed keys: \(allowed.sorted().joined(separator: ", "))"))
         }
         return try container(keyedBy: K.self)
     }
@@ -50,7 +50,7 @@ extension KeyedDecodingContainer {
         guard let value = T(rawValue: raw) else {
             throw DecodingError.dataCorruptedError(
                 forKey: key, in: self,
-                debugDescription: "\"\(raw)\" is not allowed; allowed values: \(T.allCases.map(\.rawValue).joined(separator: ", "))")
+                debugDescription: "\"\(raw)\" is not allowed\(didYouMean(raw, T.allCases.map(\.rawValue))); allowed values: \(T.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         return value
     }
@@ -72,4 +72,34 @@ public enum NoOptionKeys: CodingKey, CaseIterable {
     public init?(stringValue: String) { nil }
     public init?(intValue: Int) { nil }
     public static var allCases: [NoOptionKeys] { [] }
+}
+
+/// The candidate closest to `word` by edit distance (Levenshtein, case-insensitive), if it is
+/// close enough to be a likely typo: at most 1 edit for short words, up to 3 for long ones.
+public func closestName<C: Collection>(to word: String, in candidates: C) -> String? where C.Element == String {
+    guard !word.isEmpty, word.count <= 64 else { return nil }
+    let w = Array(word.lowercased())
+    var best: (String, Int)? = nil
+    for candidate in candidates where candidate != word {
+        let c = Array(candidate.lowercased())
+        guard abs(c.count - w.count) <= 3 else { continue }
+        var previous = Array(0...c.count)
+        for i in 1...w.count {
+            var row = [i] + [Int](repeating: 0, count: c.count)
+            for j in stride(from: 1, through: c.count, by: 1) {
+                row[j] = Swift.min(previous[j] + 1, row[j - 1] + 1, previous[j - 1] + (w[i - 1] == c[j - 1] ? 0 : 1))
+            }
+            previous = row
+        }
+        let d = previous[c.count]
+        if best == nil || d < best!.1 || (d == best!.1 && candidate < best!.0) { best = (candidate, d) }
+    }
+    guard let (name, d) = best else { return nil }
+    let allowed = w.count <= 4 ? 1 : w.count <= 8 ? 2 : 3
+    return d <= allowed ? name : nil
+}
+
+/// " (did you mean `epochs`?)" or "".
+public func didYouMean<C: Collection>(_ word: String, _ candidates: C) -> String where C.Element == String {
+    closestName(to: word, in: candidates).map { " (did you mean `\($0)`?)" } ?? ""
 }

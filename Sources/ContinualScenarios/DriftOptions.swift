@@ -37,7 +37,7 @@ public struct DriftOptions: Codable, Sendable, Equatable {
         if let single = try? decoder.singleValueContainer(), let raw = try? single.decode(String.self) {
             guard let t = Kind(rawValue: raw) else {
                 throw DecodingError.dataCorruptedError(
-                    in: single, debugDescription: "\"\(raw)\" is not allowed; allowed values: \(Kind.allCases.map(\.rawValue).joined(separator: ", "))")
+                    in: single, debugDescription: "\"\(raw)\" is not allowed\(didYouMean(raw, Kind.allCases.map(\.rawValue))); allowed values: \(Kind.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             self.init(type: t)
             return

@@ -1,3 +1,4 @@
+import ContinualCore
 /// How a generated timeline is cut into experiences: the JSON `"cut"` option.
 ///
 /// `"drift_points"` (one experience per concept segment, the default), `"week"` / `"month"`
@@ -24,7 +25,7 @@ public enum ExperienceCut: Codable, Sendable, Equatable {
         case "month": self = .month
         default:
             throw DecodingError.dataCorruptedError(
-                in: c, debugDescription: "\"\(s)\" is not allowed; allowed values: drift_points, week, month, or an integer (samples per experience)")
+                in: c, debugDescription: "\"\(s)\" is not allowed\(didYouMean(s, ["drift_points", "week", "month"])); allowed values: drift_points, week, month, or an integer (samples per experience)")
         }
     }
 

@@ -59,7 +59,7 @@ public struct HabitDriftScenario: ScenarioOptions {
         try c.require(testPerExperience >= 1, .testPerExperience, "must be ≥ 1, got \(testPerExperience)")
         try c.require(!phases.isEmpty, .phases, "needs at least one phase")
         try c.require((0...0.5).contains(labelNoise), .labelNoise, "must be in 0...0.5, got \(labelNoise)")
-        try c.require(warmupDays >= 0, .warmupDays, "must be ≥ 0, got \(warmupDays)")
+        try c.require((0...36_500).contains(warmupDays), .warmupDays, "must be in 0...36500 (days), got \(warmupDays)")
     }
 
     public func encode(to encoder: any Encoder) throws {

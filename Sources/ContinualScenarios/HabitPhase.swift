@@ -102,7 +102,7 @@ public struct HabitPhase: Codable, Sendable, Equatable {
         if let single = try? decoder.singleValueContainer(), let name = try? single.decode(String.self) {
             guard let preset = HabitPhase.presets[name] else {
                 throw DecodingError.dataCorruptedError(
-                    in: single, debugDescription: "unknown phase \"\(name)\"; presets: \(HabitPhase.presetNames.joined(separator: ", "))")
+                    in: single, debugDescription: "unknown phase \"\(name)\"\(didYouMean(name, HabitPhase.presetNames)); presets: \(HabitPhase.presetNames.joined(separator: ", "))")
             }
             self = preset
             return
@@ -112,7 +112,7 @@ public struct HabitPhase: Codable, Sendable, Equatable {
         guard let base = HabitPhase.presets[presetName] else {
             throw DecodingError.dataCorruptedError(
                 forKey: .preset, in: c,
-                debugDescription: "unknown preset \"\(presetName)\"; presets: \(HabitPhase.presetNames.joined(separator: ", "))")
+                debugDescription: "unknown preset \"\(presetName)\"\(didYouMean(presetName, HabitPhase.presetNames)); presets: \(HabitPhase.presetNames.joined(separator: ", "))")
         }
         name = try c.decode(.name, default: c.contains(.preset) ? base.name : "custom")
         activityHour = try c.decode(.activityHour, default: base.activityHour)

@@ -58,7 +58,7 @@ public struct ParameterConcept<Schema: ConceptSchema>: DriftConcept, Codable, Eq
         if let single = try? decoder.singleValueContainer(), let n = try? single.decode(String.self) {
             guard Schema.presets[n] != nil else {
                 throw DecodingError.dataCorruptedError(
-                    in: single, debugDescription: "unknown phase \"\(n)\"; presets: \(Self.presetNames.joined(separator: ", "))")
+                    in: single, debugDescription: "unknown phase \"\(n)\"\(didYouMean(n, Self.presetNames)); presets: \(Self.presetNames.joined(separator: ", "))")
             }
             self = .preset(n)
             return
@@ -67,13 +67,13 @@ public struct ParameterConcept<Schema: ConceptSchema>: DriftConcept, Codable, Eq
         let allowed = Set(["preset", "name"] + Schema.Key.allCases.map(\.rawValue))
         for key in c.allKeys where !allowed.contains(key.stringValue) {
             throw DecodingError.dataCorruptedError(
-                forKey: key, in: c, debugDescription: "unknown key \"\(key.stringValue)\"; allowed keys: \(allowed.sorted().joined(separator: ", "))")
+                forKey: key, in: c, debugDescription: "unknown key \"\(key.stringValue)\"\(didYouMean(key.stringValue, allowed)); allowed keys: \(allowed.sorted().joined(separator: ", "))")
         }
         let presetName = try c.decode(AnyCodingKey("preset"), default: Schema.defaultPreset)
         guard let base = Schema.presets[presetName] else {
             throw DecodingError.dataCorruptedError(
                 forKey: AnyCodingKey("preset"), in: c,
-                debugDescription: "unknown preset \"\(presetName)\"; presets: \(Self.presetNames.joined(separator: ", "))")
+                debugDescription: "unknown preset \"\(presetName)\"\(didYouMean(presetName, Self.presetNames)); presets: \(Self.presetNames.joined(separator: ", "))")
         }
         name = try c.decode(AnyCodingKey("name"), default: c.contains(AnyCodingKey("preset")) ? presetName : "custom")
         values = base

@@ -60,6 +60,8 @@ struct RunCommand: ParsableCommand {
     @Option(help: "Resume the run from a checkpoint written by --stop-after.")
     var resumeFrom: String?
 
+    @OptionGroup var resources: ResourceOptions
+
     func run() throws {
         let experiment: ExperimentFile
         do {
@@ -100,6 +102,8 @@ struct RunCommand: ParsableCommand {
                 throw CLIFailure.badInput("\(resumeFrom): \(error)")
             }
         }
+        // Everything checkable without training, before anything is written (exit 2 on a problem).
+        _ = try resources.preflight(runs, file: file)
         var session = SweepSession(experiment: experiment)
         session.selected = runs
         if let k = stopAfter, let checkpoint {

@@ -100,6 +100,8 @@ struct ScenarioCommand: ParsableCommand {
                 throw CLIFailure.badInput(error.description)
             }
             let path = output ?? "datasets/\(spec.typeName).h5"
+            // Sizes first (overflow-safe), so a huge train_per_experience is refused, not a crash.
+            if let problem = Preflight.scenarioProblem(spec) { throw CLIFailure.badInput(problem.description) }
             let stream: ExperienceStream
             do {
                 stream = try spec.options.makeStream(seed: runSeed)

@@ -38,6 +38,8 @@ struct SweepCommand: ParsableCommand {
     @Flag(help: "Plain log lines even on a terminal.")
     var plain = false
 
+    @OptionGroup var resources: ResourceOptions
+
     func run() throws {
         let experiment: ExperimentFile
         do { experiment = try ExperimentFile.load(path: file) } catch let e as ConfigError { throw CLIFailure.badInput(e.description) }
@@ -49,6 +51,8 @@ struct SweepCommand: ParsableCommand {
         guard jobs >= 1 else { throw CLIFailure.badInput("--jobs must be ≥ 1") }
         let path = output ?? Self.defaultOutput(experiment.output, shard: selectedShard)
         let session = SweepSession(experiment: experiment, shard: selectedShard)
+        // Everything checkable without training, before anything is written (exit 2 on a problem).
+        _ = try resources.preflight(session.selected, file: file)
         let writer = try InterruptibleSession.openWriter(session, path: path, resume: resume, overwrite: overwrite)
         let tty = isatty(STDOUT_FILENO) == 1 && !plain
         let total = session.selected.count

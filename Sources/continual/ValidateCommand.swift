@@ -1,12 +1,25 @@
 import ArgumentParser
 import ContinualExperiments
+import Foundation
 
 struct ValidateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "validate",
-        abstract: "Check an experiment file without running it.",
-        discussion: "Prints the runs it expands to, with their ids; --resolved prints each run's full config with defaults."
+        abstract: "Check an experiment file without running it: ok means every run can start.",
+        discussion: """
+        Checks everything that can be checked without training, exactly as `run` and `sweep` do \
+        before their first run: the JSON and every key, the files a scenario reads (relative \
+        paths are relative to the experiment file) and their layout, that the model, heads, \
+        labels, layer indices and plugins fit the data, and each run's estimated peak memory and \
+        work against this machine's memory (or --max-memory) and --max-work. Prints the runs with \
+        their ids and estimates; --resolved prints each run's full config with defaults. A sweep \
+        of more than \(ValidateCommand.expansionLimit) runs is counted, not expanded: validate \
+        checks its first runs and every listed value of every swept key. Exit 2 on a problem, \
+        naming the key path.
+        """
     )
+
+    static var expansionLimit: Int { ExperimentValidation.expansionLimit }
 
     @Argument(help: "Experiment file (JSON).")
     var file: String
@@ -14,20 +27,38 @@ struct ValidateCommand: ParsableCommand {
     @Flag(help: "Print every run's resolved configuration (canonical JSON).")
     var resolved = false
 
+    @OptionGroup var resources: ResourceOptions
+
     func run() throws {
+        let experiment: ExperimentFile
+        let report: Preflight.Report
         do {
-            let experiment = try ExperimentFile.load(path: file)
-            print("\(file): ok — experiment \"\(experiment.name)\", \(experiment.runs.count) run(s), output \(experiment.output)")
-            if experiment.isSweep {
-                print("  sweep over \(experiment.sweptPaths.joined(separator: ", ")); run with: continual sweep \(file)")
-            }
-            for n in experiment.notes { print("  note: \(n)") }
-            for r in experiment.runs {
-                print("  \(r.runId)  \(r.config.name)  strategy=\(r.config.strategyLabel)  seed=\(r.config.seed)")
-                if resolved { print("    " + r.canonicalJSON) }
-            }
+            (experiment, report) = try ExperimentValidation.validate(path: file, limits: try resources.limits())
         } catch let error as ConfigError {
             throw CLIFailure.badInput(error.description)
         }
+        let total = experiment.totalRuns
+        print("\(file): ok — experiment \"\(experiment.name)\", \(total) run(s), output \(experiment.output)")
+        if experiment.isSweep {
+            print("  sweep over \(experiment.sweptPaths.joined(separator: ", ")); run with: continual sweep \(file)")
+        }
+        for n in experiment.notes { print("  note: \(n)") }
+        let shown = experiment.isSampled ? min(experiment.runs.count, 20) : experiment.runs.count
+        for (r, e) in zip(experiment.runs, report.estimates).prefix(shown) {
+            print("  \(r.runId)  \(r.config.name)  strategy=\(r.config.strategyLabel)  seed=\(r.config.seed)  \(e.summary)")
+            if resolved { print("    " + r.canonicalJSON) }
+        }
+        if shown < experiment.runs.count || experiment.runs.count < total {
+            print("  … \(total - shown) more run(s)")
+        }
+        // The whole experiment: peak of one run, with all cores busy, and the total work.
+        let meanWork = report.estimates.isEmpty ? 0 : report.totalWork / Double(report.estimates.count)
+        let totalWork = experiment.isSampled ? meanWork * Double(total) : report.totalWork
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        let parallel = min(cores, max(total, 1))
+        print("  estimate: peak memory per run ≈ \(RunEstimate.bytes(report.peakMemory)) "
+            + "(≈ \(RunEstimate.bytes(report.peakMemory * Double(parallel))) with \(parallel) run(s) at once), "
+            + "work ≈ \(RunEstimate.count(totalWork)) sample-steps\(experiment.isSampled ? " (extrapolated)" : ""); "
+            + "limits: memory \(RunEstimate.bytes(try resources.limits().memoryBytes)), work \(RunEstimate.count(try resources.limits().work)), \(RunEstimate.count(try resources.limits().flops)) FLOPs per run")
     }
 }

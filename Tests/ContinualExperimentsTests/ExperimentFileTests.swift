@@ -122,7 +122,7 @@ import Testing
 
     @Test func syntaxErrorsGiveLineAndColumn() {
         let e = error("{\n  \"name\": \"x\",\n  \"seed\": 1,,\n}")
-        #expect(e?.message == "not valid JSON")
+        #expect(e?.message.hasPrefix("expected") == true, "\(String(describing: e))")
         #expect(e?.location.hasPrefix("line 3") == true)
     }
 

@@ -15,9 +15,35 @@ public struct ConfigError: Error, Sendable, CustomStringConvertible, Equatable {
         self.message = message
     }
 
+    /// One line; values echoed from the file (a long string, a long key) cut to 60 characters.
     public var description: String {
         let prefix = file.isEmpty ? "" : "\(file): "
+        let location = Self.shortenedWords(self.location), message = Self.shortenedWords(self.message)
         return location.isEmpty ? "\(prefix)\(message)" : "\(prefix)\(location): \(message)"
+    }
+
+    /// `text` cut to `limit` characters plus "…".
+    public static func shortened(_ text: String, limit: Int = 60) -> String {
+        text.count <= limit ? text : String(text.prefix(limit)) + "…"
+    }
+
+    /// Every quoted string and every unbroken word longer than 60 characters shortened, and the
+    /// whole text kept under 2,000 characters (lists of allowed keys stay whole).
+    static func shortenedWords(_ text: String) -> String {
+        guard text.count > 60 else { return text }
+        var out = "", current = "", inQuote = false
+        func flush() { out += shortened(current); current = "" }
+        for ch in text {
+            if ch == "\"" {
+                if inQuote { flush(); out.append(ch); inQuote = false } else { flush(); out.append(ch); inQuote = true }
+            } else if !inQuote && (ch == " " || ch == ",") {
+                flush(); out.append(ch)
+            } else {
+                current.append(ch)
+            }
+        }
+        flush()
+        return shortened(out, limit: 2000)
     }
 
     /// Turns a `DecodingError` into a key-path message, prefixing `pathPrefix` (e.g. a variant).
@@ -35,7 +61,9 @@ public struct ConfigError: Error, Sendable, CustomStringConvertible, Equatable {
                                message: "required key is missing\(suffix)")
         case .dataCorrupted(let c):
             return ConfigError(file: file, location: formatCodingPath(c.codingPath),
-                               message: c.debugDescription + suffix)
+                               message: (c.codingPath.isEmpty && c.debugDescription.contains("not valid JSON")
+                                         ? "a number does not fit its setting (out of range, negative or fractional)"
+                                         : c.debugDescription) + suffix)
         @unknown default:
             return ConfigError(file: file, location: "", message: "\(error)")
         }

@@ -13,7 +13,8 @@ import ContinualCore
 public struct ExperimentFile: Sendable {
     public var name: String
     public var description: String
-    /// Where results go (default `results/NAME.h5`, relative to the working directory).
+    /// Where results go: the file's `output` resolved against the experiment file's directory, or
+    /// `results/NAME.h5` relative to the working directory (see `FilePaths`).
     public var output: String
     /// The file's JSON as written (stored in the results for provenance).
     public var sourceText: String
@@ -28,6 +29,11 @@ public struct ExperimentFile: Sendable {
     /// found fewer distinct points than its `samples`).
     public var notes: [String] = []
 
+    /// Number of runs the file expands to (counted before expanding).
+    public var totalRuns = 0
+    /// Whether `runs` is a representative subset (see `parse(data:path:expansionLimit:)`).
+    public var isSampled = false
+
     /// Whether the file defines a sweep (top level or in a variant).
     public var isSweep: Bool { !sweptPaths.isEmpty }
 
@@ -35,18 +41,24 @@ public struct ExperimentFile: Sendable {
     static let runKeys: Set<String> = Set(RunConfig.CodingKeys.allCases.map(\.stringValue))
 
     /// Reads and validates `path`. Errors name the file and the key path (or line and column).
-    public static func load(path: String) throws -> ExperimentFile {
+    public static func load(path: String, expansionLimit: Int? = nil) throws -> ExperimentFile {
         guard FileManager.default.fileExists(atPath: path) else {
             throw ConfigError(file: path, location: "", message: "no such file")
         }
         guard let data = FileManager.default.contents(atPath: path) else {
             throw ConfigError(file: path, location: "", message: "cannot read the file")
         }
-        return try parse(data: data, path: path)
+        return try parse(data: data, path: path, expansionLimit: expansionLimit)
     }
 
     /// Parses experiment JSON from memory.
-    public static func parse(data: Data, path: String = "") throws -> ExperimentFile {
+    ///
+    /// With `expansionLimit`, a sweep of more points is counted but not expanded: `runs` then holds
+    /// its first `expansionLimit` points plus points taking every listed value of every parameter
+    /// (`SweepSpec.extremePoints`), `totalRuns` the full count and `isSampled` is true.
+    public static func parse(data: Data, path: String = "", expansionLimit: Int? = nil) throws -> ExperimentFile {
+        // Trailing commas, numbers beyond a Double, syntax errors: line, column and key path.
+        if let problem = JSONLint.check(data, file: path) { throw problem }
         let root: JSONValue
         do {
             root = try JSONDecoder().decode(JSONValue.self, from: data)
@@ -59,12 +71,14 @@ public struct ExperimentFile: Sendable {
         let allowed = experimentKeys.union(runKeys)
         for key in top.keys.sorted() where !allowed.contains(key) {
             throw ConfigError(file: path, location: "." + key,
-                              message: "unknown key \"\(key)\"; allowed keys: \(allowed.sorted().joined(separator: ", "))")
+                              message: "unknown key \"\(key)\"\(didYouMean(key, allowed)); allowed keys: \(allowed.sorted().joined(separator: ", "))")
         }
         let name = try string(top["name"], at: ".name", file: path) ?? "experiment"
         try checkName(name, at: ".name", file: path)
         let description = try string(top["description"], at: ".description", file: path) ?? ""
-        let output = try string(top["output"], at: ".output", file: path) ?? "results/\(name).h5"
+        // A written output is relative to the experiment file; the default to the working directory.
+        let output = try string(top["output"], at: ".output", file: path).map { FilePaths.resolve($0, against: FilePaths.directory(of: path)) }
+            ?? "results/\(name).h5"
         let sweepValue = top.removeValue(forKey: "sweep")
         let runKeySet = runKeys
         let topSweep = try sweepValue.map {
@@ -88,7 +102,7 @@ public struct ExperimentFile: Sendable {
                 }
                 for key in override.keys.sorted() where !runKeys.contains(key) && key != "sweep" {
                     throw ConfigError(file: path, location: ".variants[\(i)].\(key)",
-                                      message: "unknown key \"\(key)\"; allowed keys: \((runKeys.union(["sweep"])).sorted().joined(separator: ", "))")
+                                      message: "unknown key \"\(key)\"\(didYouMean(key, runKeys.union(["sweep"]))); allowed keys: \((runKeys.union(["sweep"])).sorted().joined(separator: ", "))")
                 }
                 guard let vname = try string(override["name"], at: ".variants[\(i)].name", file: path) else {
                     throw ConfigError(file: path, location: ".variants[\(i)].name", message: "required key is missing")
@@ -114,6 +128,15 @@ public struct ExperimentFile: Sendable {
             for p in b.sweep?.parameters ?? [] where !sweptPaths.contains(p.path.text) { sweptPaths.append(p.path.text) }
         }
         var seen: [String: String] = [:]
+        var totalRuns = 0
+        var sampled = false
+        for b in bases {
+            totalRuns = totalRuns.addingReportingOverflow(b.sweep?.count ?? 1).overflow ? Int.max : totalRuns + (b.sweep?.count ?? 1)
+        }
+        if totalRuns > SweepSpec.maximumPoints {
+            throw ConfigError(file: path, location: topSweep != nil ? ".sweep" : ".variants",
+                              message: "the experiment expands to \(totalRuns == Int.max ? "more than \(Int.max)" : String(totalRuns)) runs; the limit is \(SweepSpec.maximumPoints)")
+        }
         for b in bases {
             guard let sweep = b.sweep else {
                 let context = variants == nil ? "" : "variant \"\(b.name)\""
@@ -125,7 +148,17 @@ public struct ExperimentFile: Sendable {
             }
             let labels = Self.labels(for: sweep.parameters.map(\.path))
             let sweepAt = b.sweep == topSweep ? ".sweep" : b.at + ".sweep"
-            for point in sweep.points() {
+            var points: [[JSONValue]]
+            if let limit = expansionLimit, sweep.count > limit {
+                sampled = true
+                var seenPoints = Set<String>()
+                points = (sweep.points(limit: limit) + sweep.extremePoints()).filter {
+                    seenPoints.insert(JSONValue.array($0).canonicalText()).inserted
+                }
+            } else {
+                points = sweep.points()
+            }
+            for point in points {
                 var json = b.json
                 for (p, value) in zip(sweep.parameters, point) {
                     do { json = try p.path.setting(value, in: json) } catch {
@@ -154,9 +187,16 @@ public struct ExperimentFile: Sendable {
                                   sourceText: String(decoding: data, as: UTF8.self), runs: runs, path: path)
         file.sweptPaths = sweptPaths
         file.sweepJSON = sweepValue
+        file.totalRuns = totalRuns
+        file.isSampled = sampled
         var notes: [String] = []
-        for b in bases {
-            for n in b.sweep?.notes ?? [] where !notes.contains(n) { notes.append(n) }
+        if sampled {
+            notes.append("the sweep has \(totalRuns) runs: validate resolved and checked \(runs.count) of them (the first "
+                + "\(expansionLimit ?? 0) and every listed value of every swept key); `sweep` and `run` check every run before starting")
+        } else {
+            for b in bases {
+                for n in b.sweep?.notes ?? [] where !notes.contains(n) { notes.append(n) }
+            }
         }
         file.notes = notes
         return file
@@ -186,7 +226,10 @@ public struct ExperimentFile: Sendable {
         let data = try JSONEncoder().encode(value)
         do {
             let config = try JSONDecoder().decode(RunConfig.self, from: data)
-            return ResolvedRun(config: config)
+            // The id and canonical JSON keep the paths as written; execution uses them resolved.
+            var run = ResolvedRun(config: config)
+            run.config = config.resolvingFiles(against: FilePaths.directory(of: file))
+            return run
         } catch let error as DecodingError {
             if case .dataCorrupted(let c) = error, c.codingPath.isEmpty,
                let located = locateNumberError(value, file: file, context: context) {
@@ -196,45 +239,79 @@ public struct ExperimentFile: Sendable {
         }
     }
 
-    /// Foundation reports a fractional or out-of-range number for an integer field only as "not
-    /// valid JSON", with no key path (an open swift-foundation bug). Find the culprit by replacing
-    /// one suspect number at a time with a whole number and decoding again.
+    /// Foundation reports a fractional or out-of-range number for an integer field, a negative one
+    /// for an unsigned field, and one beyond a Float for a Float field only as "not valid JSON",
+    /// with no key path (an open swift-foundation bug). Find the culprit by replacing suspect
+    /// numbers (cumulatively) with harmless ones and decoding again: the one whose replacement
+    /// makes the path-less error go away is it; whether 0.5 would also do tells an integer setting
+    /// from a number setting, for the message.
     static func locateNumberError(_ value: JSONValue, file: String, context: String) -> ConfigError? {
-        // Each suspect is replaced by a small whole number (its rounding, at least 1), so that a
-        // correct float elsewhere (e.g. lr = 0.05) stays valid and the real culprit decodes.
-        var suspects: [(path: [JSONPathStep], number: String, replacement: Int64)] = []
+        var suspects: [(path: [JSONPathStep], value: JSONValue, replacement: Int64)] = []
         func walk(_ v: JSONValue, _ path: [JSONPathStep]) {
             switch v {
-            case .double(let d) where d != d.rounded() || abs(d) >= 9.2e18:
+            case .double(let d) where d != d.rounded() || abs(d) >= 9.2e18 || abs(d) > 3.4e38 || (d != 0 && abs(d) < 1.2e-38):
                 let small = d.isFinite && abs(d) < 1e6 ? max(1, Int64(d.rounded())) : 1
-                suspects.append((path, d.isFinite ? "\(d)" : "a non-finite number", small))
-            case .uint(let u): suspects.append((path, String(u), 1))
+                suspects.append((path, v, small))
+            case .int(let i) where i < 0: suspects.append((path, v, 1))
+            case .uint: suspects.append((path, v, 1))
             case .array(let items): for (i, item) in items.enumerated() { walk(item, path + [.index(i)]) }
             case .object(let o): for k in o.keys.sorted() { walk(o[k]!, path + [.key(k)]) }
             default: break
             }
         }
         walk(value, [])
-        for suspect in suspects {
-            let patched = replacing(value, at: suspect.path[...], with: .int(suspect.replacement))
-            guard let data = try? JSONEncoder().encode(patched) else { continue }
-            let location = suspect.path.map { step -> String in
+        enum Outcome: Equatable { case pathLess, ok, located(String) }
+        func outcome(_ v: JSONValue) -> Outcome {
+            guard let data = try? JSONEncoder().encode(v) else { return .ok }
+            do { _ = try JSONDecoder().decode(RunConfig.self, from: data) } catch let DecodingError.dataCorrupted(c) where c.codingPath.isEmpty {
+                return .pathLess
+            } catch let error as DecodingError {
+                return .located(ConfigError.from(error, file: file).location)
+            } catch {}
+            return .ok
+        }
+        func text(_ path: [JSONPathStep]) -> String {
+            path.map { step -> String in
                 switch step {
                 case .key(let k): return "." + k
                 case .index(let i): return "[\(i)]"
                 }
             }.joined()
-            do {
-                _ = try JSONDecoder().decode(RunConfig.self, from: data)
-            } catch let DecodingError.dataCorrupted(c) where c.codingPath.isEmpty {
-                continue  // still the same kind of failure: not this number
-            } catch let error as DecodingError {
-                // The replacement itself is invalid there (e.g. momentum 1): inconclusive.
-                if ConfigError.from(error, file: file).location == location { continue }
-            } catch {}
+        }
+        var patched = value
+        for suspect in suspects {
+            let location = text(suspect.path)
+            // A replacement that is itself invalid there (momentum 1) says nothing: try another.
+            var result: Outcome? = nil
+            for replacement in [JSONValue.int(suspect.replacement), .double(0.5), .int(0)] {
+                let trial = replacing(patched, at: suspect.path[...], with: replacement)
+                let o = outcome(trial)
+                if o == .located(location) { continue }
+                patched = trial
+                result = o
+                break
+            }
+            guard let result, result != .pathLess else { continue }  // not (only) this number
+            let fraction = outcome(replacing(patched, at: suspect.path[...], with: .double(0.5)))
+            let acceptsFractions = fraction != .pathLess && fraction != .located(location)
+            let shown = ConfigError.shortened(suspect.value.shortDescription)
+            let message: String
+            switch suspect.value {
+            case .int(let i) where i < 0:
+                message = "expected a non-negative integer, found \(i)"
+            case .double(let d) where acceptsFractions && abs(d) > 3.4e38:
+                message = "number \(shown) is out of range (a 32-bit float: magnitude at most 3.4e38)"
+            case .double(let d) where acceptsFractions && d != 0 && abs(d) < 1.2e-38:
+                message = "number \(shown) is too small for a 32-bit float (use 0 or a magnitude of at least 1.2e-38)"
+            case .double(let d) where d == d.rounded() || !d.isFinite:
+                message = "expected an integer in range, found \(shown)"
+            case .uint:
+                message = "expected an integer in range, found \(shown)"
+            default:
+                message = acceptsFractions ? "number \(shown) is out of range for this setting" : "expected an integer, found \(shown)"
+            }
             let suffix = context.isEmpty ? "" : " (\(context))"
-            return ConfigError(file: file, location: location,
-                               message: "expected an integer in range, found \(suspect.number)\(suffix)")
+            return ConfigError(file: file, location: location, message: message + suffix)
         }
         return nil
     }

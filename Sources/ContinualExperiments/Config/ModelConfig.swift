@@ -21,7 +21,12 @@ public struct ModelConfig: Codable, Sendable, Equatable {
         activation = try c.decodeChoice(.activation, default: .relu)
         initialization = try c.decodeChoice(.initialization, default: .auto)
         multiHead = try c.decode(.multiHead, default: false)
-        try c.require(hidden.allSatisfy { $0 >= 1 && $0 <= 65536 }, .hidden, "every width must be in 1...65536, got \(hidden)")
+        // No upper bound here: the resource estimate refuses widths the machine cannot hold,
+        // with the memory it would need (see Preflight).
+        if let i = hidden.firstIndex(where: { $0 < 1 }) {
+            throw DecodingError.dataCorrupted(.init(codingPath: c.codingPath + [CodingKeys.hidden, AnyCodingKey(intValue: i)!],
+                                                    debugDescription: "every width must be ≥ 1, got \(hidden[i])"))
+        }
     }
 
     public func encode(to encoder: any Encoder) throws {

@@ -35,7 +35,7 @@ public struct OptimizerConfig: Codable, Sendable, Equatable {
         for key in c.allKeys.sorted(by: { $0.stringValue < $1.stringValue }) where !permitted.contains(key.stringValue) {
             throw DecodingError.dataCorruptedError(
                 forKey: key, in: c,
-                debugDescription: "not an option of \(kind.rawValue); allowed keys: \(permitted.sorted().joined(separator: ", "))")
+                debugDescription: "not an option of \(kind.rawValue)\(didYouMean(key.stringValue, permitted)); allowed keys: \(permitted.sorted().joined(separator: ", "))")
         }
         learningRate = try c.decode(.learningRate, default: 0.05)
         momentum = try c.decode(.momentum, default: 0)

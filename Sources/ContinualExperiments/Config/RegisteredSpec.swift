@@ -31,7 +31,7 @@ public struct RegisteredSpec<Family: SpecFamily>: Codable, @unchecked Sendable, 
         guard let decoded = try Family.decode(typeNamed: name, from: decoder) else {
             throw DecodingError.dataCorruptedError(
                 forKey: AnyCodingKey("type"), in: c,
-                debugDescription: "unknown \(Family.kind) \"\(name)\"; allowed: \(Family.typeNames.joined(separator: ", "))")
+                debugDescription: "unknown \(Family.kind) \"\(name)\"\(didYouMean(name, Family.typeNames)); allowed: \(Family.typeNames.joined(separator: ", "))")
         }
         options = decoded
     }

@@ -57,8 +57,9 @@ public struct SweepSpec: Sendable, Equatable {
                 for p in part.parameters where !seen.insert(p.path.text).inserted {
                     throw ConfigError(file: file, location: "\(location)[\(i)].parameters[\"\(p.path.text)\"]", message: "swept in two blocks of the list")
                 }
-                total = total.multipliedReportingOverflow(by: part.points().count).partialValue
-                if total > maximumPoints || total < 0 { throw ConfigError(file: file, location: location, message: "the sweep has more than \(maximumPoints) points") }
+                // Counted, not expanded (a random block of a million samples is not drawn here).
+                total = saturatingProduct(total, part.count)
+                if total > maximumPoints { throw ConfigError(file: file, location: location, message: "the sweep has more than \(maximumPoints) points") }
             }
             return SweepSpec(mode: .grid, parameters: parts.flatMap(\.parameters), samples: 0, seed: 0, json: value, parts: parts)
         }
@@ -67,7 +68,7 @@ public struct SweepSpec: Sendable, Equatable {
         }
         guard case .object(let o) = value else { throw fail("", "expected an object with \"parameters\" (and optionally \"mode\", \"samples\", \"seed\")") }
         for key in o.keys.sorted() where !keys.contains(key) {
-            throw fail("." + key, "unknown key \"\(key)\"; allowed keys: \(keys.sorted().joined(separator: ", ")) (swept key paths go inside \"parameters\")")
+            throw fail("." + key, "unknown key \"\(key)\"\(didYouMean(key, keys)); allowed keys: \(keys.sorted().joined(separator: ", ")) (swept key paths go inside \"parameters\")")
         }
         var mode = Mode.grid
         if let m = o["mode"] {
@@ -99,7 +100,7 @@ public struct SweepSpec: Sendable, Equatable {
             let path: JSONKeyPath
             do { path = try JSONKeyPath(text) } catch { throw fail(at, error.message) }
             guard runKeys.contains(path.head), path.head != "name" else {
-                throw fail(at, "\"\(path.head)\" is not a run setting; key paths start with one of \(runKeys.subtracting(["name"]).sorted().joined(separator: ", "))")
+                throw fail(at, "\"\(path.head)\" is not a run setting\(didYouMean(path.head, runKeys.subtracting(["name"]))); key paths start with one of \(runKeys.subtracting(["name"]).sorted().joined(separator: ", "))")
             }
             parameters.append(Parameter(path: path, domain: try domain(domainValue, mode: mode, fail: { fail(at, $0) })))
         }
@@ -111,8 +112,8 @@ public struct SweepSpec: Sendable, Equatable {
         case .grid:
             var total = 1
             for p in parameters {
-                total = total.multipliedReportingOverflow(by: p.domain.count ?? 0).partialValue
-                if total > maximumPoints || total < 0 { throw fail(".parameters", "the grid has more than \(maximumPoints) points") }
+                total = saturatingProduct(total, p.domain.count ?? 0)
+                if total > maximumPoints { throw fail(".parameters", "the grid has more than \(maximumPoints) points") }
             }
         case .zip:
             let counts = Set(parameters.map { $0.domain.count ?? 0 })
@@ -143,7 +144,9 @@ public struct SweepSpec: Sendable, Equatable {
                     step = n
                 }
                 guard a < b else { throw fail("\"range\": [\(a), \(b)] is empty (to is excluded)") }
-                guard (b - a) / step < Int64(maximumPoints) else { throw fail("the range has more than \(maximumPoints) values") }
+                // b − a overflows Int64 for ranges wider than Int64.max: such a range is too long anyway.
+                let (width, overflow) = b.subtractingReportingOverflow(a)
+                guard !overflow, width / step < Int64(maximumPoints) else { throw fail("the range has more than \(maximumPoints) values") }
                 return .values(stride(from: a, to: b, by: Int(step)).map { JSONValue.int($0) })
             }
             for key in ["uniform", "log_uniform"] {
@@ -164,6 +167,75 @@ public struct SweepSpec: Sendable, Equatable {
         default:
             throw fail(usage)
         }
+    }
+
+    /// Number of points, counted without expanding (a random search counts its `samples`, capped
+    /// by the size of its space when every parameter is a list; duplicates may leave fewer).
+    public var count: Int {
+        if !parts.isEmpty { return parts.reduce(1) { saturatingProduct($0, $1.count) } }
+        switch mode {
+        case .grid: return parameters.reduce(1) { saturatingProduct($0, $1.domain.count ?? 0) }
+        case .zip: return parameters.first?.domain.count ?? 0
+        case .random:
+            var space: Int? = 1
+            for p in parameters {
+                guard let n = p.domain.count, let s = space else { space = nil; break }
+                space = saturatingProduct(s, n)
+            }
+            return min(samples, space ?? Int.max)
+        }
+    }
+
+    /// The first `limit` points in expansion order, without expanding the rest.
+    public func points(limit: Int) -> [[JSONValue]] {
+        guard limit < count else { return points() }
+        if !parts.isEmpty {
+            // Mixed radix over the parts, last part fastest: every digit of an index < limit is < limit.
+            let lists = parts.map { $0.points(limit: limit) }
+            let radix = parts.map(\.count)
+            return (0..<limit).map { i in
+                var rest = i, digits = [Int](repeating: 0, count: lists.count)
+                for j in lists.indices.reversed() { digits[j] = rest % max(radix[j], 1); rest /= max(radix[j], 1) }
+                return lists.indices.flatMap { lists[$0][min(digits[$0], lists[$0].count - 1)] }
+            }
+        }
+        switch mode {
+        case .grid:
+            let lists = parameters.map { p -> [JSONValue] in if case .values(let v) = p.domain { return v } else { return [] } }
+            return (0..<limit).map { i in
+                var rest = i, point = [JSONValue](repeating: .null, count: lists.count)
+                for j in lists.indices.reversed() { point[j] = lists[j][rest % lists[j].count]; rest /= lists[j].count }
+                return point
+            }
+        case .zip:
+            let lists = parameters.map { p -> [JSONValue] in if case .values(let v) = p.domain { return v } else { return [] } }
+            return (0..<limit).map { i in lists.map { $0[i] } }
+        case .random:
+            var capped = self
+            capped.samples = limit
+            return capped.randomPoints().points
+        }
+    }
+
+    /// A few points that between them take every listed value of every parameter (up to
+    /// `perParameter` values each) and both ends of continuous ranges, with the other parameters
+    /// at their first point: what `validate` checks of a sweep too large to resolve run by run.
+    public func extremePoints(perParameter: Int = 64) -> [[JSONValue]] {
+        guard let first = points(limit: 1).first, !parameters.isEmpty else { return [] }
+        var out: [[JSONValue]] = []
+        for (j, p) in parameters.enumerated() {
+            let values: [JSONValue]
+            switch p.domain {
+            case .values(let v): values = v.count <= perParameter ? v : Array(v.prefix(perParameter / 2) + v.suffix(perParameter / 2))
+            case .uniform(let lo, let hi), .logUniform(let lo, let hi): values = [.double(lo), .double(hi.nextDown)]
+            }
+            for v in values {
+                var point = first
+                point[j] = v
+                out.append(point)
+            }
+        }
+        return out
     }
 
     /// The sweep's points: each is one value per parameter, in `parameters` order.
@@ -249,6 +321,12 @@ public struct SweepSpec: Sendable, Equatable {
     static func rounded(_ x: Double) -> Double {
         Double(String(format: "%.6g", x)) ?? x
     }
+}
+
+/// `a·b` for counts ≥ 0, Int.max when it overflows.
+func saturatingProduct(_ a: Int, _ b: Int) -> Int {
+    let (m, overflow) = a.multipliedReportingOverflow(by: b)
+    return overflow || m < 0 ? Int.max : m
 }
 
 extension JSONValue {

@@ -23,6 +23,11 @@ public enum RunExecutor {
                              outcome: nil, metrics: nil, costs: nil, experienceNames: [], experienceMetadata: [],
                              featureNames: [], streamMetadata: [:], wallSeconds: 0)
         }
+        if let problem = Preflight.resourceProblem(run) {
+            return RunResult(run: run, status: .failed, message: problem.description,
+                             outcome: nil, metrics: nil, costs: nil, experienceNames: [], experienceMetadata: [],
+                             featureNames: [], streamMetadata: [:], wallSeconds: 0)
+        }
         var resume: TrainerCheckpoint? = nil
         var users: [RunCheckpoint.PopulationUserCheckpoint]? = nil
         switch runCheckpoint {

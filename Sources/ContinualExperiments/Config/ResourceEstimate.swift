@@ -1,0 +1,245 @@
+import Foundation
+import ContinualCore
+
+/// Upper limits a run must fit: peak memory (default: the machine's physical memory) and work
+/// (training sample-steps plus simulated days and evaluations; default 10^12, days of one core).
+public struct ResourceLimits: Sendable, Equatable {
+    public var memoryBytes: Double
+    public var work: Double
+    /// Floating-point operations (training ≈ 6 per parameter per row, evaluation 2).
+    public var flops: Double
+    /// Where the memory limit comes from, for messages ("physical memory", "--max-memory").
+    public var memorySource: String
+
+    public init(memoryBytes: Double? = nil, work: Double? = nil, flops: Double? = nil) {
+        self.memoryBytes = memoryBytes ?? ResourceLimits.physicalMemory
+        self.work = work ?? ResourceLimits.defaultWork
+        self.flops = flops ?? ResourceLimits.defaultFLOPs
+        self.memorySource = memoryBytes == nil ? "this machine's memory" : "--max-memory"
+    }
+
+    public static let defaultWork = 1e12
+    /// About a week of one core at the speed the toolkit trains small models.
+    public static let defaultFLOPs = 1e16
+    public static var physicalMemory: Double { Double(ProcessInfo.processInfo.physicalMemory) }
+    public static let machine = ResourceLimits()
+
+    /// Parses `8G`, `512M`, `300k` or a number of bytes (powers of 1024).
+    public static func parseBytes(_ text: String) -> Double? {
+        let t = text.trimmingCharacters(in: .whitespaces).lowercased()
+        let k = 1024.0
+        let units: [(String, Double)] = [("tb", k * k * k * k), ("gb", k * k * k), ("mb", k * k), ("kb", k),
+                                         ("t", k * k * k * k), ("g", k * k * k), ("m", k * k), ("k", k), ("b", 1)]
+        for (suffix, factor) in units where t.hasSuffix(suffix) {
+            guard let v = Double(t.dropLast(suffix.count)), v.isFinite, v > 0 else { return nil }
+            return v * factor
+        }
+        guard let v = Double(t), v.isFinite, v > 0 else { return nil }
+        return v
+    }
+}
+
+/// A run's estimated peak memory and work, computed in floating point from the config (no
+/// allocation, no integer overflow), with the key paths of the sizes that dominate each.
+public struct RunEstimate: Sendable, Equatable {
+    public var memoryBytes: Double = 0
+    /// Training sample-steps (epochs × training rows incl. replayed rows) + evaluated rows +
+    /// simulated days, over every user of a population.
+    public var work: Double = 0
+    /// Key path of the largest memory term (e.g. `.model.hidden[0]`).
+    public var flops: Double = 0
+    /// Key path of the largest memory term (e.g. `.model.hidden[0]`).
+    public var memoryKey = ""
+    public var workKey = ""
+    public var flopsKey = ""
+
+    /// "1.2 GB"
+    public static func bytes(_ b: Double) -> String {
+        let units = ["B", "kB", "MB", "GB", "TB", "PB", "EB"]
+        var v = b, i = 0
+        while v >= 1024 && i < units.count - 1 { v /= 1024; i += 1 }
+        return i == 0 ? "\(Int(v)) B" : String(format: v >= 100 ? "%.0f %@" : "%.1f %@", v, units[i])
+    }
+
+    /// "3.2e9" style count.
+    public static func count(_ n: Double) -> String {
+        n < 1e6 ? String(Int(n.rounded())) : String(format: "%.2g", n)
+    }
+
+    public var summary: String {
+        "memory ≈ \(Self.bytes(memoryBytes)), work ≈ \(Self.count(work)) sample-steps (\(Self.count(flops)) FLOPs)"
+    }
+
+    /// The refusal for `limits`, or nil when the run fits.
+    public func problem(_ limits: ResourceLimits, file: String) -> ConfigError? {
+        if !(memoryBytes <= limits.memoryBytes) {
+            return ConfigError(file: file, location: memoryKey.isEmpty ? "(top level)" : memoryKey,
+                               message: "the run needs an estimated \(Self.bytes(memoryBytes)) of memory, more than \(limits.memorySource) "
+                                + "(\(Self.bytes(limits.memoryBytes))); make this size smaller")
+        }
+        if !(work <= limits.work) {
+            return ConfigError(file: file, location: workKey.isEmpty ? "(top level)" : workKey,
+                               message: "the run needs an estimated \(Self.count(work)) sample-steps of work, more than the limit "
+                                + "\(Self.count(limits.work)) (--max-work); make this size smaller")
+        }
+        if !(flops <= limits.flops) {
+            return ConfigError(file: file, location: flopsKey.isEmpty ? "(top level)" : flopsKey,
+                               message: "the run needs an estimated \(Self.count(flops)) floating-point operations, more than the limit "
+                                + "\(Self.count(limits.flops)) (--max-flops); make this size smaller")
+        }
+        return nil
+    }
+}
+
+/// The data a scenario holds: sizes as Doubles, with the key path that sets them.
+struct ScenarioSize {
+    var train: Double
+    var test: Double
+    var experiences: Double
+    var dimension: Double
+    var classes: Double
+    /// Simulated days or rows generated (≥ train + test).
+    var generated: Double
+    /// Key path of the size that scales the data (e.g. `.scenario.train_per_experience`).
+    var key: String
+    /// Raw bytes the scenario reads from a file (0 for generated ones).
+    var fileBytes: Double = 0
+
+    var samples: Double { train + test }
+
+    /// From the scenario's JSON alone (files by their size on disk): an upper-side estimate.
+    static func estimate(_ scenario: [String: JSONValue], resolvedPath: String?) -> ScenarioSize {
+        func num(_ k: String) -> Double? { scenario[k]?.numberValue }
+        let type = scenario["type"].flatMap { if case .string(let s) = $0 { return s } else { return nil } } ?? ""
+        switch type {
+        case "dataset", "split_digits", "permuted_digits":
+            let bytes = resolvedPath.flatMap { (try? FileManager.default.attributesOfItem(atPath: $0))?[.size] as? NSNumber }
+                .map { $0.doubleValue } ?? 0
+            // A float per value, as text (CSV) or compressed (HDF5): a few bytes each; 8 is generous.
+            let rows = max(bytes / 8, 1)
+            let copies = type == "permuted_digits" ? max(num("experiences") ?? 5, 1) : 1
+            let dim = type == "dataset" ? 64.0 : 64.0
+            return ScenarioSize(train: rows * copies, test: rows * copies / 4, experiences: type == "permuted_digits" ? copies : 10,
+                                dimension: dim, classes: num("classes") ?? 10, generated: rows * copies,
+                                key: type == "permuted_digits" ? ".scenario.experiences" : ".scenario.path", fileBytes: bytes)
+        default:
+            let train = num("train_per_experience") ?? 2000, test = num("test_per_experience") ?? 500
+            var phases = 5.0
+            if case .array(let p)? = scenario["phases"] { phases = Double(p.count) }
+            var repeats = 1.0
+            if case .object(let d)? = scenario["drift"], let r = d["repeats"]?.numberValue { repeats = r }
+            let concepts = phases * repeats
+            let days = (train + test) * concepts
+            var experiences = concepts
+            switch scenario["cut"] {
+            case .string("week")?: experiences = days / 7
+            case .string("month")?: experiences = days / 30
+            case .int(let n)? where n > 0: experiences = days / Double(n)
+            default: break
+            }
+            let sessions = num("sessions_per_day") ?? 1
+            let warmup = num("warmup_days") ?? 30
+            let key = train >= test ? ".scenario.train_per_experience" : ".scenario.test_per_experience"
+            return ScenarioSize(train: train * concepts, test: test * concepts, experiences: max(experiences.rounded(.up), 1),
+                                dimension: 64, classes: 32, generated: days * max(sessions, 1) + warmup,
+                                key: scenario["warmup_days"].map { _ in warmup > days ? ".scenario.warmup_days" : key } ?? key)
+        }
+    }
+
+    /// Exact sizes of a built stream.
+    static func of(_ stream: ExperienceStream, key: String, generated: Double) -> ScenarioSize {
+        var train = 0.0, test = 0.0
+        for e in stream.experiences { train += Double(e.train.count); test += Double(e.test.count) }
+        return ScenarioSize(train: train, test: test, experiences: Double(stream.experiences.count),
+                            dimension: Double(stream.dimension), classes: Double(stream.head.classCount),
+                            generated: max(generated, train + test), key: key)
+    }
+}
+
+extension RunEstimate {
+    /// The estimate of `run` with a scenario of `size` (`ScenarioSize.estimate` before the data
+    /// exist, `ScenarioSize.of` once the stream is built).
+    static func of(_ config: RunConfig, json: [String: JSONValue], size: ScenarioSize, cores: Int) -> RunEstimate {
+        var memory: [(Double, String)] = []
+        var work: [(Double, String)] = []
+        let T = max(size.experiences, 1)
+        let D = max(size.dimension, 1)
+        // Data: features and labels, with a copy while generating or splitting.
+        let dataBytes = 2 * size.samples * (D * 4 + 8) + size.fileBytes
+        memory.append((dataBytes, size.key))
+        // Model: weights, gradients, two optimizer moments, and anchors/importances of plugins.
+        var widths = config.model.hidden.map(Double.init)
+        let outputs = size.classes <= 2 ? 1 : size.classes
+        var params = 0.0, previous = D
+        for w in widths { params += (previous + 1) * w; previous = w }
+        let heads = config.model.multiHead ? T : 1
+        params += heads * (previous + 1) * outputs
+        let perParameter = 4.0 * (4 + 3 * Double(config.strategy.count))
+        let widest = config.model.hidden.indices.max { config.model.hidden[$0] < config.model.hidden[$1] }
+        memory.append((params * perParameter, widest.map { ".model.hidden[\($0)]" } ?? ".model.hidden"))
+        // Activations: the training and evaluation workspaces.
+        widths.append(outputs)
+        let sumWidths = widths.reduce(D, +)
+        // Blame the factor furthest above its default: the batch size or the widest layer.
+        let widestKey = widest.map { ".model.hidden[\($0)]" } ?? ".model.hidden"
+        let wide = (widths.max() ?? 1) / 64
+        memory.append((Double(config.training.batchSize) * 2 * sumWidths * 4 * 4,
+                       Double(config.training.batchSize) / 32 >= wide ? ".training.batch_size" : widestKey))
+        memory.append((Double(config.training.evalBatchSize) * sumWidths * 4 * 3,
+                       Double(config.training.evalBatchSize) / 512 >= wide ? ".training.eval_batch_size" : widestKey))
+        // Results: a few T × T matrices per measure, plus predictions.
+        memory.append((T * T * 8 * 16 + (config.metrics.storePredictions ? size.test * 16 : 0), size.key))
+        // Plugin memories (replay buffers, episodic memories, per-experience gradients).
+        var replayRows = 0.0
+        if case .array(let strategies)? = json["strategy"] {
+            for (i, s) in strategies.enumerated() {
+                guard case .object(let o) = s else { continue }
+                let at = ".strategy[\(i)]"
+                if let c = o["capacity"]?.numberValue { memory.append((c * (D * 4 + 8 + outputs * 4), at + ".capacity")) }
+                if let b = o["capacity_bytes"]?.numberValue { memory.append((b, at + ".capacity_bytes")) }
+                if let m = o["memory_per_experience"]?.numberValue {
+                    memory.append((m * T * (D * 4 + 8) + T * params * 4, at + ".memory_per_experience"))
+                }
+                if let r = o["replay_per_batch"]?.numberValue { replayRows += r }
+                if let r = o["replay_ratio"]?.numberValue { replayRows += r * Double(config.training.batchSize) }
+            }
+        }
+        // Work: training rows (with replayed rows per batch), evaluations after every experience.
+        let batches = (size.train / Double(config.training.batchSize)).rounded(.up)
+        let epochs = Double(config.training.mode == .prequential ? 1 : config.training.epochs)
+        let trainRows = epochs * (size.train + batches * replayRows)
+        work.append((trainRows, config.training.epochs > 1 ? ".training.epochs" : size.key))
+        work.append(((T + 2) * size.test, size.key))
+        work.append((size.generated, size.key))
+        if let schedule = config.schedule {
+            // Scheduled runs simulate each day of the stream at samples_per_day.
+            work.append((size.train / Double(max(schedule.samplesPerDay, 1)) * 24, ".schedule.samples_per_day"))
+        }
+        var estimate = RunEstimate()
+        estimate.memoryBytes = memory.reduce(0) { $0 + $1.0 }
+        estimate.memoryKey = memory.max { $0.0 < $1.0 }?.1 ?? ""
+        estimate.work = work.reduce(0) { $0 + $1.0 }
+        estimate.workKey = work.max { $0.0 < $1.0 }?.1 ?? ""
+        // FLOPs: forward and backward per training row, forward per evaluated row.
+        estimate.flops = 6 * params * trainRows + 2 * params * (T + 2) * size.test
+        estimate.flopsKey = params > 1e6 ? (widest.map { ".model.hidden[\($0)]" } ?? estimate.workKey) : estimate.workKey
+        if let population = config.population {
+            // Every user owns a model and a stream; `jobs` users are in memory at once; every
+            // user's matrices and metrics stay until the run ends.
+            let users = Double(population.users)
+            let parallel = min(users, Double(population.jobs > 0 ? population.jobs : cores))
+            let perUserKept = T * T * 8 * (population.storeMatrices ? 2 : 1) + 512
+            let total = estimate.memoryBytes * parallel + users * perUserKept
+            if users * perUserKept > estimate.memoryBytes * parallel || parallel > 1 { estimate.memoryKey = ".population.users" }
+            estimate.memoryBytes = total
+            estimate.work *= users
+            estimate.flops *= users
+            if users > 1 { estimate.flopsKey = params > 1e6 ? estimate.flopsKey : ".population.users" }
+            if users > 1 { estimate.workKey = ".population.users" }
+        }
+        if !estimate.memoryBytes.isFinite { estimate.memoryBytes = .infinity }
+        if !estimate.work.isFinite { estimate.work = .infinity }
+        if !estimate.flops.isFinite { estimate.flops = .infinity }
+        return estimate
+    }
+}

@@ -1,0 +1,195 @@
+import Foundation
+import ContinualCore
+import ContinualScenarios
+
+/// Everything about a run that can be checked without training, in one place: `validate` runs
+/// it on every run it lists, and `run`/`sweep` on every run before the first starts (so a config
+/// problem exits 2 with its key path and writes nothing). `RunExecutor` repeats the resource
+/// check, so configs built in code cannot crash it either.
+///
+/// 1. resources: estimated peak memory and work against `ResourceLimits` (floating point, from
+///    the config alone, before any allocation);
+/// 2. files: every file the scenario reads exists (at the path resolved against the experiment
+///    file) and has the scenario layout; the data are loaded and checked as a run would;
+/// 3. the stream fits the model and strategy: hidden-layer indices exist, heads and labels
+///    agree, features named by plugins exist, buffers hold a sample, populations are supported
+///    (the plugins' own `prepare`, on a fresh model, exactly as the Trainer calls it);
+/// 4. resources again with the real sizes of the data.
+public enum Preflight {
+    /// Generated scenarios larger than this (samples + simulated days) are not built by
+    /// `validate`: their sizes are checked from the config, their structure at the run's start.
+    public static let buildLimit = 1_000_000.0
+
+    /// Checks `run`; throws a `ConfigError` naming the key path. Returns the estimate.
+    @discardableResult
+    public static func check(_ run: ResolvedRun, file: String = "", limits: ResourceLimits = .machine,
+                             cores: Int = ProcessInfo.processInfo.activeProcessorCount) throws -> RunEstimate {
+        var streams: [String: ExperienceStream] = [:]
+        return try check(run, file: file, limits: limits, cores: cores, streams: &streams)
+    }
+
+    /// `check` with a cache of built streams by scenario (runs that differ only in strategy or
+    /// model share their data; the structure of a stream does not depend on the seed).
+    static func check(_ run: ResolvedRun, file: String, limits: ResourceLimits, cores: Int,
+                      streams: inout [String: ExperienceStream]) throws -> RunEstimate {
+        let config = run.config
+        let json = (try? JSONDecoder().decode(JSONValue.self, from: Data(run.canonicalJSON.utf8)))?.objectValue ?? [:]
+        let scenarioJSON = json["scenario"]?.objectValue ?? [:]
+        let filePath = dataPath(config)
+        let context = run.config.name.isEmpty ? "" : " (run \"\(run.config.name)\")"
+        func fail(_ location: String, _ message: String) -> ConfigError {
+            ConfigError(file: file, location: location, message: message + context)
+        }
+        // 1. Sizes from the config alone.
+        let rough = ScenarioSize.estimate(scenarioJSON, resolvedPath: filePath)
+        var estimate = RunEstimate.of(config, json: json, size: rough, cores: cores)
+        // The rough estimate assumes wide features and many classes; when the data are small
+        // enough to build, the estimate with their real sizes decides (step 4).
+        let buildable = filePath != nil ? rough.fileBytes <= limits.memoryBytes / 4 : rough.generated <= buildLimit
+        if !buildable, var problem = estimate.problem(limits, file: file) { problem.message += context; throw problem }
+        if let problem = config.consistencyProblem() {
+            throw fail("." + problem.path.joined(separator: "."), problem.message)
+        }
+        // 2. Files.
+        if let filePath {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: filePath, isDirectory: &isDirectory), !isDirectory.boolValue else {
+                let written = scenarioJSON["path"].map { $0.shortDescription } ?? filePath
+                throw fail(".scenario.path", "no such file: \(filePath)"
+                    + (written != filePath ? " (\"\(written)\" is relative to the experiment file's directory)" : ""))
+            }
+        }
+        if config.population != nil, !(config.scenario.options is any PopulationScenario) {
+            throw fail(".population", "scenario \"\(config.scenario.typeName)\" does not support populations (supported: "
+                + Registry.scenarios.filter { $0 is any PopulationScenario.Type }.map { $0.typeName }.joined(separator: ", ") + ")")
+        }
+        guard buildable else { return estimate }
+        // 3. The data and how the model and plugins fit them.
+        let stream: ExperienceStream
+        let streamKey = (json["scenario"] ?? .null).canonicalText() + (filePath ?? "")
+        do {
+            if let cached = streams[streamKey] {
+                stream = cached
+            } else {
+                stream = try config.scenario.options.makeStream(seed: config.seed)
+                streams[streamKey] = stream
+            }
+        } catch {
+            throw fail(filePath != nil ? ".scenario.path" : ".scenario", Self.shortened("\(error)"))
+        }
+        estimate = RunEstimate.of(config, json: json, size: ScenarioSize.of(stream, key: rough.key, generated: rough.generated),
+                                  cores: cores)
+        if var problem = estimate.problem(limits, file: file) { problem.message += context; throw problem }
+        let T = stream.experiences.count
+        guard T > 0 else { throw fail(".scenario", "the scenario has no experiences") }
+        // Scheduled runs train sessions planned from the device simulation at run time; their
+        // plugins are checked against the scenario's experiences (the structure is the same).
+        var spec = config.model.spec(inputs: stream.dimension, head: stream.head, experiences: T)
+        if let message = spec.validationError() { throw fail(".model", message) }
+        // The plugins' checks depend on the layer structure (counts, heads, features), not on
+        // the widths: a very wide model is checked as a narrow one of the same shape, so that
+        // validate does not spend seconds initialising millions of weights.
+        if config.model.hidden.contains(where: { $0 > 1024 }) {
+            var narrow = config.model
+            narrow.hidden = narrow.hidden.map { min($0, 1024) }
+            spec = narrow.spec(inputs: stream.dimension, head: stream.head, experiences: T)
+        }
+        var rng = RandomSource(seed: config.seed, stream: "init")
+        var model = MLP(spec: spec, rng: &rng)
+        var plugins = config.strategy.map { $0.options.makePlugin() }
+        let strategies: [JSONValue] = { if case .array(let a)? = json["strategy"] { return a } else { return [] } }()
+        for i in plugins.indices {
+            let ctx = RunContext(seed: config.seed, pluginIndex: i, experienceCount: T, dimension: stream.dimension,
+                                 head: stream.head, training: config.training.options, featureNames: stream.featureNames)
+            do {
+                try plugins[i].prepare(model: &model, context: ctx)
+            } catch {
+                let message = "\(error)"
+                let keys = i < strategies.count ? strategies[i].objectValue.map { Array($0.keys) } ?? [] : []
+                throw fail(message.contains("model.hidden") ? ".model.hidden" : ".strategy[\(i)]" + optionKey(in: message, keys: keys), message)
+            }
+        }
+        if config.schedule == nil && model.routeCount > 1 && model.routeCount < T {
+            throw fail(".model.multi_head", "the model has \(model.routeCount) heads but the stream has \(T) experiences")
+        }
+        return estimate
+    }
+
+    /// The file a scenario reads (resolved), or nil for generated scenarios.
+    static func dataPath(_ config: RunConfig) -> String? {
+        switch config.scenario.options {
+        case let o as DatasetScenario: return o.path
+        case let o as SplitDigitsScenario: return o.path
+        case let o as PermutedDigitsScenario: return o.path
+        default: return nil
+        }
+    }
+
+    /// The option a plugin's message is about (`.layers` for "hidden layer 3 does not exist").
+    static func optionKey(in message: String, keys: [String]) -> String {
+        let lower = message.lowercased()
+        if lower.contains("has no feature"), keys.contains("context_feature") { return ".context_feature" }
+        let direct = keys.filter { $0 != "type" && (lower.contains($0) || lower.contains($0.replacingOccurrences(of: "_", with: " "))) }
+        if let k = direct.max(by: { $0.count < $1.count }) { return "." + k }
+        let synonyms: [(String, String)] = [("layer", "layers"), ("feature", "context_feature"), ("capacity", "capacity")]
+        for (word, key) in synonyms where lower.contains(word) && keys.contains(key) { return "." + key }
+        return ""
+    }
+
+    /// The config-only resource check (no file is read): what `RunExecutor` repeats so a config
+    /// built in code cannot make it allocate past the machine's memory.
+    public static func resourceProblem(_ run: ResolvedRun, limits: ResourceLimits = .machine) -> ConfigError? {
+        let json = (try? JSONDecoder().decode(JSONValue.self, from: Data(run.canonicalJSON.utf8)))?.objectValue ?? [:]
+        let size = ScenarioSize.estimate(json["scenario"]?.objectValue ?? [:], resolvedPath: dataPath(run.config))
+        return RunEstimate.of(run.config, json: json, size: size, cores: ProcessInfo.processInfo.activeProcessorCount)
+            .problem(limits, file: "")
+    }
+
+    /// The scenario alone (`continual scenario export`): its data must fit this machine's memory.
+    public static func scenarioProblem(_ spec: ScenarioSpec, limits: ResourceLimits = .machine) -> ConfigError? {
+        let json = (try? JSONDecoder().decode(JSONValue.self, from: Data(ScenarioCatalog.canonicalJSON(spec).utf8)))?.objectValue ?? [:]
+        let size = ScenarioSize.estimate(json, resolvedPath: nil)
+        let bytes = 2 * size.samples * (size.dimension * 4 + 8)
+        guard !(bytes <= limits.memoryBytes) || !(size.generated <= limits.work) else { return nil }
+        return ConfigError(location: size.key, message: "the scenario needs an estimated \(RunEstimate.bytes(bytes)) of memory "
+            + "and \(RunEstimate.count(size.generated)) simulated samples; the limits are \(RunEstimate.bytes(limits.memoryBytes)) "
+            + "and \(RunEstimate.count(limits.work))")
+    }
+
+    /// Long messages (a file's content echoed back) cut to a readable length.
+    static func shortened(_ text: String, limit: Int = 400) -> String {
+        text.count <= limit ? text : String(text.prefix(limit)) + "…"
+    }
+}
+
+extension Preflight {
+    /// What `validate` prints about a set of runs.
+    public struct Report: Sendable {
+        /// One estimate per run, in order.
+        public var estimates: [RunEstimate]
+        public var peakMemory: Double { estimates.map(\.memoryBytes).max() ?? 0 }
+        public var totalWork: Double { estimates.reduce(0) { $0 + $1.work } }
+    }
+
+    /// `check` on every run; runs that differ only in name, seed and optimizer share the data and
+    /// structural checks (one sweep over seeds and learning rates builds its stream once).
+    public static func checkAll(_ runs: [ResolvedRun], file: String = "", limits: ResourceLimits = .machine,
+                                cores: Int = ProcessInfo.processInfo.activeProcessorCount) throws -> Report {
+        var done: [String: RunEstimate] = [:]
+        var streams: [String: ExperienceStream] = [:]
+        var estimates: [RunEstimate] = []
+        estimates.reserveCapacity(runs.count)
+        for run in runs {
+            var key = run.canonicalJSON
+            if case .object(var o)? = try? JSONDecoder().decode(JSONValue.self, from: Data(run.canonicalJSON.utf8)) {
+                o["name"] = nil; o["seed"] = nil; o["optimizer"] = nil
+                key = JSONValue.object(o).canonicalText()
+            }
+            if let known = done[key] { estimates.append(known); continue }
+            let e = try check(run, file: file, limits: limits, cores: cores, streams: &streams)
+            done[key] = e
+            estimates.append(e)
+        }
+        return Report(estimates: estimates)
+    }
+}

@@ -1,0 +1,42 @@
+import ArgumentParser
+import ContinualExperiments
+import Foundation
+
+/// `--max-memory` and `--max-work`, shared by `validate`, `run` and `sweep`.
+struct ResourceOptions: ParsableArguments {
+    @Option(help: "Refuse a run whose estimated peak memory exceeds this (e.g. 8G, 512M; default: this machine's memory).")
+    var maxMemory: String?
+
+    @Option(help: "Refuse a run whose estimated work exceeds this many sample-steps (default 1e12).")
+    var maxWork: Double?
+
+    @Option(help: "Refuse a run whose estimated floating-point operations exceed this (default 1e16).")
+    var maxFlops: Double?
+
+    func limits() throws -> ResourceLimits {
+        var memory: Double? = nil
+        if let maxMemory {
+            guard let bytes = ResourceLimits.parseBytes(maxMemory) else {
+                throw CLIFailure.badInput("--max-memory: expected a size such as 8G, 512M or a number of bytes, got \"\(maxMemory)\"")
+            }
+            memory = bytes
+        }
+        if let maxWork, !(maxWork > 0 && maxWork.isFinite) {
+            throw CLIFailure.badInput("--max-work: expected a positive number, got \(maxWork)")
+        }
+        if let maxFlops, !(maxFlops > 0 && maxFlops.isFinite) {
+            throw CLIFailure.badInput("--max-flops: expected a positive number, got \(maxFlops)")
+        }
+        return ResourceLimits(memoryBytes: memory, work: maxWork, flops: maxFlops)
+    }
+
+    /// Runs `Preflight.checkAll` and turns a refusal into exit 2.
+    func preflight(_ runs: [ResolvedRun], file: String) throws -> Preflight.Report {
+        let limits = try limits()
+        do {
+            return try Preflight.checkAll(runs, file: file, limits: limits)
+        } catch let error as ConfigError {
+            throw CLIFailure.badInput(error.description)
+        }
+    }
+}
