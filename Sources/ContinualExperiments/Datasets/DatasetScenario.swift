@@ -36,7 +36,8 @@ public struct DatasetScenario: ScenarioOptions {
         labelColumn = try c.decode(.labelColumn, default: "label")
         try c.require(path.hasSuffix(".h5") || path.hasSuffix(".hdf5") || path.hasSuffix(".csv"), .path,
                       "must end in .h5, .hdf5 or .csv, got \"\(path)\"")
-        try c.require(classes.map { $0 >= 2 } ?? true, .classes, "must be ≥ 2, got \(classes ?? 0)")
+        try c.require(classes.map { $0 >= 2 && $0 <= DataLimits.maxClasses } ?? true, .classes,
+                      "must be in 2...\(DataLimits.maxClasses) (DataLimits.maxClasses), got \(classes ?? 0)")
         try c.require(head != .binary || (classes ?? 2) == 2, .head, "binary needs classes = 2")
     }
 
@@ -84,6 +85,7 @@ public struct DatasetScenario: ScenarioOptions {
         case .multiclass: stream.head = .multiclass(classes: k)
         case .auto: if classes != nil { stream.head = k == 2 ? .binary : .multiclass(classes: k) }
         }
+        try stream.validateData(source: path)
         return stream
     }
 }
