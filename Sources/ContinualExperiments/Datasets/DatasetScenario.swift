@@ -1,3 +1,4 @@
+import Foundation
 import ContinualCore
 
 /// `"dataset"`: a scenario read from a file instead of generated: the HDF5 scenario layout
@@ -87,5 +88,35 @@ public struct DatasetScenario: ScenarioOptions {
         }
         try stream.validateData(source: path)
         return stream
+    }
+}
+
+extension DatasetScenario {
+    /// A digest of the data file's content (FNV-1a 64 of its bytes, with its size): recorded in
+    /// checkpoints so that resuming against changed data is noticed.
+    public func dataDigest() throws -> String {
+        guard let handle = FileHandle(forReadingAtPath: path) else { throw ScenarioError("\(path): cannot read the file") }
+        defer { try? handle.close() }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        var size = 0
+        while true {
+            let chunk = try handle.read(upToCount: 1 << 20) ?? Data()
+            if chunk.isEmpty { break }
+            size += chunk.count
+            chunk.withUnsafeBytes { raw in
+                for byte in raw { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+            }
+        }
+        return "fnv1a64:\(StableHash.hex(hash)) bytes:\(size)"
+    }
+}
+
+extension RunConfig {
+    /// The digest of the scenario data this run trains on: the data file's content for a
+    /// `dataset` scenario; "" for generated scenarios (their data follows from the config, which
+    /// checkpoints already compare).
+    public func scenarioDataDigest() throws -> String {
+        guard let dataset = scenario.options as? DatasetScenario else { return "" }
+        return try dataset.dataDigest()
     }
 }

@@ -231,6 +231,7 @@ public final class SweepWriter: @unchecked Sendable {
     /// Opens an existing file for writing, retrying for up to a minute while another process
     /// (h5py, h5dump) holds it open: HDF5 ≥ 1.10 locks files.
     static func openForWriting(_ path: String) throws -> HDF5File {
+        try AppendReserve.reserve(path)
         var lastError: (any Error)?
         for attempt in 0..<300 {
             do { return try HDF5File.open(path: path, mode: .readWrite) } catch {
