@@ -10,7 +10,7 @@ struct ContinualCommand: ParsableCommand {
         Exit codes: 0 success, 1 a run failed or diverged, 2 bad input (invalid JSON, unknown key, \
         missing file, bad option, conflicting merge), 130 sweep interrupted (rerun with --resume).
         """,
-        subcommands: [RunCommand.self, SweepCommand.self, MergeCommand.self, ValidateCommand.self, InspectCommand.self,
+        subcommands: [RunCommand.self, SweepCommand.self, MergeCommand.self, RepairCommand.self, ValidateCommand.self, InspectCommand.self,
                       ScenarioCommand.self, BenchCommand.self]
     )
 

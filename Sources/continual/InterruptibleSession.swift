@@ -54,6 +54,9 @@ enum InterruptibleSession {
         if FileManager.default.fileExists(atPath: path) && !resume && !overwrite {
             throw CLIFailure.badInput("\(path) exists; use --resume to complete it or --overwrite to replace it")
         }
-        do { return try session.makeWriter(path: path, resume: resume) } catch { throw CLIFailure.badInput("\(error)") }
+        let writer: SweepWriter
+        do { writer = try session.makeWriter(path: path, resume: resume) } catch { throw CLIFailure.badInput("\(error)") }
+        for d in writer.damaged { printError("warning: \(path): run group \(d.id) was unreadable (\(d.reason)); removed, it runs again") }
+        return writer
     }
 }

@@ -204,3 +204,50 @@ struct WriterLockTests {
         #expect(allowed.status == 0, "\(allowed.stderr)")
     }
 }
+
+@Suite("Recovery skips damaged run groups")
+struct DamagedGroupTests {
+    /// Overwrites the object header of the first run group with garbage (as a SIGKILL under load
+    /// or a bad disk can leave it); returns its id.
+    func damageFirstRun(_ path: String) throws -> String? {
+        let idFile = path + ".damaged"
+        guard try h5py("""
+            f = h5py.File('\(path)', 'r'); i = sorted(f['runs'].keys())[0]
+            addr = h5py.h5o.get_info(f['runs/' + i].id).addr; f.close()
+            open('\(idFile)', 'w').write(i)
+            with open('\(path)', 'r+b') as raw: raw.seek(addr); raw.write(b'\\xff' * 64)
+            """) else { return nil }
+        return try String(contentsOfFile: idFile, encoding: .utf8)
+    }
+
+    @Test("inspect, merge and --resume skip and report an unreadable group; repair copies every readable run")
+    func damagedGroup() throws {
+        let work = TemporaryDirectory()
+        defer { work.cleanup() }
+        let exp = work.write("e.json", tinyExperiment(name: "d", extra: #""sweep": {"parameters": {"seed": [1, 2]}},"#))
+        let path = work.path("d.h5")
+        #expect(try runCLI(["sweep", exp, "-o", path]).status == 0)
+        guard let bad = try damageFirstRun(path) else { return }
+
+        let contents = try ResultsReader.read(path: path)
+        #expect(contents.runs.count == 3 && contents.damaged.map(\.id) == [bad])
+        let inspect = try runCLI(["inspect", path])
+        #expect(inspect.status == 0 && inspect.stderr.contains("run group \(bad) is unreadable"), "\(inspect.stderr)")
+
+        let repaired = work.path("repaired.h5")
+        let repair = try runCLI(["repair", path, "-o", repaired])
+        #expect(repair.status == 0 && repair.stdout.contains("3 runs copied, 1 damaged group(s) skipped"), "\(repair.stdout) \(repair.stderr)")
+        #expect(try ResultsReader.read(path: repaired).runs.count == 3)
+        #expect(try ResultsReader.read(path: repaired).damaged.isEmpty)
+
+        let merged = work.path("merged.h5")
+        let merge = try runCLI(["merge", merged, path])
+        #expect(merge.status == 0 && merge.stderr.contains("run group \(bad) is unreadable, skipped"), "\(merge.stderr)")
+        #expect(try ResultsReader.read(path: merged).runs.count == 3)
+
+        let resume = try runCLI(["sweep", exp, "-o", path, "--resume"])
+        #expect(resume.status == 0 && resume.stderr.contains("run group \(bad) was unreadable"), "\(resume.stderr)")
+        let after = try ResultsReader.read(path: path)
+        #expect(after.runs.count == 4 && after.damaged.isEmpty, "\(after.damaged)")
+    }
+}

@@ -23,6 +23,9 @@ public enum ResultsReader {
         public var attributes: [String: String]
         public var runs: [StoredRun]
         public var summary: HDF5Table?
+        /// Run groups that could not be read (damaged by a crash or a bad disk), with the reason:
+        /// skipped, so the rest of the file stays usable (`continual repair` copies the rest).
+        public var damaged: [(id: String, reason: String)] = []
     }
 
     public static func read(path: String) throws -> Contents {
@@ -37,9 +40,11 @@ public enum ResultsReader {
                 else if let i = try? root.attributes.scalar(name, as: Int64.self) { attributes[name] = String(i) }
             }
             var runs: [StoredRun] = []
+            var damaged: [(id: String, reason: String)] = []
             if root.exists("runs") {
                 let group = try root.openGroup("runs")
                 for id in try group.childNames() {
+                  do {
                     let g = try group.openGroup(id)
                     let a = g.attributes
                     var run = StoredRun(
@@ -66,10 +71,16 @@ public enum ResultsReader {
                         run.trainSeconds = try g.openGroup("costs").attributes.scalar("train_seconds", as: Double.self) ?? .nan
                     }
                     runs.append(run)
+                  } catch {
+                    damaged.append((id, "\(error)"))
+                  }
                 }
             }
-            let summary = root.exists("summary") ? try root.openDataset("summary").readTable() : nil
-            return Contents(attributes: attributes, runs: runs, summary: summary)
+            var summary: HDF5Table? = nil
+            if root.exists("summary") {
+                do { summary = try root.openDataset("summary").readTable() } catch { damaged.append(("/summary", "\(error)")) }
+            }
+            return Contents(attributes: attributes, runs: runs, summary: summary, damaged: damaged)
         }
     }
 }
