@@ -87,14 +87,6 @@ public struct HDF5Group {
     }
 
     /// Removes the link `name` (HDF5 does not reclaim the space until the file is repacked).
-    /// Moves (renames) the link `name` to `newPath` (relative to this group, or absolute),
-    /// without opening the object: works even when the object itself is unreadable.
-    public func moveLink(_ name: String, to newPath: String) throws {
-        let object = "'\(displayPath(joinPath(path, name)))'"
-        try check(H5Lmove(handle.id, name, handle.id, newPath, chdf5_H5P_DEFAULT(), chdf5_H5P_DEFAULT()),
-                  file.failure("move", object))
-    }
-
     public func delete(_ name: String) throws {
         let object = "'\(displayPath(joinPath(path, name)))'"
         guard exists(name) else { throw file.failure("delete", object, kind: .notFound, reason: "it does not exist") }
