@@ -38,7 +38,18 @@ static inline hid_t chdf5_H5E_DEFAULT(void) { return H5E_DEFAULT; }
 
 // HDF5 keeps the automatic error printer per thread (the Debian build is thread-safe), so it
 // must be switched off on every thread that calls the library; the flag makes repeats cheap.
+//
+// It also asks the library not to run its own clean-up at process exit (H5dont_atexit, which must
+// come before the first HDF5 call): after a failed write (disk full, quota, I/O error) libhdf5 1.10
+// keeps a half-closed dataset in its identifier table and its exit handler dereferences it
+// (SIGSEGV in H5D_close from H5_term_library). Every file is closed explicitly by its owner, so
+// nothing is lost; the operating system reclaims the rest.
 static inline void chdf5_silence_errors(void) {
+    static int prepared = 0;
+    if (!prepared) {
+        H5dont_atexit();
+        prepared = 1;
+    }
     static _Thread_local int silenced = 0;
     if (!silenced) {
         H5Eset_auto2(H5E_DEFAULT, NULL, NULL);

@@ -93,7 +93,17 @@ public struct Layer: Sendable, Equatable {
     /// Copy index used by `route`.
     @inline(__always)
     public func copyIndex(route: Int) -> Int {
-        copies == 1 ? 0 : (routeStride == 1 ? route : route / routeStride) % copies
+        copies == 1 ? 0 : Layer.wrap(routeStride == 1 ? route : route / routeStride, copies)
+    }
+
+    /// `value` modulo `copies` in 0..<copies even for a negative value (Swift's `%` keeps the
+    /// sign), so no route, checked or not, can select memory outside the layer's copies. Routes
+    /// from data are checked at the API boundary (`Trainer.run`, `MLP.routeError`); this is the
+    /// second line of defence, one compare per layer per batch.
+    @inline(__always)
+    static func wrap(_ value: Int, _ copies: Int) -> Int {
+        let m = value % copies
+        return m < 0 ? m &+ copies : m
     }
 
     /// First weight of the copy used by `route` (routes beyond the copies wrap modulo `copies`;
@@ -126,7 +136,7 @@ public struct Layer: Sendable, Equatable {
     @inline(__always)
     public func lowRankOffsets(route: Int) -> (a: Int, b: Int) {
         let lr = lowRank!
-        let copy = lr.copies == 1 ? 0 : (route / lr.routeStride) % lr.copies
+        let copy = lr.copies == 1 ? 0 : Layer.wrap(route / lr.routeStride, lr.copies)
         let a = lr.offset + copy * lr.rank * (inputs + outputs)
         return (a, a + inputs * lr.rank)
     }

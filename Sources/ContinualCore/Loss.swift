@@ -33,7 +33,9 @@ public enum Loss {
         case .multiclass(let k):
             for i in 0..<count {
                 let row = logits + i &* k
-                guard labels[i] >= 0 else {
+                // A label outside 0..<k (never from a file: Trainer.run rejects those) adds nothing
+                // rather than indexing past the row.
+                guard labels[i] >= 0, Int(labels[i]) < k else {
                     row.update(repeating: 0, count: k)
                     continue
                 }
@@ -64,7 +66,7 @@ public enum Loss {
         var total = 0.0
         for i in 0..<count {
             let row = logits + i &* k
-            guard labels[i] >= 0 else {
+            guard labels[i] >= 0, Int(labels[i]) < k else {
                 row.update(repeating: 0, count: k)
                 continue
             }

@@ -99,6 +99,12 @@ public struct MLP: Sendable, Equatable {
         }.max() ?? 1
     }
 
+    /// Nil when `route` selects a parameter set of this model (0..<routeCount), else a message.
+    public func routeError(_ route: Int) -> String? {
+        let n = routeCount
+        return route >= 0 && route < n ? nil : "route \(route) is out of range 0..<\(n) (the model has \(n) routes)"
+    }
+
     /// Parameters that an optimizer may change.
     public var trainableCount: Int { trainable.map { $0.lazy.filter { $0 }.count } ?? parameters.count }
 

@@ -118,6 +118,9 @@ public struct HDF5Attributes {
         let space = try check(H5Aget_space(attribute), file.failure("read", object))
         defer { H5Sclose(space) }
         guard let count = HDF5Dataspace.count(of: space) else { throw file.failure("read", object) }
+        if let reason = HDF5ReadLimits.bytes(count: count, elementSize: max(H5Tget_size(type), 16)).reason {
+            throw file.failure("read", object, kind: .invalidArgument, reason: reason)
+        }
         return try body(attribute, type, space, count)
     }
 

@@ -12,6 +12,7 @@ extension HDF5Dataset {
             let memoryType = try check(layout.makeType(), failure("read"))
             defer { H5Tclose(memoryType) }
             guard count > 0 else { return HDF5Table(columns: layout.columns) }
+            try checkReadSize(count: count, fileType: fileType, memoryElementSize: layout.rowSize)
             let buffer = UnsafeMutableRawPointer.allocate(byteCount: count * layout.rowSize, alignment: 16)
             defer { buffer.deallocate() }
             buffer.initializeMemory(as: UInt8.self, repeating: 0, count: count * layout.rowSize)

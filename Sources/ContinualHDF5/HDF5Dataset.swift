@@ -37,6 +37,7 @@ public struct HDF5Dataset {
     public func read<T: HDF5Scalar>(as type: T.Type = T.self) throws -> [T] {
         try withTypeAndCount("read") { fileType, _, count in
             try expect(fileType, classes: [H5T_INTEGER, H5T_FLOAT], as: "\(T.self)")
+            try checkReadSize(count: count, fileType: fileType, memoryElementSize: MemoryLayout<T>.stride)
             return try [T](unsafeUninitializedCapacity: count) { buffer, initialized in
                 if count > 0 {
                     let status = H5Dread(
@@ -53,6 +54,7 @@ public struct HDF5Dataset {
     public func readStrings() throws -> [String] {
         try withTypeAndCount("read") { fileType, space, count in
             try expect(fileType, classes: [H5T_STRING], as: "String")
+            try checkReadSize(count: count, fileType: fileType, memoryElementSize: 16)
             return try HDF5Strings.read(fileType: fileType, space: space, count: count, failure: { failure("read") }) {
                 memoryType, buffer in
                 H5Dread(handle.id, memoryType, chdf5_H5S_ALL(), chdf5_H5S_ALL(), chdf5_H5P_DEFAULT(), buffer)

@@ -1,4 +1,5 @@
 import CHDF5
+import Foundation
 
 /// A failed HDF5 operation, with a message naming the operation, the file and the object.
 /// HDF5's own error stack is never printed; its innermost (most specific) message becomes the reason.
@@ -26,7 +27,10 @@ public struct HDF5Error: Error, CustomStringConvertible, Equatable, Sendable {
 extension HDF5Error {
     /// "cannot <verb> <target>: <reason>", taking the reason from HDF5's error stack when none is given.
     static func cannot(_ verb: String, _ target: String, kind: Kind? = nil, reason: String? = nil) -> HDF5Error {
-        let detail = reason ?? HDF5ErrorStack.innermostMessage() ?? "unknown HDF5 error"
+        let osError = errno
+        // HDF5's stack often says nothing useful for a failed write: name the operating-system cause.
+        let detail = reason ?? HDF5ErrorStack.innermostMessage()
+            ?? ([ENOSPC, EDQUOT, EIO, EFBIG, EROFS].contains(osError) ? String(cString: strerror(osError)) : "unknown HDF5 error")
         let inferred: Kind
         if let kind {
             inferred = kind

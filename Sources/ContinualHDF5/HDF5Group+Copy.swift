@@ -18,14 +18,22 @@ extension HDF5Group {
         guard let source = try? openGroup(name) else { return }
         let copied = try destination.openGroup(target)
         // (dataset, dimension, scale) as paths relative to the copied group.
+        // Scales are matched by object address, not by name: H5Iget_name may search the whole
+        // file for a name and fail on a damaged group elsewhere (then no healthy group could be
+        // copied out of a damaged file).
         var attachments: [(String, Int, String)] = []
-        for member in try source.datasetPaths() {
+        let members = try source.datasetPaths()
+        var memberAt: [haddr_t: String] = [:]
+        for member in members {
+            var info = H5O_info_t()
+            if H5Oget_info_by_name1(source.handle.id, member, &info, chdf5_H5P_DEFAULT()) >= 0 { memberAt[info.addr] = member }
+        }
+        for member in members {
             let d = try source.openDataset(member)
             for dim in 0..<(try d.shape.count) where H5DSget_num_scales(d.handle.id, UInt32(dim)) > 0 {
-                for scale in try d.attachedScalePaths(dimension: dim) {
-                    let prefix = source.path + "/"
-                    guard scale.hasPrefix(prefix) else { continue }  // a scale outside the group: not re-linked
-                    attachments.append((member, dim, String(scale.dropFirst(prefix.count))))
+                for address in try d.attachedScaleAddresses(dimension: dim) {
+                    guard let scale = memberAt[address] else { continue }  // a scale outside the group: not re-linked
+                    attachments.append((member, dim, scale))
                 }
             }
         }
@@ -53,6 +61,24 @@ extension HDF5Group {
 }
 
 extension HDF5Dataset {
+    /// File addresses of the dimension scales attached to `dimension`.
+    func attachedScaleAddresses(dimension: Int) throws -> [haddr_t] {
+        final class Addresses { var values: [haddr_t] = [] }
+        let addresses = Addresses()
+        var index: Int32 = 0
+        let status = withExtendedLifetime(addresses) {
+            H5DSiterate_scales(handle.id, UInt32(dimension), &index, { _, _, scale, data in
+                let addresses = Unmanaged<Addresses>.fromOpaque(data!).takeUnretainedValue()
+                var info = H5O_info_t()
+                guard H5Oget_info1(scale, &info) >= 0 else { return -1 }
+                addresses.values.append(info.addr)
+                return 0
+            }, Unmanaged.passUnretained(addresses).toOpaque())
+        }
+        try check(status, failure("list the dimension scales of"))
+        return addresses.values
+    }
+
     /// Absolute in-file paths of the dimension scales attached to `dimension`.
     public func attachedScalePaths(dimension: Int) throws -> [String] {
         final class Names { var values: [String] = [] }

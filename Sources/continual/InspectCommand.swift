@@ -44,6 +44,9 @@ struct InspectCommand: ParsableCommand {
         } catch {
             throw CLIFailure.badInput("\(file): \(error)")
         }
+        for d in contents.damaged {
+            printError("warning: \(file): run group \(d.id) is unreadable, skipped (\(d.reason)); `continual repair \(file) -o NEW.h5` copies the readable runs")
+        }
         let a = contents.attributes
         print("\(file): \(a["toolkit"] ?? "?") \(a["toolkit_version"] ?? "?"), schema \(a["schema_version"] ?? "?"), created \(a["created_utc"] ?? "?")")
         if let commit = a["git_commit"], !commit.isEmpty {

@@ -49,9 +49,14 @@ enum InterruptibleSession {
     /// Opens the results file: an existing file needs `--resume` (keep its runs) or `--overwrite`.
     static func openWriter(_ session: SweepSession, path: String, resume: Bool, overwrite: Bool) throws -> SweepWriter {
         guard !(resume && overwrite) else { throw CLIFailure.badInput("use either --resume or --overwrite") }
+        // One writer per file, for the whole command (released at exit).
+        do { try WriterLock.acquire(path) } catch { throw CLIFailure.badInput("\(error)") }
         if FileManager.default.fileExists(atPath: path) && !resume && !overwrite {
             throw CLIFailure.badInput("\(path) exists; use --resume to complete it or --overwrite to replace it")
         }
-        do { return try session.makeWriter(path: path, resume: resume) } catch { throw CLIFailure.badInput("\(error)") }
+        let writer: SweepWriter
+        do { writer = try session.makeWriter(path: path, resume: resume) } catch { throw CLIFailure.badInput("\(error)") }
+        for d in writer.damaged { printError("warning: \(path): run group \(d.id) was unreadable (\(d.reason)); removed, it runs again") }
+        return writer
     }
 }

@@ -37,6 +37,8 @@ struct MergeCommand: ParsableCommand {
         if FileManager.default.fileExists(atPath: output) && !overwrite && !inputs.contains(output) {
             throw CLIFailure.badInput("\(output) exists; use --overwrite to replace it")
         }
+        // One writer per file: the output, and no other writer may change an input meanwhile.
+        do { for p in Set(inputs + [output]).sorted() { try WriterLock.acquire(p) } } catch { throw CLIFailure.badInput("\(error)") }
         let report: ResultsMerger.Report
         do { report = try ResultsMerger.merge(inputs: inputs, output: output, allowMixed: allowMixed) } catch {
             throw CLIFailure.badInput("merge failed: \(error)")

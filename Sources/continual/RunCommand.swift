@@ -62,6 +62,9 @@ struct RunCommand: ParsableCommand {
 
     @OptionGroup var resources: ResourceOptions
 
+    @Flag(help: "Resume even if the scenario's data file changed since the checkpoint was written.")
+    var allowDataChange = false
+
     func run() throws {
         let experiment: ExperimentFile
         do {
@@ -96,6 +99,15 @@ struct RunCommand: ParsableCommand {
                 guard saved == runs[0].canonicalJSON else {
                     throw CLIFailure.badInput("\(resumeFrom) was written for another configuration than run \"\(runs[0].config.name)\" of \(file)")
                 }
+                // The same config can point at a data file whose content changed: resuming would
+                // mix old and new data in one run.
+                let recorded = try CheckpointFile.dataDigest(path: resumeFrom)
+                let current = try runs[0].config.scenarioDataDigest()
+                if recorded != current && !allowDataChange {
+                    throw CLIFailure.badInput("\(resumeFrom) was trained on other scenario data (\(recorded.isEmpty ? "no digest recorded" : recorded)) "
+                        + "than the data file now holds (\(current)); resuming would mix old and new data. "
+                        + "Pass --allow-data-change to resume anyway")
+                }
             } catch let failure as CLIFailure {
                 throw failure
             } catch {
@@ -115,7 +127,8 @@ struct RunCommand: ParsableCommand {
                 throw CLIFailure.runFailed("run \(run.config.name) ended before experience \(k) (\(result.status.rawValue): \(result.message)); no checkpoint written")
             }
             do {
-                try CheckpointFile.write(state, configJSON: run.canonicalJSON, to: checkpoint)
+                try CheckpointFile.write(state, configJSON: run.canonicalJSON, dataDigest: try run.config.scenarioDataDigest(),
+                                         to: checkpoint)
             } catch {
                 throw CLIFailure.runFailed("cannot write checkpoint \(checkpoint): \(error)")
             }

@@ -72,6 +72,19 @@ public struct Trainer {
         if model.routeCount > 1 && model.routeCount < T {
             throw TrainingError.invalid("the model has \(model.routeCount) heads but the stream has \(T) experiences")
         }
+        // The API boundary for data: labels, routes and features are checked here, once per run,
+        // before any of them reaches the loss (row[label]) or the layer offsets (route).
+        if let e = model.spec.sizeError() { throw TrainingError.invalid(e) }
+        do {
+            // Single-route models ignore routes (every layer has one copy); multi-route models
+            // need every route to select one of their copies.
+            try ExperienceStream(name: stream.name, featureNames: stream.featureNames, head: model.spec.head,
+                                 experiences: experiences)
+                .validateData(source: "scenario \"\(stream.name)\"", routeLimit: model.routeCount > 1 ? model.routeCount : Int.max,
+                              dimension: model.spec.inputs)
+        } catch let error as ScenarioError {
+            throw TrainingError.invalid(error.description)
+        }
         if let cp = resume { try restore(cp, experienceCount: T) }
         let first = resume?.experiencesDone ?? 0
         let end = min(T, (stopAfter ?? T - 1) + 1)

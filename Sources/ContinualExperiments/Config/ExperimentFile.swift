@@ -65,6 +65,10 @@ public struct ExperimentFile: Sendable {
         } catch {
             throw ConfigError(file: path, location: syntaxLocation(data), message: "not valid JSON")
         }
+        if let key = JSONDuplicateKeys.firstDuplicate(in: data) {
+            throw ConfigError(file: path, location: key, message: "this key appears more than once in its object (JSON readers "
+                + "disagree on which value wins: Foundation keeps one, Python's json the last); keep one")
+        }
         guard case .object(var top) = root else {
             throw ConfigError(file: path, location: "(top level)", message: "expected an object")
         }

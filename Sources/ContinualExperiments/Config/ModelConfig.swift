@@ -37,9 +37,13 @@ public struct ModelConfig: Codable, Sendable, Equatable {
         try c.encode(multiHead, forKey: .multiHead)
     }
 
-    /// The network spec for a stream with `inputs` features and `head`, over `experiences`.
-    public func spec(inputs: Int, head: OutputHead, experiences: Int) -> MLPSpec {
-        MLPSpec(inputs: inputs, hidden: hidden, activation: activation, head: head,
-                heads: multiHead ? max(experiences, 1) : 1, initialization: initialization)
+    /// The network spec for a stream with `inputs` features and `head`, over `experiences`;
+    /// throws when its size is beyond `DataLimits` (checked with overflow-safe arithmetic, before
+    /// anything is allocated).
+    public func spec(inputs: Int, head: OutputHead, experiences: Int) throws -> MLPSpec {
+        let spec = MLPSpec(inputs: inputs, hidden: hidden, activation: activation, head: head,
+                           heads: multiHead ? max(experiences, 1) : 1, initialization: initialization)
+        if let e = spec.sizeError() { throw TrainingError.invalid("model: \(e)") }
+        return spec
     }
 }

@@ -20,81 +20,136 @@ public struct CSVScenarioReader: Sendable {
     public func read(path: String) throws -> ExperienceStream {
         guard FileManager.default.fileExists(atPath: path) else { throw ScenarioError("\(path): no such file") }
         guard let data = FileManager.default.contents(atPath: path) else { throw ScenarioError("\(path): cannot read the file") }
-        return try parse(String(decoding: data, as: UTF8.self), path: path)
-    }
-
-    /// The comma-separated fields of `line`; a field wholly in double quotes loses them. Quoting
-    /// is not otherwise supported (no commas, quotes or line breaks inside fields): returns the
-    /// 0-based column of the first field that needs it as `quoted`.
-    static func fields(_ line: Substring) -> (fields: [String], quoted: Int?) {
-        var quoted: Int? = nil
-        let f = line.split(separator: ",", omittingEmptySubsequences: false).enumerated().map { c, raw in
-            var s = raw.trimmingCharacters(in: .whitespaces)
-            if s.count >= 2, s.hasPrefix("\""), s.hasSuffix("\"") { s = String(s.dropFirst().dropLast()) }
-            if s.contains("\""), quoted == nil { quoted = c }
-            return s
-        }
-        return (f, quoted)
+        return try parse(bytes: [UInt8](data), path: path)
     }
 
     public func parse(_ text: String, path: String) throws -> ExperienceStream {
-        // A UTF-8 byte order mark (as Excel writes) is not part of the first column's name.
-        var text = text
-        if text.unicodeScalars.first == "\u{FEFF}" { text = String(text.unicodeScalars.dropFirst()) }
-        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map {
-            $0.hasSuffix("\r") ? $0.dropLast() : $0
+        try parse(bytes: Array(text.utf8), path: path)
+    }
+
+    /// The comma-separated fields of one line (byte ranges into the file, spaces and tabs trimmed,
+    /// a field wholly in double quotes loses them). Quoting is not otherwise supported (no commas,
+    /// quotes or line breaks inside fields): returns the 0-based column of the first field that
+    /// needs it as `quoted`.
+    static func fields(_ b: UnsafeBufferPointer<UInt8>, _ line: Range<Int>) -> (fields: [Range<Int>], quoted: Int?) {
+        var result: [Range<Int>] = []
+        var quoted: Int? = nil
+        var start = line.lowerBound
+        func add(_ end: Int) {
+            var lo = start, hi = end
+            while lo < hi, b[lo] == 0x20 || b[lo] == 0x09 { lo += 1 }
+            while hi > lo, b[hi - 1] == 0x20 || b[hi - 1] == 0x09 { hi -= 1 }
+            if hi - lo >= 2, b[lo] == 0x22, b[hi - 1] == 0x22 { lo += 1; hi -= 1 }
+            if quoted == nil, (lo..<hi).contains(where: { b[$0] == 0x22 }) { quoted = result.count }
+            result.append(lo..<hi)
         }
-        guard let headerIndex = lines.firstIndex(where: { !$0.trimmingCharacters(in: .whitespaces).isEmpty }) else {
+        var i = line.lowerBound
+        while i < line.upperBound {
+            if b[i] == 0x2C { add(i); start = i + 1 }
+            i += 1
+        }
+        add(line.upperBound)
+        return (result, quoted)
+    }
+
+    /// Parses the file's bytes in one pass (time linear in the file size): lines end in LF or
+    /// CRLF (Windows/Excel), a UTF-8 byte order mark is skipped, and a NUL byte anywhere is an
+    /// error naming its line and column (C number parsers would stop at it: `5\0.75` read as 5).
+    public func parse(bytes data: [UInt8], path: String) throws -> ExperienceStream {
+        try data.withUnsafeBufferPointer { b in try parse(b, path: path) }
+    }
+
+    private func parse(_ b: UnsafeBufferPointer<UInt8>, path: String) throws -> ExperienceStream {
+        var begin = 0
+        if b.count >= 3, b[0] == 0xEF, b[1] == 0xBB, b[2] == 0xBF { begin = 3 }
+        // Line ranges without their LF / CRLF.
+        var lines: [Range<Int>] = []
+        var lineStart = begin
+        for i in begin..<b.count where b[i] == 0x0A {
+            lines.append(lineStart..<(i > lineStart && b[i - 1] == 0x0D ? i - 1 : i))
+            lineStart = i + 1
+        }
+        if lineStart < b.count || lines.isEmpty {
+            var end = b.count
+            if end > lineStart, b[end - 1] == 0x0D { end -= 1 }
+            lines.append(lineStart..<max(end, lineStart))
+        }
+        if let nul = b[begin...].firstIndex(of: 0) {
+            let line = lines.firstIndex(where: { $0.upperBound >= nul }) ?? 0
+            let column = b[lines[line].lowerBound..<nul].reduce(1) { $0 + ($1 == 0x2C ? 1 : 0) }
+            throw ScenarioError("\(path):\(line + 1), column \(column): a NUL byte inside a field (the file is binary or damaged)")
+        }
+        func isBlank(_ r: Range<Int>) -> Bool { r.allSatisfy { b[$0] == 0x20 || b[$0] == 0x09 || b[$0] == 0x0D } }
+        func text(_ r: Range<Int>) -> String { String(decoding: UnsafeBufferPointer(rebasing: b[r]), as: UTF8.self) }
+        func equals(_ r: Range<Int>, _ lowercaseASCII: String) -> Bool {
+            let u = Array(lowercaseASCII.utf8)
+            guard r.count == u.count else { return false }
+            for (k, i) in r.enumerated() where (b[i] | 0x20) != u[k] { return false }
+            return true
+        }
+
+        guard let headerIndex = lines.firstIndex(where: { !isBlank($0) }) else {
             throw ScenarioError("\(path): the file is empty (expected a header row)")
         }
-        let (header, headerQuoted) = Self.fields(lines[headerIndex])
+        let (headerFields, headerQuoted) = Self.fields(b, lines[headerIndex])
         if let q = headerQuoted { throw Self.quotedError(path: path, line: headerIndex + 1, column: q) }
+        let header = headerFields.map(text)
+        var firstColumn: [String: Int] = [:]
+        for (i, h) in header.enumerated() {
+            if firstColumn[h] != nil { throw ScenarioError("\(path):\(headerIndex + 1): column \"\(h)\" appears more than once") }
+            firstColumn[h] = i
+        }
         func column(_ name: String) throws -> Int {
-            guard let i = header.firstIndex(of: name) else {
+            guard let i = firstColumn[name] else {
                 throw ScenarioError("\(path):\(headerIndex + 1): missing column \"\(name)\" in the header (found: \(header.joined(separator: ", ")))")
             }
             return i
         }
         let ec = try column(experienceColumn), sc = try column(splitColumn), lc = try column(labelColumn)
-        let featureColumns = header.indices.filter { ![ec, sc, lc].contains($0) }
+        let featureColumns = header.indices.filter { $0 != ec && $0 != sc && $0 != lc }
         guard !featureColumns.isEmpty else { throw ScenarioError("\(path):\(headerIndex + 1): no feature columns in the header") }
-        if let dup = header.first(where: { h in header.filter { $0 == h }.count > 1 }) {
-            throw ScenarioError("\(path):\(headerIndex + 1): column \"\(dup)\" appears more than once")
-        }
         let d = featureColumns.count
+        let labelLimit = min(classes ?? DataLimits.maxClasses, DataLimits.maxClasses)
         var byExperience: [Int: (train: Samples, test: Samples)] = [:]
         var maxLabel: Int32 = 0
+        var row = [Float]()
+        row.reserveCapacity(d)
         for lineIndex in (headerIndex + 1)..<lines.count {
             let line = lines[lineIndex]
-            if line.trimmingCharacters(in: .whitespaces).isEmpty { continue }
+            if isBlank(line) { continue }
             let lineNumber = lineIndex + 1
-            let (f, quoted) = Self.fields(line)
+            let (f, quoted) = Self.fields(b, line)
             if let q = quoted { throw Self.quotedError(path: path, line: lineNumber, column: q) }
             guard f.count == header.count else {
                 throw ScenarioError("\(path):\(lineNumber): ragged row: expected \(header.count) columns as in the header, found \(f.count)")
             }
             func at(_ c: Int) -> String { "\(path):\(lineNumber), column \(c + 1) (\"\(header[c])\")" }
-            guard let e = Int(f[ec]) else { throw ScenarioError("\(at(ec)): expected an integer experience id, found \"\(f[ec])\"") }
-            guard let y = Int32(f[lc]) else { throw ScenarioError("\(at(lc)): expected an integer class label, found \"\(f[lc])\"") }
-            if y < 0 || (classes.map { Int(y) >= $0 } ?? false) {
-                throw ScenarioError("\(at(lc)): label \(y) is out of range 0..<\(classes.map(String.init) ?? "∞")")
+            guard let e = Int(text(f[ec])) else { throw ScenarioError("\(at(ec)): expected an integer experience id, found \"\(text(f[ec]))\"") }
+            guard let y64 = Int64(text(f[lc])) else {
+                throw ScenarioError("\(at(lc)): expected an integer class label, found \"\(text(f[lc]))\"")
             }
+            if y64 < 0 || y64 >= Int64(labelLimit) {
+                let why = classes == nil ? " (at most \(DataLimits.maxClasses) classes, DataLimits.maxClasses)" : ""
+                throw ScenarioError("\(at(lc)): label \(y64) is out of range 0..<\(labelLimit)\(why)")
+            }
+            let y = Int32(y64)
             maxLabel = max(maxLabel, y)
             let isTest: Bool
-            switch f[sc].lowercased() {
-            case "train": isTest = false
-            case "test": isTest = true
-            default: throw ScenarioError("\(at(sc)): split must be \"train\" or \"test\", found \"\(f[sc])\"")
+            if equals(f[sc], "train") {
+                isTest = false
+            } else if equals(f[sc], "test") {
+                isTest = true
+            } else {
+                throw ScenarioError("\(at(sc)): split must be \"train\" or \"test\", found \"\(text(f[sc]))\"")
             }
-            var row = [Float]()
-            row.reserveCapacity(d)
+            row.removeAll(keepingCapacity: true)
             for c in featureColumns {
-                guard let v = Float(f[c]), v.isFinite else {
-                    throw ScenarioError("\(at(c)): expected a finite number, found \"\(f[c])\"")
+                guard let v = Self.float(b, f[c]), v.isFinite else {
+                    throw ScenarioError("\(at(c)): expected a finite number, found \"\(text(f[c]))\"")
                 }
                 row.append(v)
             }
-            var entry = byExperience[e] ?? (Samples(dimension: d), Samples(dimension: d))
+            var entry = byExperience.removeValue(forKey: e) ?? (Samples(dimension: d), Samples(dimension: d))
             if isTest {
                 entry.test.features.append(contentsOf: row)
                 entry.test.labels.append(y)
@@ -114,6 +169,11 @@ public struct CSVScenarioReader: Sendable {
         try ExperienceStream.requireNonEmptySplits(experiences, source: path)
         return ExperienceStream(name: "dataset", featureNames: featureColumns.map { header[$0] }, head: head,
                                 experiences: experiences, metadata: ["source": path, "format": "csv"])
+    }
+
+    /// A number from a field's bytes (what `Float(String)` accepts).
+    static func float(_ b: UnsafeBufferPointer<UInt8>, _ r: Range<Int>) -> Float? {
+        r.isEmpty ? nil : Float(String(decoding: UnsafeBufferPointer(rebasing: b[r]), as: UTF8.self))
     }
 
     static func quotedError(path: String, line: Int, column: Int) -> ScenarioError {

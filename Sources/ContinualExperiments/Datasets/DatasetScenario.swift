@@ -1,3 +1,4 @@
+import Foundation
 import ContinualCore
 
 /// `"dataset"`: a scenario read from a file instead of generated: the HDF5 scenario layout
@@ -36,7 +37,8 @@ public struct DatasetScenario: ScenarioOptions {
         labelColumn = try c.decode(.labelColumn, default: "label")
         try c.require(path.hasSuffix(".h5") || path.hasSuffix(".hdf5") || path.hasSuffix(".csv"), .path,
                       "must end in .h5, .hdf5 or .csv, got \"\(path)\"")
-        try c.require(classes.map { $0 >= 2 } ?? true, .classes, "must be ≥ 2, got \(classes ?? 0)")
+        try c.require(classes.map { $0 >= 2 && $0 <= DataLimits.maxClasses } ?? true, .classes,
+                      "must be in 2...\(DataLimits.maxClasses) (DataLimits.maxClasses), got \(classes ?? 0)")
         try c.require(head != .binary || (classes ?? 2) == 2, .head, "binary needs classes = 2")
     }
 
@@ -84,6 +86,37 @@ public struct DatasetScenario: ScenarioOptions {
         case .multiclass: stream.head = .multiclass(classes: k)
         case .auto: if classes != nil { stream.head = k == 2 ? .binary : .multiclass(classes: k) }
         }
+        try stream.validateData(source: path)
         return stream
+    }
+}
+
+extension DatasetScenario {
+    /// A digest of the data file's content (FNV-1a 64 of its bytes, with its size): recorded in
+    /// checkpoints so that resuming against changed data is noticed.
+    public func dataDigest() throws -> String {
+        guard let handle = FileHandle(forReadingAtPath: path) else { throw ScenarioError("\(path): cannot read the file") }
+        defer { try? handle.close() }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        var size = 0
+        while true {
+            let chunk = try handle.read(upToCount: 1 << 20) ?? Data()
+            if chunk.isEmpty { break }
+            size += chunk.count
+            chunk.withUnsafeBytes { raw in
+                for byte in raw { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+            }
+        }
+        return "fnv1a64:\(StableHash.hex(hash)) bytes:\(size)"
+    }
+}
+
+extension RunConfig {
+    /// The digest of the scenario data this run trains on: the data file's content for a
+    /// `dataset` scenario; "" for generated scenarios (their data follows from the config, which
+    /// checkpoints already compare).
+    public func scenarioDataDigest() throws -> String {
+        guard let dataset = scenario.options as? DatasetScenario else { return "" }
+        return try dataset.dataDigest()
     }
 }

@@ -95,8 +95,9 @@ public enum ScenarioArchive {
             let name = try a.string("name") ?? "dataset"
             let headName = try a.string("head") ?? "multiclass"
             let classes = Int(try a.scalar("classes", as: Int64.self) ?? 0)
-            guard headName == "binary" || (headName == "multiclass" && classes >= 2) else {
-                throw fail("root attributes head/classes must be \"binary\" or \"multiclass\" with classes ≥ 2, found \(headName)/\(classes)")
+            guard headName == "binary" || (headName == "multiclass" && classes >= 2 && classes <= DataLimits.maxClasses) else {
+                throw fail("root attributes head/classes must be \"binary\" or \"multiclass\" with classes in "
+                    + "2...\(DataLimits.maxClasses) (DataLimits.maxClasses), found \(headName)/\(classes)")
             }
             let head: OutputHead = headName == "binary" ? .binary : .multiclass(classes: classes)
             guard root.exists("feature_names") else { throw fail("missing dataset /feature_names") }
@@ -112,6 +113,7 @@ public enum ScenarioArchive {
                 keyed.append((stored ?? Int(child) ?? Int.max, child))
             }
             let names = keyed.sorted { $0.key != $1.key ? $0.key < $1.key : $0.name < $1.name }.map(\.name)
+            let declaredCount = names.count
             var experiences: [Experience] = []
             for (i, child) in names.enumerated() {
                 let g = try group.openGroup(child)
@@ -132,16 +134,19 @@ public enum ScenarioArchive {
                         throw fail("\(at)/features has shape \(shape), expected [n, \(featureNames.count)] (one column per feature name)")
                     }
                     let features = try fds.read(as: Float.self)
-                    let labels = try g.openDataset("\(split)/labels").read(as: Int32.self)
+                    if let c = features.firstIndex(where: { !$0.isFinite }) {
+                        throw fail("\(at)/features: experience \(index) (\"\(ename)\") \(split) row \(c / max(featureNames.count, 1)), "
+                            + "feature \(c % max(featureNames.count, 1)) is \(features[c]) (features must be finite)")
+                    }
+                    let labels = try readIndices(g, "\(split)/labels", at: at, range: 0..<head.classCount, fail: fail)
                     guard labels.count == shape[0] else {
                         throw fail("\(at)/labels has \(labels.count) values but features has \(shape[0]) rows")
                     }
-                    if let bad = labels.firstIndex(where: { $0 < 0 || Int($0) >= head.classCount }) {
-                        throw fail("\(at)/labels[\(bad)] = \(labels[bad]) is out of range 0..<\(head.classCount)")
-                    }
                     var routes: [Int32]? = nil
                     if g.exists("\(split)/routes") {
-                        routes = try g.openDataset("\(split)/routes").read(as: Int32.self)
+                        // One route per experience at most (a head per experience): a route beyond
+                        // would silently select another experience's head.
+                        routes = try readIndices(g, "\(split)/routes", at: at, range: 0..<declaredCount, fail: fail)
                         guard routes!.count == labels.count else { throw fail("\(at)/routes has \(routes!.count) values, expected \(labels.count)") }
                     }
                     splits.append(Samples(dimension: featureNames.count, features: features, labels: labels, routes: routes))
@@ -152,8 +157,31 @@ public enum ScenarioArchive {
                 throw fail("experience indices must be 0..<\(experiences.count), each once, found \(experiences.map(\.index))")
             }
             try ExperienceStream.requireNonEmptySplits(experiences, source: path)
-            return ExperienceStream(name: name, featureNames: featureNames, head: head, experiences: experiences, metadata: metadata)
+            let stream = ExperienceStream(name: name, featureNames: featureNames, head: head, experiences: experiences, metadata: metadata)
+            try stream.validateData(source: path)
+            return stream
         }
+    }
+
+    /// An integer dataset (labels, routes) whose every value is integral and within `range`:
+    /// floats such as 0.7 are refused rather than truncated, and values beyond Int32 are reported
+    /// as stored rather than clipped.
+    static func readIndices(_ g: HDF5Group, _ name: String, at: String, range: Range<Int>,
+                            fail: (String) -> ScenarioError) throws -> [Int32] {
+        let ds = try g.openDataset(name)
+        let what = String(name.split(separator: "/").last ?? "")
+        if try ds.storesFloatingPoint {
+            let values = try ds.read(as: Double.self)
+            if let i = values.firstIndex(where: { !($0.rounded() == $0 && $0 >= Double(range.lowerBound) && $0 < Double(range.upperBound)) }) {
+                throw fail("\(at)/\(what)[\(i)] = \(values[i]): \(what) must be integers in \(range.lowerBound)..<\(range.upperBound)")
+            }
+            return values.map { Int32($0) }
+        }
+        let values = try ds.read(as: Int64.self)
+        if let i = values.firstIndex(where: { $0 < Int64(range.lowerBound) || $0 >= Int64(range.upperBound) }) {
+            throw fail("\(at)/\(what)[\(i)] = \(values[i]) is out of range \(range.lowerBound)..<\(range.upperBound)")
+        }
+        return values.map { Int32($0) }
     }
 
     static func decodeMetadata(_ text: String, _ error: ScenarioError) throws -> [String: String] {

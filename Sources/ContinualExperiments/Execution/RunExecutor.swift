@@ -116,7 +116,7 @@ public enum RunExecutor {
     static func executeScheduled(_ config: RunConfig, schedule: ScheduleConfig, stream: ExperienceStream,
                                  resumingFrom resume: TrainerCheckpoint? = nil, stopAfter: Int? = nil,
                                  into result: inout RunResult) throws {
-        let spec = config.model.spec(inputs: stream.dimension, head: stream.head, experiences: stream.experiences.count)
+        let spec = try config.model.spec(inputs: stream.dimension, head: stream.head, experiences: stream.experiences.count)
         let plugins = config.strategy.map { $0.options.makePlugin() }
         let device = config.device ?? DeviceConfig()
         let plan = ScheduledRunner.plan(stream: stream, schedule: schedule, device: device.state, seed: config.seed)
@@ -164,7 +164,7 @@ public enum RunExecutor {
                              resumingFrom resume: TrainerCheckpoint?, stopAfter: Int?) throws
         -> (TrainingOutcome, CostModel, PrequentialCurve?, TrainerCheckpoint?)
     {
-        let spec = config.model.spec(inputs: stream.dimension, head: stream.head, experiences: stream.experiences.count)
+        let spec = try config.model.spec(inputs: stream.dimension, head: stream.head, experiences: stream.experiences.count)
         let plugins = config.strategy.map { $0.options.makePlugin() }
         let prequential = config.training.mode == .prequential
         let observers: [any LoopObserver] = prequential

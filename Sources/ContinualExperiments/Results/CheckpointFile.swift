@@ -1,3 +1,4 @@
+import Foundation
 import ContinualCore
 import ContinualHDF5
 
@@ -13,10 +14,31 @@ public enum CheckpointFile {
     }
 
     /// Writes a checkpoint of any kind of run (a population's holds one entry per user).
-    public static func write(_ runCheckpoint: RunCheckpoint, configJSON: String = "", to path: String) throws {
+    ///
+    /// Never destroys the previous checkpoint at `path`: the new one is written to a temporary
+    /// name in the same directory, closed, fsync'd and renamed over `path` (and the directory
+    /// fsync'd), so a full disk or a crash leaves either the old or the new checkpoint, whole.
+    public static func write(_ runCheckpoint: RunCheckpoint, configJSON: String = "", dataDigest: String = "",
+                             to path: String) throws {
+        let temporary = path + ".tmp-\(ProcessInfo.processInfo.processIdentifier)"
+        do {
+            try writeFile(runCheckpoint, configJSON: configJSON, dataDigest: dataDigest, to: temporary)
+            try DurableFile.sync(temporary)
+            guard rename(temporary, path) == 0 else {
+                throw CheckpointError.mismatch("cannot move \(temporary) to \(path): \(String(cString: strerror(errno)))")
+            }
+            DurableFile.syncDirectory(of: path)
+        } catch {
+            try? FileManager.default.removeItem(atPath: temporary)
+            throw error
+        }
+    }
+
+    private static func writeFile(_ runCheckpoint: RunCheckpoint, configJSON: String, dataDigest: String, to path: String) throws {
         // Serialised with every other HDF5 session of the process (see HDF5Lock).
         try HDF5Lock.withLock {
             let file = try HDF5File.create(path: path)
+            defer { try? file.close() }
             let root = file.root
             let bytes = runCheckpoint.encoded()
             try root.attributes.set("format", format)
@@ -24,6 +46,7 @@ public enum CheckpointFile {
             try root.attributes.set("checksum", StableHash.hex(StableHash.fnv1a64(bytes: bytes)))
             try root.attributes.set("config_json", configJSON)
             try root.attributes.set("experiences_done", Int64(runCheckpoint.experiencesDone))
+            try root.attributes.set("data_digest", dataDigest)
             if case .population(let users) = runCheckpoint { try root.attributes.set("users", Int64(users.count)) }
             _ = try root.write(bytes, shape: [bytes.count], name: "payload", compress: false)
             if case .trainer(let checkpoint) = runCheckpoint {
@@ -32,6 +55,16 @@ public enum CheckpointFile {
                 _ = try root.write(checkpoint.progress.accuracy.flatMap { $0 }, shape: [checkpoint.progress.accuracy.count, T],
                                    name: "accuracy_matrix_so_far")
             }
+            try file.close()
+        }
+    }
+
+    /// The digest of the scenario data the checkpoint was trained on ("" when none was recorded).
+    public static func dataDigest(path: String) throws -> String {
+        try HDF5Lock.withLock {
+            let file = try HDF5File.open(path: path)
+            defer { try? file.close() }
+            return try file.root.attributes.string("data_digest") ?? ""
         }
     }
 

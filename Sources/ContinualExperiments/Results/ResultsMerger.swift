@@ -14,13 +14,17 @@ public enum ResultsMerger {
         public var duplicates: Int
         public var skippedIncomplete: Int
         public var warnings: [String]
+        /// Run groups skipped because they could not be read or copied.
+        public var damaged = 0
     }
 
     public struct Conflict: Error, Sendable, CustomStringConvertible {
         public var description: String
     }
 
-    public static func merge(inputs: [String], output: String, allowMixed: Bool = false) throws -> Report {
+    /// `salvage` (`continual repair`): groups that cannot be read or copied are skipped and
+    /// reported in the warnings instead of failing the merge.
+    public static func merge(inputs: [String], output: String, allowMixed: Bool = false, salvage: Bool = true) throws -> Report {
         // Serialised with every other HDF5 session of the process (see HDF5Lock).
         return try HDF5Lock.withLock {
             guard !inputs.isEmpty else { throw Conflict(description: "no input files") }
@@ -67,8 +71,11 @@ public enum ResultsMerger {
                     let names = inputLayout.columns.map(\.name)
                     let compared = names.indices.filter { !ResultsSchema.timingColumns.contains(names[$0]) }
                     let runs = try root.openGroup("runs")
-                    let stored = try SweepWriter.storedRows(root)
-                    report.skippedIncomplete += try runs.childNames().count - stored.count
+                    var damaged: [(id: String, reason: String)] = []
+                    let stored = try SweepWriter.storedRows(root, damaged: &damaged)
+                    for d in damaged { report.warnings.append("\(input): run group \(d.id) is unreadable, skipped (\(d.reason))") }
+                    report.damaged += damaged.count
+                    report.skippedIncomplete += try runs.childNames().count - stored.count - damaged.count
                     for entry in stored {
                         let config = try runs.openGroup(entry.id).attributes.string("config_json") ?? ""
                         if let previous = kept[entry.id] {
@@ -91,7 +98,14 @@ public enum ResultsMerger {
                         } else {
                             byIndex[index] = (entry.id, input)
                         }
-                        try runs.copy(entry.id, to: outRuns)
+                        do {
+                            try runs.copy(entry.id, to: outRuns)
+                        } catch where salvage {
+                            report.warnings.append("\(input): run group \(entry.id) cannot be copied, skipped (\(error))")
+                            report.damaged += 1
+                            if outRuns.exists(entry.id) { try? outRuns.delete(entry.id) }
+                            continue
+                        }
                         kept[entry.id] = (input, config, entry.row)
                         rows.append(entry.row)
                     }

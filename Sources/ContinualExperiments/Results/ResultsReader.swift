@@ -25,6 +25,9 @@ public enum ResultsReader {
         public var attributes: [String: String]
         public var runs: [StoredRun]
         public var summary: HDF5Table?
+        /// Run groups that could not be read (damaged by a crash or a bad disk), with the reason:
+        /// skipped, so the rest of the file stays usable (`continual repair` copies the rest).
+        public var damaged: [(id: String, reason: String)] = []
     }
 
     public static func read(path: String) throws -> Contents {
@@ -39,9 +42,11 @@ public enum ResultsReader {
                 else if let i = try? root.attributes.scalar(name, as: Int64.self) { attributes[name] = String(i) }
             }
             var runs: [StoredRun] = []
+            var damaged: [(id: String, reason: String)] = []
             if root.exists("runs") {
                 let group = try root.openGroup("runs")
                 for id in try group.childNames() {
+                  do {
                     let g = try group.openGroup(id)
                     let a = g.attributes
                     var run = StoredRun(
@@ -69,12 +74,18 @@ public enum ResultsReader {
                     }
                     run.sweepIndex = try a.scalar("sweep_index", as: Int64.self) ?? 0
                     runs.append(run)
+                  } catch {
+                    damaged.append((id, "\(error)"))
+                  }
                 }
             }
             // Group names are run ids (hashes): list the runs in the experiment's order instead.
             runs.sort { ($0.sweepIndex, $0.runId) < ($1.sweepIndex, $1.runId) }
-            let summary = root.exists("summary") ? try root.openDataset("summary").readTable() : nil
-            return Contents(attributes: attributes, runs: runs, summary: summary)
+            var summary: HDF5Table? = nil
+            if root.exists("summary") {
+                do { summary = try root.openDataset("summary").readTable() } catch { damaged.append(("/summary", "\(error)")) }
+            }
+            return Contents(attributes: attributes, runs: runs, summary: summary, damaged: damaged)
         }
     }
 }

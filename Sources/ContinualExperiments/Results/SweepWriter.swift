@@ -15,6 +15,8 @@ public final class SweepWriter: @unchecked Sendable {
     public private(set) var completedIds: Set<String> = []
     /// Runs written by this writer.
     public private(set) var written = 0
+    /// Run groups found damaged when resuming (skipped, removed and rerun), with the reason.
+    public private(set) var damaged: [(id: String, reason: String)] = []
     private let lock = NSLock()
     private var closed = false
 
@@ -25,6 +27,7 @@ public final class SweepWriter: @unchecked Sendable {
         self.path = path
         self.layout = layout
         if resume && FileManager.default.fileExists(atPath: path) {
+            damaged = try Self.salvageDamagedGroups(path)
             let file = try Self.openForWriting(path)
             defer { try? file.close() }
             guard try file.root.attributes.string("kind") == "sweep" else {
@@ -34,12 +37,21 @@ public final class SweepWriter: @unchecked Sendable {
             var incomplete: [String] = []
             var complete: [String] = []
             for id in try runs.childNames() {
-                let g = try runs.openGroup(id)
-                guard (try? g.attributes.scalar("complete", as: Int64.self)) == 1, g.exists("summary_row") else {
-                    incomplete.append(id)  // a write that was cut short: rerun it
+                let g: HDF5Group
+                let columns: [HDF5Table.Column]
+                do {
+                    g = try runs.openGroup(id)
+                    guard (try? g.attributes.scalar("complete", as: Int64.self)) == 1, g.exists("summary_row") else {
+                        incomplete.append(id)  // a write that was cut short: rerun it
+                        continue
+                    }
+                    columns = try g.openDataset("summary_row").readTable().columns
+                } catch {
+                    // Damaged after all (salvageDamagedGroups found it readable): run it again.
+                    damaged.append((id, "\(error)"))
+                    incomplete.append(id)
                     continue
                 }
-                let columns = try g.openDataset("summary_row").readTable().columns
                 guard columns == layout.columns else {
                     throw HDF5Error(.typeMismatch, "\(path) holds runs of a different sweep (summary columns \(columns.map(\.name).filter { !layout.columns.map(\.name).contains($0) }) not in this sweep's, or of other types; expected swept columns \(layout.sweptColumnNames)); choose another output")
                 }
@@ -52,7 +64,9 @@ public final class SweepWriter: @unchecked Sendable {
             guard foreign.isEmpty else {
                 throw ForeignRuns(path: path, foreign: foreign, total: complete.count)
             }
-            for id in incomplete { try runs.delete(id) }
+            for id in incomplete {
+                try runs.delete(id)
+            }
             for id in complete {
                 try Self.renumber(try runs.openGroup(id), to: expected[id]!.sweepIndex)
                 completedIds.insert(id)
@@ -81,6 +95,38 @@ public final class SweepWriter: @unchecked Sendable {
                 throw error
             }
         }
+    }
+
+    /// Before a resume: run groups that cannot be opened (a crash under load, a bad disk) are
+    /// unlinked so they run again. HDF5 cannot unlink an object whose header is unreadable; then
+    /// the readable runs are copied into a fresh file (`ResultsMerger`, as `continual repair`),
+    /// the damaged file is kept beside it as `NAME.h5.damaged-N` and the fresh one takes its place.
+    static func salvageDamagedGroups(_ path: String) throws -> [(id: String, reason: String)] {
+        var damaged: [(id: String, reason: String)] = []
+        var stuck = false
+        try HDF5Lock.withLock {
+            let file = try openForWriting(path)
+            defer { try? file.close() }
+            guard file.root.exists("runs") else { return }
+            let runs = try file.root.openGroup("runs")
+            for id in try runs.childNames() {
+                do { _ = try runs.openGroup(id) } catch {
+                    damaged.append((id, "\(error)"))
+                    if (try? runs.delete(id)) == nil { stuck = true }
+                }
+            }
+            try file.close()
+        }
+        guard stuck else { return damaged }
+        let repaired = path + ".repair-\(ProcessInfo.processInfo.processIdentifier)"
+        _ = try ResultsMerger.merge(inputs: [path], output: repaired, salvage: true)
+        var k = 1
+        while FileManager.default.fileExists(atPath: "\(path).damaged-\(k)") { k += 1 }
+        guard rename(path, "\(path).damaged-\(k)") == 0, rename(repaired, path) == 0 else {
+            try? FileManager.default.removeItem(atPath: repaired)
+            throw HDF5Error(.library, "cannot replace damaged \(path) by its repaired copy: \(String(cString: strerror(errno)))")
+        }
+        return damaged.map { ($0.id, $0.reason + "; the damaged file is kept as \(path).damaged-\(k)") }
     }
 
     /// `--resume` found complete runs whose ids the experiment does not expand to (its config changed).
@@ -192,19 +238,31 @@ public final class SweepWriter: @unchecked Sendable {
         return SummaryLayout(swept: swept, sweptPaths: paths)
     }
 
-    /// The complete runs' summary rows, keyed by run id.
-    static func storedRows(_ root: HDF5Group) throws -> [(id: String, row: [HDF5Value], columns: [HDF5Table.Column])] {
+    /// The complete runs' summary rows, keyed by run id. Groups that cannot be read (damaged) are
+    /// skipped and listed in `damaged` with the reason, so one bad group does not cost the rest.
+    static func storedRows(_ root: HDF5Group, damaged: inout [(id: String, reason: String)])
+        throws -> [(id: String, row: [HDF5Value], columns: [HDF5Table.Column])]
+    {
         guard root.exists("runs") else { return [] }
         let runs = try root.openGroup("runs")
         var out: [(String, [HDF5Value], [HDF5Table.Column])] = []
         for id in try runs.childNames() {
-            let g = try runs.openGroup(id)
-            guard (try? g.attributes.scalar("complete", as: Int64.self)) == 1, g.exists("summary_row") else { continue }
-            let t = try g.openDataset("summary_row").readTable()
-            guard let row = t.rows.first else { continue }
-            out.append((id, row, t.columns))
+            do {
+                let g = try runs.openGroup(id)
+                guard (try? g.attributes.scalar("complete", as: Int64.self)) == 1, g.exists("summary_row") else { continue }
+                let t = try g.openDataset("summary_row").readTable()
+                guard let row = t.rows.first else { continue }
+                out.append((id, row, t.columns))
+            } catch {
+                damaged.append((id, "\(error)"))
+            }
         }
         return out
+    }
+
+    static func storedRows(_ root: HDF5Group) throws -> [(id: String, row: [HDF5Value], columns: [HDF5Table.Column])] {
+        var damaged: [(id: String, reason: String)] = []
+        return try storedRows(root, damaged: &damaged)
     }
 
     /// Rebuilds `/summary` from the complete run groups.
@@ -231,6 +289,7 @@ public final class SweepWriter: @unchecked Sendable {
     /// Opens an existing file for writing, retrying for up to a minute while another process
     /// (h5py, h5dump) holds it open: HDF5 ≥ 1.10 locks files.
     static func openForWriting(_ path: String) throws -> HDF5File {
+        try AppendReserve.reserve(path)
         var lastError: (any Error)?
         for attempt in 0..<300 {
             do { return try HDF5File.open(path: path, mode: .readWrite) } catch {

@@ -1,0 +1,253 @@
+import ContinualCore
+import ContinualHDF5
+import Foundation
+import Testing
+@testable import ContinualExperiments
+
+/// A directory on a fresh tmpfs of `kilobytes` (unmounted afterwards); nil, after printing why,
+/// where mounting is not permitted (not root, no CAP_SYS_ADMIN): the test is then skipped.
+func withSmallDisk(kilobytes: Int, _ body: (String) throws -> Void) throws {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ck-full-\(UUID().uuidString)").path
+    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let mount = Process()
+    mount.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    mount.arguments = ["mount", "-t", "tmpfs", "-o", "size=\(kilobytes)k", "tmpfs", dir]
+    mount.standardError = FileHandle.nullDevice
+    try mount.run()
+    mount.waitUntilExit()
+    guard mount.terminationStatus == 0 else {
+        print("skipped: cannot mount a small tmpfs here (needs root / CAP_SYS_ADMIN); full-disk behaviour not tested")
+        return
+    }
+    defer {
+        let umount = Process()
+        umount.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        umount.arguments = ["umount", dir]
+        try? umount.run()
+        umount.waitUntilExit()
+    }
+    try body(dir)
+}
+
+/// Fills the file system of `dir` until at most `leave` bytes are free.
+func fillDisk(_ dir: String, leave: Int) throws {
+    var st = statvfs()
+    guard statvfs(dir, &st) == 0 else { return }
+    let free = Int(st.f_bavail) * Int(st.f_frsize)
+    guard free > leave else { return }
+    FileManager.default.createFile(atPath: dir + "/filler", contents: Data(count: free - leave))
+}
+
+func temporaries(_ dir: String) -> [String] {
+    ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).filter { $0.contains(".tmp-") }
+}
+
+@Suite("Full disks: errors naming the file and cause, never a crash, no good file destroyed", .serialized)
+struct FullDiskTests {
+    @Test("run, sweep, sweep --resume and merge on a full disk fail cleanly; the good file stays good")
+    func resultsOnFullDisk() throws {
+        let work = TemporaryDirectory()
+        defer { work.cleanup() }
+        let twoSeeds = work.write("two.json", tinyExperiment(name: "s", extra: #""sweep": {"parameters": {"seed": [1, 2]}},"#))
+        let fourSeeds = work.write("four.json", tinyExperiment(name: "s", extra: #""sweep": {"parameters": {"seed": [1, 2, 3, 4]}},"#))
+        try withSmallDisk(kilobytes: 2048) { dir in
+            // A good file first, with room to spare.
+            let good = dir + "/good.h5"
+            let first = try runCLI(["sweep", twoSeeds, "-o", good])
+            #expect(first.status == 0, "\(first.stderr)")
+            let before = try ResultsReader.read(path: good).runs.count
+            #expect(before == 4)
+
+            try fillDisk(dir, leave: 16 << 10)
+            let resumed = try runCLI(["sweep", fourSeeds, "-o", good, "--resume"])
+            #expect(resumed.status != 0 && resumed.status < 128, "no crash: \(resumed.status) \(resumed.stderr)")
+            #expect(resumed.stderr.contains(good) && resumed.stderr.contains("No space left on device"), "\(resumed.stderr)")
+            // Still good: every run still readable by the toolkit, and --resume works once there is room.
+            #expect(try ResultsReader.read(path: good).runs.count == before)
+
+            for (name, args) in [("run", ["run", twoSeeds, "-o", dir + "/new.h5", "-q"]),
+                                 ("sweep", ["sweep", twoSeeds, "-o", dir + "/new2.h5"]),
+                                 ("merge", ["merge", dir + "/merged.h5", good, good])] {
+                let r = try runCLI(args)
+                #expect(r.status != 0 && r.status < 128, "\(name) must fail without a crash: \(r.status) \(r.stderr)")
+                #expect(r.stderr.contains("No space left on device"), "\(name): \(r.stderr)")
+            }
+            #expect(temporaries(dir).isEmpty, "temporary files left: \(temporaries(dir))")
+
+            try FileManager.default.removeItem(atPath: dir + "/filler")
+            let again = try runCLI(["sweep", fourSeeds, "-o", good, "--resume"])
+            #expect(again.status == 0, "\(again.stderr)")
+            #expect(try ResultsReader.read(path: good).runs.count == 8)
+        }
+    }
+
+    @Test("a checkpoint that cannot be written leaves the previous checkpoint whole")
+    func checkpointOnFullDisk() throws {
+        let work = TemporaryDirectory()
+        defer { work.cleanup() }
+        let exp = work.write("e.json", tinyExperiment(name: "c"))
+        try withSmallDisk(kilobytes: 1024) { dir in
+            let ck = dir + "/ck.h5"
+            let first = try runCLI(["run", exp, "--variant", "naive", "--stop-after", "0", "--checkpoint", ck])
+            #expect(first.status == 0, "\(first.stderr)")
+            let good = try CheckpointFile.readRun(path: ck)
+            try fillDisk(dir, leave: 4 << 10)
+            let second = try runCLI(["run", exp, "--variant", "naive", "--stop-after", "1", "--checkpoint", ck])
+            #expect(second.status != 0 && second.status < 128, "\(second.status) \(second.stderr)")
+            #expect(second.stderr.contains(ck) && second.stderr.contains("No space left on device"), "\(second.stderr)")
+            #expect(try CheckpointFile.readRun(path: ck) == good)
+            #expect(temporaries(dir).isEmpty, "\(temporaries(dir))")
+        }
+    }
+
+    @Test("the append reserve costs one posix_fallocate per append and is trimmed by HDF5 at close")
+    func appendReserveCost() throws {
+        let work = TemporaryDirectory()
+        defer { work.cleanup() }
+        let exp = work.write("e.json", tinyExperiment(name: "a", extra: #""sweep": {"parameters": {"seed": [1, 2, 3]}},"#))
+        let path = work.path("a.h5")
+        let r = try runCLI(["sweep", exp, "-o", path])
+        #expect(r.status == 0, "\(r.stderr)")
+        let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as! Int
+        // Unused reserve is not left behind (HDF5 truncates to its end of allocation at close).
+        #expect(size < AppendReserve.bytes(forFileOf: 0), "file is \(size) bytes")
+        var total = 0.0
+        for _ in 0..<50 {
+            let start = Date()
+            try AppendReserve.reserve(path)
+            total += Date().timeIntervalSince(start)
+            let f = try HDF5File.open(path: path, mode: .readWrite)
+            try f.close()
+        }
+        print("append reserve: \(total / 50 * 1e6) µs per append on a \(size)-byte file")
+        #expect(try ResultsReader.read(path: path).runs.count == 6)
+    }
+}
+
+@Suite("One writer per file; provenance of resumed data")
+struct WriterLockTests {
+    @Test("a second writer gets an error naming the holder's PID; readers are not blocked")
+    func secondWriter() throws {
+        let work = TemporaryDirectory()
+        defer { work.cleanup() }
+        let exp = work.write("e.json", tinyExperiment(name: "l"))
+        let path = work.path("l.h5")
+        let first = try runCLI(["run", exp, "-o", path, "-q"])
+        #expect(first.status == 0)
+        try WriterLock.acquire(path)
+        defer { WriterLock.release(path) }
+        for args in [["run", exp, "-o", path, "--overwrite", "-q"], ["sweep", exp, "-o", path, "--resume"],
+                     ["merge", work.path("m.h5"), path]] {
+            let r = try runCLI(args)
+            #expect(r.status == 2 && r.stderr.contains("(PID \(getpid()))"), "\(args[0]): \(r.stderr)")
+        }
+        let inspect = try runCLI(["inspect", path])
+        #expect(inspect.status == 0, "\(inspect.stderr)")
+    }
+
+    @Test("two concurrent runs into one file: one succeeds, the other is refused")
+    func concurrentRuns() throws {
+        let work = TemporaryDirectory()
+        defer { work.cleanup() }
+        // Slow enough (60 epochs, about a second each) that the two overlap.
+        let a = work.write("a.json", tinyExperiment(name: "a").replacingOccurrences(of: #""epochs": 3"#, with: #""epochs": 60"#))
+        let b = work.write("b.json", tinyExperiment(name: "b").replacingOccurrences(of: #""epochs": 3"#, with: #""epochs": 60"#))
+        let path = work.path("out.h5")
+        // Both started before either is waited for.
+        let binary = packageRoot.appendingPathComponent(".build/debug/continual").path
+        let processes = [a, b].map { exp -> (Process, Pipe) in
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: binary)
+            p.arguments = ["run", exp, "-o", path, "--overwrite", "-q"]
+            let err = Pipe()
+            p.standardError = err
+            p.standardOutput = FileHandle.nullDevice
+            try? p.run()
+            return (p, err)
+        }
+        let results: [(Int32, String)] = processes.map { p, err in
+            let e = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            p.waitUntilExit()
+            return (p.terminationStatus, e)
+        }
+        let ok = results.filter { $0.0 == 0 }.count
+        let refused = results.filter { $0.0 == 2 && $0.1.contains("being written by another process (PID") }.count
+        // Either they overlapped (one refused) or ran one after the other (both fine, the file is the last one's).
+        #expect(ok + refused == 2 && ok >= 1, "\(results)")
+        #expect(ok == 1 && refused == 1, "the runs overlap, so one is refused: \(results)")
+        // The file holds one experiment's two runs, not a mix.
+        #expect(try ResultsReader.read(path: path).runs.count == 2)
+    }
+
+    @Test("resuming a dataset checkpoint after the data file changed is an error unless --allow-data-change")
+    func changedData() throws {
+        let work = TemporaryDirectory()
+        defer { work.cleanup() }
+        var csv = "experience,split,x,y,label\n"
+        for e in 0..<3 { for i in 0..<30 { csv += "\(e),\(i % 3 == 0 ? "test" : "train"),\(Double(i) / 10),\(e),\(i % 2)\n" } }
+        let data = work.write("d.csv", csv)
+        let exp = work.write("e.json", """
+            {"name": "d", "scenario": {"type": "dataset", "path": "\(data)"}, "model": {"hidden": [4]},
+             "training": {"epochs": 1}, "strategy": "naive"}
+            """)
+        let ck = work.path("ck.h5")
+        let stop = try runCLI(["run", exp, "--stop-after", "0", "--checkpoint", ck])
+        #expect(stop.status == 0, "\(stop.stderr)")
+        let same = try runCLI(["run", exp, "--resume-from", ck, "-o", work.path("r1.h5")])
+        #expect(same.status == 0, "\(same.stderr)")
+        try (csv.replacingOccurrences(of: "\n2,train,0.1", with: "\n2,train,0.9")).write(toFile: data, atomically: true, encoding: .utf8)
+        let changed = try runCLI(["run", exp, "--resume-from", ck, "-o", work.path("r2.h5")])
+        #expect(changed.status == 2 && changed.stderr.contains("other scenario data") && changed.stderr.contains("--allow-data-change"),
+                "\(changed.stderr)")
+        let allowed = try runCLI(["run", exp, "--resume-from", ck, "-o", work.path("r3.h5"), "--allow-data-change"])
+        #expect(allowed.status == 0, "\(allowed.stderr)")
+    }
+}
+
+@Suite("Recovery skips damaged run groups")
+struct DamagedGroupTests {
+    /// Overwrites the object header of the first run group with garbage (as a SIGKILL under load
+    /// or a bad disk can leave it); returns its id.
+    func damageFirstRun(_ path: String) throws -> String? {
+        let idFile = path + ".damaged"
+        guard try h5py("""
+            f = h5py.File('\(path)', 'r'); i = sorted(f['runs'].keys())[0]
+            addr = h5py.h5o.get_info(f['runs/' + i].id).addr; f.close()
+            open('\(idFile)', 'w').write(i)
+            with open('\(path)', 'r+b') as raw: raw.seek(addr); raw.write(b'\\xff' * 64)
+            """) else { return nil }
+        return try String(contentsOfFile: idFile, encoding: .utf8)
+    }
+
+    @Test("inspect, merge and --resume skip and report an unreadable group; repair copies every readable run")
+    func damagedGroup() throws {
+        let work = TemporaryDirectory()
+        defer { work.cleanup() }
+        let exp = work.write("e.json", tinyExperiment(name: "d", extra: #""sweep": {"parameters": {"seed": [1, 2]}},"#))
+        let path = work.path("d.h5")
+        #expect(try runCLI(["sweep", exp, "-o", path]).status == 0)
+        guard let bad = try damageFirstRun(path) else { return }
+
+        let contents = try ResultsReader.read(path: path)
+        #expect(contents.runs.count == 3 && contents.damaged.map(\.id) == [bad])
+        let inspect = try runCLI(["inspect", path])
+        #expect(inspect.status == 0 && inspect.stderr.contains("run group \(bad) is unreadable"), "\(inspect.stderr)")
+
+        let repaired = work.path("repaired.h5")
+        let repair = try runCLI(["repair", path, "-o", repaired])
+        #expect(repair.status == 0 && repair.stdout.contains("3 runs copied, 1 damaged group(s) skipped"), "\(repair.stdout) \(repair.stderr)")
+        #expect(try ResultsReader.read(path: repaired).runs.count == 3)
+        #expect(try ResultsReader.read(path: repaired).damaged.isEmpty)
+
+        let merged = work.path("merged.h5")
+        let merge = try runCLI(["merge", merged, path])
+        #expect(merge.status == 0 && merge.stderr.contains("run group \(bad) is unreadable, skipped"), "\(merge.stderr)")
+        #expect(try ResultsReader.read(path: merged).runs.count == 3)
+
+        let resume = try runCLI(["sweep", exp, "-o", path, "--resume"])
+        #expect(resume.status == 0 && resume.stderr.contains("run group \(bad) was unreadable"), "\(resume.stderr)")
+        let after = try ResultsReader.read(path: path)
+        #expect(after.runs.count == 4 && after.damaged.isEmpty, "\(after.damaged)")
+    }
+}
