@@ -201,9 +201,11 @@ def experiment_tables(path, metrics=None, baseline=None, df=None) -> list[tuple[
     elif fn is not None:
         out.append((f"{name} (mean ± std over seeds)", fn(path, df=df)))
     else:
-        present = [m for m in ("acc", "bwt", "forgetting", "balanced_acc", "macro_f1", "auroc")
-                   if m in df.columns and df[m].notna().any()]
-        out.append(("grouped metrics (mean ± std over seeds)", grouped(df, present or DEFAULT_METRICS)))
+        out.append(("grouped metrics (mean ± std over seeds)", grouped(df, DEFAULT_METRICS)))
+    extra = [m for m in ("balanced_acc", "macro_f1", "auroc", "auprc") if m in df.columns and df[m].notna().any()]
+    if extra and not metrics:
+        out.append(("measures beyond accuracy (ACC of each measure's matrix, mean ± std over seeds)",
+                    grouped(df, extra, ci=False)))
     base = baseline or default_baseline
     if base and base in set(df["configuration"]) and df["configuration"].nunique() > 1:
         pm = [m for m in (metrics or ("acc", "bwt")) if m in df.columns]
