@@ -441,24 +441,32 @@ def _place_labels(ax, xs, ys, labels, fontsize=6.5, xerr=None, yerr=None):
             (x0, y0), (x1, y1) = ax.transData.transform([(xs[i] - xerr[i], ys[i]), (xs[i] + xerr[i], ys[i])])
             marker_boxes.append(matplotlib.transforms.Bbox.from_extents(x0, y0 - 2, x1, y0 + 2))
     dirs = [(1, 0.3), (1, -1), (-1, 0.3), (-1, -1), (0.2, 1), (0.2, -1.4), (1, 1), (-1, 1)]
+    dirs16 = [(math.cos(a), math.sin(a)) for a in np.linspace(0, 2 * math.pi, 16, endpoint=False)]
     order = np.argsort(pts[:, 0])
     for i in order:
         (px, py), lab = pts[i], labels[i]
         t = ax.annotate(lab, (xs[i], ys[i]), xytext=(0, 0), textcoords="offset points", fontsize=fontsize)
         best = None
-        for dist in (5, 10, 16, 24, 34, 46, 60):
-            for dx, dy in dirs:
-                t.set_position((dx * dist, dy * dist))
-                t.set_ha("left" if dx > 0 else "right" if dx < 0 else "center")
-                bb = t.get_window_extent(r).expanded(1.05, 1.1)
-                inside = axbox.contains(bb.x0, bb.y0) and axbox.contains(bb.x1, bb.y1)
-                cx, cy = (bb.x0 + bb.x1) / 2, (bb.y0 + bb.y1) / 2
-                seg = [(px + (cx - px) * t_, py + (cy - py) * t_) for t_ in np.linspace(0.15, 0.6, 8)] \
-                    if dist > 7 else []
-                if inside and not any(bb.overlaps(o) for o in placed) and \
-                        not any(bb.overlaps(m) for m in marker_boxes) and \
-                        not any(o.contains(sx, sy) for o in placed for sx, sy in seg):
+        # strict pass: clear of labels, markers and error bars; relaxed pass: clear of labels only
+        for strict, dists in ((True, (5, 10, 16, 24, 34, 46, 60)), (False, (8, 16, 26, 38, 52, 70, 90, 115, 140))):
+            for dist in dists:
+                for dx, dy in (dirs if strict else dirs16):
+                    t.set_position((dx * dist, dy * dist))
+                    t.set_ha("left" if dx > 0.1 else "right" if dx < -0.1 else "center")
+                    bb = t.get_window_extent(r).expanded(1.05, 1.1)
+                    inside = axbox.contains(bb.x0, bb.y0) and axbox.contains(bb.x1, bb.y1)
+                    if not inside or any(bb.overlaps(o) for o in placed):
+                        continue
+                    cx, cy = (bb.x0 + bb.x1) / 2, (bb.y0 + bb.y1) / 2
+                    seg = [(px + (cx - px) * t_, py + (cy - py) * t_) for t_ in np.linspace(0.15, 0.6, 8)] \
+                        if dist > 7 else []
+                    if any(o.contains(sx, sy) for o in placed for sx, sy in seg):
+                        continue
+                    if strict and any(bb.overlaps(m) for m in marker_boxes):
+                        continue
                     best = (dx * dist, dy * dist, bb)
+                    break
+                if best:
                     break
             if best:
                 break
@@ -472,7 +480,7 @@ def _place_labels(ax, xs, ys, labels, fontsize=6.5, xerr=None, yerr=None):
             t.arrow_patch = None
             t.remove()
             t = ax.annotate(lab, (xs[i], ys[i]), xytext=best[:2], textcoords="offset points", fontsize=fontsize,
-                            ha="left" if best[0] > 0 else "right",
+                            ha="left" if best[0] > 0.1 else "right" if best[0] < -0.1 else "center",
                             arrowprops=dict(arrowstyle="-", color="grey", lw=0.5, shrinkA=0, shrinkB=3))
         placed.append(best[2])
         texts.append(t)

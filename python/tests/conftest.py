@@ -64,7 +64,7 @@ def write_results(path, runs, name="synthetic", swept=("seed",), population=None
                     mg.attrs[key] = v
                 cg = g.create_group("costs")
                 cg.attrs.update(total_parameters=np.int64(321), trainable_parameters=np.int64(321))
-                if population is not None and r.get("population"):
+                if population is not None and r.get("population") is not None:
                     pop = g.create_group("population")
                     mats = np.asarray(r["population"])
                     pop["accuracy_matrices"] = mats
