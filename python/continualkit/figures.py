@@ -30,6 +30,8 @@ MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 MAX_CELLS = 20
 #: Panels per figure (pages beyond it).
 MAX_PANELS = 9
+#: CI bands need at least this many seeds (with 2, t(0.975, 1) = 12.7 makes a band cover the axis).
+MIN_N_BAND = 3
 #: Lines per panel in forgetting curves.
 MAX_LINES = 8
 DPI = 300
@@ -45,9 +47,10 @@ MATRIX_LABELS = {"accuracy_matrix": "accuracy", "balanced_accuracy": "balanced a
 
 
 def style(i: int) -> dict:
-    """Colour, line style and marker of series i: colours first, then line styles and markers,
-    so up to 32 series stay distinguishable."""
-    return dict(color=OKABE_ITO[i % 7], linestyle=LINESTYLES[(i // 7) % 4], marker=MARKERS[(i // 7) % 8])
+    """Colour, line style and marker of series i: the six Okabe–Ito colours that are neither
+    black (kept for means/references) nor yellow (weak on white) first, then line styles and
+    markers, so up to 24 series stay distinguishable."""
+    return dict(color=OKABE_ITO[i % 6], linestyle=LINESTYLES[(i // 6) % 4], marker=MARKERS[(i // 6) % 8])
 
 
 plt.rcParams.update({
@@ -122,8 +125,17 @@ def _configs(df, configurations=None):
 
 
 def _conf_matrices(path, df, conf, metric="accuracy_matrix"):
+    """The configuration's matrices (run, i, j); runs whose stream length differs from the first
+    run's are left out (schedules give seeds different session counts): see `_n_label`."""
     ids = list(df[(df["configuration"] == conf) & (df["status"] == "completed")]["run_id"])
-    return metric_matrix(path, metric, run_ids=ids, summary=df)
+    da = metric_matrix(path, metric, run_ids=ids, summary=df)
+    da.attrs["runs_total"] = len(ids)
+    return da
+
+
+def _n_label(da):
+    n, total = da.sizes["run"], da.attrs.get("runs_total", da.sizes["run"])
+    return f"n={n}" if n == total else f"n={n} of {total} seeds: stream lengths differ"
 
 
 def _grid(n, max_cols=3, panel=(2.6, 2.3), layout=None):
@@ -172,8 +184,7 @@ def accuracy_heatmap(path, configurations=None, metric="accuracy_matrix", df=Non
                     if np.isfinite(m[i, j]):
                         ax.text(j, i, f"{m[i, j]:.0f}", ha="center", va="center", fontsize=6,
                                 color="white" if m[i, j] < 60 else "black")
-        n = da.sizes["run"]
-        ax.set_title(f"{_wrap(conf)} (n={n})" + (f"\n{T} exps in {k} blocks" if k < T else ""), fontsize=8)
+        ax.set_title(f"{_wrap(conf)} ({_n_label(da)})" + (f"\n{T} exps in {k} blocks" if k < T else ""), fontsize=8)
         if p + cols >= len(confs):
             ax.set_xlabel("evaluated on experience")
         if p % cols == 0:
@@ -193,9 +204,11 @@ def forgetting_curves(path, configurations=None, metric="accuracy_matrix", df=No
     df = _summary(path, df)
     confs = _configs(df, configurations)[:MAX_PANELS]
     fig, axes = _grid(len(confs), panel=(2.9, 2.2))
-    handles = {}
-    for ax, conf in zip(axes, confs):
+    cols = min(len(confs), 3)
+    handles, legends, panel_names = {}, [], []
+    for p, (ax, conf) in enumerate(zip(axes, confs)):
         da = _conf_matrices(path, df, conf, metric)
+        panel_handles = []
         R = da.values * 100  # run, i, j
         n, T, _ = R.shape
         names = list(da.evaluated_name.values)
@@ -208,26 +221,37 @@ def forgetting_curves(path, configurations=None, metric="accuracy_matrix", df=No
             mean = np.array([s["mean"] for s in ys])
             h, = ax.plot(xs, mean, color=st["color"], linestyle=st["linestyle"], lw=1.2,
                          marker="o" if T <= 12 else None, ms=2.5, label=names[j])
-            if n > 1:
-                lo = np.array([s["ci_low"] for s in ys])
-                hi = np.array([s["ci_high"] for s in ys])
+            if n >= MIN_N_BAND:
+                lo = np.clip([s["ci_low"] for s in ys], 0, 100)
+                hi = np.clip([s["ci_high"] for s in ys], 0, 100)
                 ax.fill_between(xs, lo, hi, color=st["color"], alpha=0.12, lw=0)
             handles.setdefault(names[j], h)
+            panel_handles.append((names[j], h))
         seen = np.array([[R[r, i, : i + 1].mean() for i in range(T)] for r in range(n)])
         h, = ax.plot(x, seen.mean(0), color="black", lw=2.0, label="mean over seen experiences")
         handles.setdefault("mean over seen experiences", h)
+        legends.append(panel_handles)
+        panel_names.append(tuple(nm for nm, _ in panel_handles))
         step = max(1, math.ceil(T / 8))
         ax.set_xticks(x[::step])
-        ax.set_xticklabels([names[i] for i in x[::step]], rotation=35, ha="right")
+        bottom = p + cols >= len(confs)
+        ax.set_xticklabels([names[i] for i in x[::step]] if bottom else [], rotation=35, ha="right")
         ax.set_ylim(0, 100)
-        ax.set_title(f"{_wrap(conf)} (n={n})", fontsize=8)
-        ax.set_xlabel("after training through")
-        ax.set_ylabel(f"{MATRIX_LABELS.get(metric, metric)} on experience (%)")
+        ax.set_title(f"{_wrap(conf)} ({_n_label(da)})", fontsize=8)
+        if bottom:
+            ax.set_xlabel("after training through")
+        if p % cols == 0:
+            ax.set_ylabel(f"{MATRIX_LABELS.get(metric, metric)} on experience (%)")
         ax.grid(axis="y", alpha=0.3)
-    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=min(5, len(handles)),
-               frameon=False, bbox_to_anchor=(0.5, -0.02 - 0.03 * math.ceil(len(handles) / 5)))
-    fig.suptitle(f"{_experiment(df)}: accuracy on each experience over training (mean, 95% CI over seeds)",
-                 fontsize=10)
+    if len(set(panel_names)) == 1:   # the same experiences everywhere: one shared legend
+        fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=min(5, len(handles)),
+                   frameon=False, bbox_to_anchor=(0.5, -0.02 - 0.03 * math.ceil(len(handles) / 5)))
+    else:                            # streams differ between panels: each panel names its own lines
+        for ax, ph in zip(axes, legends):
+            ax.legend([h for _, h in ph], [nm for nm, _ in ph], fontsize=5, ncol=2, frameon=False, loc="lower left",
+                      handlelength=1.5, columnspacing=0.8, labelspacing=0.2)
+    fig.suptitle(f"{_experiment(df)}: accuracy on each experience over training (mean; band: 95% CI over "
+                 f"seeds where n ≥ {MIN_N_BAND}; black: mean over seen experiences)", fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -253,6 +277,10 @@ def metrics_vs_swept(path, x=None, metrics=("acc", "bwt", "forgetting"), df=None
     fig, axes = plt.subplots(1, len(metrics), figsize=(2.7 * len(metrics) + 0.8, 2.8), squeeze=False)
     keyed = ok.assign(_line=ok[others].astype(str).agg("_".join, axis=1) if others else "all")
     lines = list(dict.fromkeys(keyed["_line"]))
+    vals = ok[x].dropna()
+    logx = bool(len(vals) and vals.min() > 0 and vals.max() / vals.min() > 20)
+    span = float(vals.max() - vals.min()) if len(vals) else 1.0
+    dodge = 0.06 if logx else 0.012
     for ax, m in zip(axes.flat, metrics):
         for k, line in enumerate(lines):
             g = keyed[keyed["_line"] == line]
@@ -261,11 +289,17 @@ def metrics_vs_swept(path, x=None, metrics=("acc", "bwt", "forgetting"), df=None
             mean = np.array([s["mean"] for s in st])
             err = np.array([s["ci_half"] if np.isfinite(s["ci_half"]) else 0 for s in st])
             s = style(k)
-            ax.errorbar(xs, mean, yerr=err, color=s["color"], linestyle=s["linestyle"], marker=s["marker"], ms=3,
+            off = (k - (len(lines) - 1) / 2) * dodge
+            xd = [v * (1 + off) if logx else v + off * span for v in xs]   # dodge so error bars do not overlap
+            ax.errorbar(xd, mean, yerr=err, color=s["color"], linestyle=s["linestyle"], marker=s["marker"], ms=3,
                         capsize=2, lw=1.1, label=_wrap(line, 30))
-        vals = ok[x].dropna()
-        if len(vals) and vals.min() > 0 and vals.max() / vals.min() > 20:
+        if logx:
             ax.set_xscale("log")
+        ticks = sorted(ok[x].dropna().unique())
+        if len(ticks) <= 8:
+            ax.set_xticks(ticks)
+            ax.set_xticklabels([f"{v:g}" for v in ticks])
+            ax.minorticks_off()
         ax.set_xlabel(x)
         ax.set_ylabel(METRIC_LABELS.get(m, m))
         ax.grid(alpha=0.3)
@@ -317,7 +351,11 @@ def prequential_curves(path, df=None, which="window_accuracy"):
             sd = sel.std(0, ddof=1)
             from .stats import t975
             h = t975(n - 1) * sd / math.sqrt(n)
-            ax.fill_between(pos, mean - h, mean + h, color=s["color"], alpha=0.15, lw=0)
+            # the band's half-width smoothed over ~1 % of the stream so it reads as a band, not noise
+            k_ = max(1, len(pos) // 100)
+            h = np.convolve(h, np.ones(k_) / k_, mode="same")
+            ax.fill_between(pos, np.clip(mean - h, 0, 100), np.clip(mean + h, 0, 100), color=s["color"],
+                            alpha=0.13, lw=0)
     starts = ds.attrs.get("experience_starts")
     if starts is not None:
         run_id = str(ds["run"].values[0])
@@ -382,9 +420,11 @@ def population_fan(path, run_id=None, df=None, levels=((0.05, 0.95), (0.25, 0.75
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
-    axes.flat[0].legend(frameon=False, loc="lower left", fontsize=6.5)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, frameon=False, bbox_to_anchor=(0.5, -0.06))
     n_users = panels[0][2].shape[0]
-    fig.suptitle(f"{_experiment(df)}: {conf}, {n_users} users (median and quantile bands)", fontsize=10)
+    who = "" if conf == _experiment(df) else f"{conf}, "
+    fig.suptitle(f"{_experiment(df)}: {who}{n_users} users (median and quantile bands)", fontsize=10)
     fig.tight_layout()
     return fig
 
