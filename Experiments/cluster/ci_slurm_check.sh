@@ -41,6 +41,6 @@ fi
 cat logs/ck-merge_*.out
 count=$(ls "$work/merged.shards"/shard-*.h5 | wc -l)
 [ "$count" -eq "$shards" ] || { echo "expected $shards shard files, found $count" >&2; exit 1; }
-python3 "$root/Experiments/analysis/compare_summaries.py" "$work/reference.h5" "$work/merged.h5"
+python3 -m continualkit compare "$work/reference.h5" "$work/merged.h5"   # pip install ./python
 echo "[slurm-check] OK: merged /summary of the job array equals the unsharded sweep's"
 

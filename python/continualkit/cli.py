@@ -49,6 +49,18 @@ def cmd_plot(a):
     out = F.draw_all(a.file, a.output, formats, verbose=not a.quiet)
     n = sum(len(v) for v in out.values())
     print(f"{len(out)} figures ({n} files) in {a.output} ({time.time() - t:.1f} s): {', '.join(out)}")
+    if a.check:
+        problems = [] if out else ["no figure drawn"]
+        for paths in out.values():
+            for p in paths:
+                if p.endswith(".png"):
+                    problems += F.check_png(p)
+                elif os.path.getsize(p) < 1000:
+                    problems.append(f"{p}: only {os.path.getsize(p)} bytes")
+        for p in problems:
+            print("FAIL:", p)
+        print("figures OK (exist, sizes bounded, not blank)" if not problems else f"{len(problems)} problem(s)")
+        return 1 if problems else 0
 
 
 def cmd_report(a):
@@ -121,6 +133,8 @@ def main(argv=None):
     s.add_argument("-o", "--output", required=True, help="directory")
     s.add_argument("--format", default="pdf,svg,png", help="comma-separated: pdf,svg,png")
     s.add_argument("-q", "--quiet", action="store_true")
+    s.add_argument("--check", action="store_true", help="exit 1 unless every file exists, PNGs are 300 dpi, "
+                                                         "within size bounds and not blank (CI)")
     s.set_defaults(fn=cmd_plot)
 
     s = sub.add_parser("report", help="self-contained HTML report")

@@ -587,6 +587,33 @@ def pareto(path, cost="energy_j", metric="acc", df=None):
 
 
 # ---------------------------------------------------------------------------------------------
+#: Bounds `check_png` enforces (what CI checks on every figure).
+MAX_PX = 4200
+MAX_BYTES = 3_000_000
+
+
+def check_png(path) -> list[str]:
+    """Problems with a drawn PNG: missing, over MAX_BYTES, larger than MAX_PX or tiny, not
+    300 dpi, or blank (grey-level standard deviation ≤ 10 or almost no dark pixels)."""
+    from PIL import Image
+    if not os.path.exists(path) or os.path.getsize(path) == 0:
+        return [f"{path}: missing or empty"]
+    out = []
+    if os.path.getsize(path) > MAX_BYTES:
+        out.append(f"{path}: {os.path.getsize(path)} bytes > {MAX_BYTES}")
+    im = Image.open(path)
+    w, h = im.size
+    if not (300 < w <= MAX_PX and 200 < h <= MAX_PX):
+        out.append(f"{path}: {w}×{h} px outside (300..{MAX_PX}) × (200..{MAX_PX})")
+    dpi = im.info.get("dpi", (0, 0))
+    if round(dpi[0]) != DPI:
+        out.append(f"{path}: {dpi[0]:.0f} dpi, not {DPI}")
+    px = np.asarray(im.convert("L"), dtype=float)
+    if px.std() <= 10 or (px < 128).mean() < 0.002:
+        out.append(f"{path}: looks blank (grey std {px.std():.1f})")
+    return out
+
+
 def draw_all(path, out_dir, formats=("pdf", "svg", "png"), df=None, verbose=False) -> dict[str, list[str]]:
     """Every figure that applies to the file, written to `out_dir`; {figure name: paths}.
     Heatmaps and forgetting curves get one page per MAX_PANELS configurations."""
@@ -611,6 +638,7 @@ def draw_all(path, out_dir, formats=("pdf", "svg", "png"), df=None, verbose=Fals
             if "population" in f["runs"][rid]:
                 pop_ids.add(rid)
         has_matrix = any("accuracy_matrix" in f["runs"][rid] for rid in ok["run_id"])
+        has_preq = any("prequential" in f["runs"][rid] for rid in ok["run_id"])
     conf_pages = pages(with_matrix)
     if has_matrix and with_matrix:
         for k, page in enumerate(conf_pages):
@@ -618,7 +646,8 @@ def draw_all(path, out_dir, formats=("pdf", "svg", "png"), df=None, verbose=Fals
             emit(f"heatmap{suffix}", lambda page=page: accuracy_heatmap(path, page, df=df))
             emit(f"forgetting_curves{suffix}", lambda page=page: forgetting_curves(path, page, df=df))
     emit("metrics", lambda: metrics_vs_swept(path, df=df))
-    emit("prequential", lambda: prequential_curves(path, df=df))
+    if has_preq:
+        emit("prequential", lambda: prequential_curves(path, df=df))
     for rid in sorted(pop_ids, key=lambda r: list(ok["run_id"]).index(r))[:4]:
         name = "population" if len(pop_ids) == 1 else f"population_{ok.set_index('run_id').loc[rid, 'configuration']}"
         emit(name, lambda rid=rid: population_fan(path, rid, df=df))

@@ -13,6 +13,7 @@ MAX_BYTES = 3_000_000  # per PNG
 
 
 def assert_png_ok(path):
+    assert F.check_png(path) == []
     assert os.path.getsize(path) < MAX_BYTES, f"{path} is {os.path.getsize(path)} bytes"
     im = Image.open(path)
     w, h = im.size
@@ -35,6 +36,17 @@ def test_draw_all_formats_and_sizes(synthetic, tmp_path):
         assert b"<svg" in open(paths[1], "rb").read(2000)
         assert_png_ok(paths[2])
         assert b"synthetic" in open(paths[1], "rb").read(), f"{name}: experiment name not in the figure"
+
+
+def test_check_png_flags_blank_and_oversized(tmp_path):
+    from PIL import Image
+    blank = tmp_path / "blank.png"
+    Image.new("RGB", (1000, 800), "white").save(blank, dpi=(300, 300))
+    assert any("blank" in p for p in F.check_png(str(blank)))
+    huge = tmp_path / "huge.png"
+    Image.new("RGB", (14840, 300), "white").save(huge, dpi=(100, 100))
+    probs = F.check_png(str(huge))
+    assert any("px" in p for p in probs) and any("dpi" in p for p in probs)
 
 
 def test_metrics_against_swept_value_uses_the_swept_axis(synthetic):

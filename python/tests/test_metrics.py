@@ -96,3 +96,25 @@ def test_every_summary_metric_recomputed_on_quickstart(real_results):
                 assert stored["acc"] == pytest.approx(M.acc(run[mname]), abs=1e-12)
                 assert stored["bwt"] == pytest.approx(M.bwt(run[mname]), abs=1e-12)
                 assert stored["forgetting"] == pytest.approx(M.forgetting(run[mname]), abs=1e-12)
+
+
+def test_real_quickstart_layout_and_xarray_dims(real_results):
+    """Ported from the old check_results.py: root provenance, two runs, naive forgets more than
+    joint, and xarray sees the named dimensions of the HDF5 dimension scales."""
+    import h5py
+    xr = pytest.importorskip("xarray")
+    pytest.importorskip("h5netcdf")
+    from continualkit import metric_matrix
+    path = real_results["quickstart"]
+    with h5py.File(path, "r") as f:
+        for key in ("toolkit_version", "schema_version", "created_utc", "experiment_json"):
+            assert key in f.attrs
+    df = load_summary(path)
+    assert sorted(df.name) == ["joint", "naive"] and set(df.status) == {"completed"}
+    naive, joint = (df[df.name == n].iloc[0] for n in ("naive", "joint"))
+    assert naive.bwt < 0 and joint.bwt > naive.bwt
+    ds = xr.open_dataset(path, engine="h5netcdf", group=f"runs/{df.run_id[0]}", phony_dims="sort")
+    assert ds["accuracy_matrix"].dims == ("trained_through", "experience")
+    da = metric_matrix(path)
+    assert da.dims == ("run", "trained_through", "evaluated") and da.sizes["run"] == 2
+    assert list(da.configuration.values) == ["naive", "joint"]

@@ -127,3 +127,22 @@ def test_aggregate_equals_continual_inspect(real_results):
         assert float(m.group("lo")) == pytest.approx(a[("acc", "ci_low")] * 100, abs=0.051)
         assert float(m.group("hi")) == pytest.approx(a[("acc", "ci_high")] * 100, abs=0.051)
         assert float(m.group("bwt")) == pytest.approx(a[("bwt", "mean")] * 100, abs=0.0051)
+
+
+def test_variants_without_a_swept_value_stay_separate(tmp_path):
+    """Ported from the old test_analysis.py: a swept path one variant lacks (NaN) must not merge
+    configurations, and only seeds are pooled."""
+    import numpy as np
+    from conftest import write_results
+    R = np.full((2, 2), 0.5)
+    runs = []
+    for lr in (0.01, 0.1):
+        for seed in range(3):
+            for lam in (1, 10):
+                runs.append(dict(name=f"ewc_lam={lam}_lr={lr:g}_seed={seed}", variant="ewc", seed=seed, R=R,
+                                 lam=lam, lr=lr))
+            runs.append(dict(name=f"naive_lr={lr:g}_seed={seed}", variant="naive", seed=seed, R=R, lr=lr))
+    df = load_summary(str(write_results(tmp_path / "nan.h5", runs, swept=("lam", "lr", "seed"))))
+    agg = aggregate(df, ["acc"])
+    assert len(agg) == 6 and set(agg[("acc", "n")]) == {3}
+    assert "naive_lr=0.01" in agg.index and "ewc_lam=10_lr=0.1" in agg.index
