@@ -493,9 +493,10 @@ def _place_labels(ax, xs, ys, labels, fontsize=6.5, xerr=None, yerr=None):
                 for dx, dy in (dirs if strict else dirs16):
                     t.set_position((dx * dist, dy * dist))
                     t.set_ha("left" if dx > 0.1 else "right" if dx < -0.1 else "center")
-                    bb = t.get_window_extent(r).expanded(1.05, 1.1)
+                    bb = t.get_window_extent(r)
+                    gap = bb.padded(7)   # a gap to other labels, so neighbours never read as one label
                     inside = axbox.contains(bb.x0, bb.y0) and axbox.contains(bb.x1, bb.y1)
-                    if not inside or any(bb.overlaps(o) for o in placed):
+                    if not inside or any(gap.overlaps(o) for o in placed):
                         continue
                     cx, cy = (bb.x0 + bb.x1) / 2, (bb.y0 + bb.y1) / 2
                     seg = [(px + (cx - px) * t_, py + (cy - py) * t_) for t_ in np.linspace(0.15, 0.6, 8)] \
@@ -558,7 +559,10 @@ def pareto(path, cost="energy_j", metric="acc", df=None):
     if x.min() > 0 and x.max() / x.min() > 20:
         ax.set_xscale("log")
     pad_y = max(1.0, (y.max() - y.min()) * 0.15)
-    ax.set_ylim(y.min() - pad_y - ye.max(), y.max() + pad_y + ye.max())
+    lo_, hi_ = y.min() - pad_y - ye.max(), y.max() + pad_y + ye.max()
+    if metric in METRIC_LABELS and METRIC_LABELS[metric].endswith("(%)"):
+        lo_, hi_ = max(lo_, -2.0), min(hi_, 104.0)     # a percentage axis never shows 120 %
+    ax.set_ylim(lo_, hi_)
     xr_ = (x.max() - x.min()) or abs(x.max()) or 1
     if ax.get_xscale() == "linear":
         ax.set_xlim(x.min() - 0.25 * xr_ - xe.max(), x.max() + 0.25 * xr_ + xe.max())
