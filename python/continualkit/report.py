@@ -80,11 +80,13 @@ def figure_list(path, df):
     for r in pop[:4]:
         out.append((f"population_{r}", "Population fan chart", lambda r=r: F.population_fan(path, r, df=df)))
     if len(confs) >= 2:
+        acc = F.pareto_metric(ok)
         if "energy_j" in ok and (ok["energy_j"] > 0).any():
-            out.append(("pareto_energy", "Accuracy against training energy", lambda: F.pareto(path, "energy_j", df=df)))
+            out.append(("pareto_energy", "Accuracy against training energy",
+                        lambda: F.pareto(path, "energy_j", acc, df=df)))
         if "peak_memory_bytes" in ok and (ok["peak_memory_bytes"] > 0).any():
             out.append(("pareto_memory", "Accuracy against peak memory",
-                        lambda: F.pareto(path, "peak_memory_bytes", df=df)))
+                        lambda: F.pareto(path, "peak_memory_bytes", acc, df=df)))
     return out
 
 

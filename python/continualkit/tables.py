@@ -147,6 +147,40 @@ def peft_table(path, df=None) -> pd.DataFrame:
     return table
 
 
+def device_table(path, df=None, accuracy=None) -> pd.DataFrame:
+    """Experiments/device_schedules.json (and any file with on-device columns): per configuration
+    the training sessions, prequential accuracy, final ACC, int8 ACC, training energy (µJ) and peak
+    memory, mean ± std over seeds, and whether it is on the accuracy–energy (E) and
+    accuracy–memory (M) Pareto fronts of `accuracy` (default: prequential accuracy when the file
+    has it, else ACC) — what plot_pareto.py printed."""
+    from .figures import pareto_front
+    df = df if df is not None else load_summary(path)
+    ok = df[df["status"] == "completed"]
+    if accuracy is None:
+        accuracy = "prequential_acc" if "prequential_acc" in ok and ok["prequential_acc"].notna().any() else "acc"
+    cols = [c for c in dict.fromkeys([accuracy, "final_acc", "acc_int8", "energy_j", "training_sessions",
+                                      "peak_memory_bytes"]) if c in ok.columns]
+    agg = aggregate(df, cols)
+    acc = agg[(accuracy, "mean")].to_numpy()
+    fe = set(pareto_front(agg[("energy_j", "mean")].to_numpy(), acc)) if "energy_j" in cols else set()
+    fm = set(pareto_front(agg[("peak_memory_bytes", "mean")].to_numpy(), acc)) if "peak_memory_bytes" in cols else set()
+
+    def ms(conf, c, scale=1.0, digits=3):
+        st = {k: agg.loc[conf, (c, k)] for k in ("n", "mean", "std")} if c in cols else {"n": 0}
+        return _pm(st, scale, digits=digits)
+
+    rows = []
+    for i, conf in enumerate(agg.index):
+        rows.append({"configuration": conf, "n": int(agg.loc[conf, (accuracy, "n")]),
+                     "sessions": ms(conf, "training_sessions", 1, 1).split(" ± ")[0],
+                     ("prequential acc" if accuracy == "prequential_acc" else accuracy): ms(conf, accuracy),
+                     "final ACC": ms(conf, "final_acc"), "int8 ACC": ms(conf, "acc_int8"),
+                     "training energy (µJ)": ms(conf, "energy_j", 1e6, 0),
+                     "peak memory (B)": ms(conf, "peak_memory_bytes", 1, 0).split(" ± ")[0],
+                     "Pareto (E / M)": f"{'E' if i in fe else '-'} / {'M' if i in fm else '-'}"})
+    return pd.DataFrame(rows)
+
+
 def paper_table() -> dict:
     """Hsu et al. (2018) Table 2 as shipped with the package (data/hsu2018_table2.json)."""
     return json.loads(resources.files("continualkit").joinpath("data/hsu2018_table2.json").read_text("utf-8"))
@@ -185,6 +219,7 @@ def regularisation_extra(df) -> pd.DataFrame:
 
 #: experiment name → (table function, default baseline for the paired table)
 PRESETS = {"replay": (replay_table, "naive"), "peft": (peft_table, "naive"), "hsu_table": (hsu_table, None),
+           "device_schedules": (device_table, None),
            "regularisation": (None, "naive")}
 
 
