@@ -122,3 +122,16 @@ def test_grouped_shows_incomplete_runs(tmp_path):
     p = write_results(tmp_path / "inc.h5", runs)
     t = T.grouped(load_summary(str(p)), ("acc",))
     assert t.iloc[0]["n"] == "2/3"
+
+
+def test_device_table_marks_the_pareto_fronts(synthetic):
+    t = T.device_table(synthetic)
+    assert list(t.columns)[-1] == "Pareto (E / M)"
+    # synthetic: naive is cheapest (energy and memory), replay the most accurate
+    marks = dict(zip(t.configuration, t["Pareto (E / M)"]))
+    agg = __import__("continualkit").aggregate(load_summary(synthetic), ["acc", "energy_j"])
+    best = agg[("acc", "mean")].idxmax()
+    assert marks[best].startswith("E")
+    cheapest = agg[("energy_j", "mean")].idxmin()
+    top_cheap = agg[agg[("energy_j", "mean")] == agg.loc[cheapest, ("energy_j", "mean")]][("acc", "mean")].idxmax()
+    assert marks[top_cheap] == "E / M"
