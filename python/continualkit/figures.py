@@ -538,12 +538,18 @@ def _place_labels(ax, xs, ys, labels, fontsize=6.5, xerr=None, yerr=None):
     return texts, failed
 
 
-def pareto(path, cost="energy_j", metric="acc", df=None):
+def pareto(path, cost="energy_j", metric="acc", df=None, configurations=None):
     """Accuracy against a cost (default training energy; `peak_memory_bytes` for memory), one
     point per configuration at its mean over seeds with 95 % CI error bars on both axes; the
     Pareto front (nothing both cheaper and more accurate) joined by a line and its points filled;
-    labels placed so they do not overlap."""
+    labels placed so they do not overlap. `configurations` limits the plot to those (e.g. one
+    setting of a large table)."""
     df = _summary(path, df)
+    if configurations:
+        keep = _configs(df, configurations)
+        attrs = dict(df.attrs)
+        df = df[df["configuration"].isin(keep)].reset_index(drop=True)
+        df.attrs.update(attrs)
     ok = df[df["status"] == "completed"]
     if cost not in ok.columns or not ok[cost].notna().any():
         raise ValueError(f"{path}: no {cost} column")
