@@ -155,7 +155,7 @@ def find_continual():
     env = os.environ.get("CONTINUAL_BIN")
     if env:
         return env if os.access(env, os.X_OK) else None
-    for c in (shutil.which("continual"), os.path.join(REPO, ".build/release/continual"), "/work/bin/continual"):
+    for c in (shutil.which("continual"), os.path.join(REPO, ".build/release/continual")):
         if c and os.access(c, os.X_OK):
             return c
     return None
