@@ -14,12 +14,13 @@ trap 'rm -rf "$work"' EXIT
 "$bin" inspect "$work/tiny.h5"
 "$bin" inspect "$work/tiny.h5" --csv > "$work/tiny.csv"
 [ "$(wc -l < "$work/tiny.csv")" -eq 25 ] || { echo "CSV should have 25 lines" >&2; exit 1; }
-python3 Experiments/analysis/plot_results.py "$work/tiny.h5" "$work/plots"
-python3 Experiments/analysis/check_sweep.py "$work/tiny.h5" --plots "$work/plots" --expect-runs 24
-python3 Experiments/analysis/test_analysis.py
+# Python analysis package (python/; .ci/run installs it): figures checked, metrics recomputed.
+command -v continualkit >/dev/null || python3 -m pip install -q --disable-pip-version-check ./python
+continualkit plot "$work/tiny.h5" -o "$work/plots" --format png --check
+continualkit check "$work/tiny.h5" --expect-runs 24
 # Population runs: forgetting is the mean of per-user values (recomputed from accuracy_matrices).
 "$bin" sweep Experiments/sweeps/tiny_population_sweep.json -o "$work/pop.h5" --plain --jobs 2
-python3 Experiments/analysis/check_sweep.py "$work/pop.h5" --expect-runs 8
+continualkit check "$work/pop.h5" --expect-runs 8
 if [ "${SKIP_SLURM:-0}" != 1 ]; then
   CONTINUAL=$bin bash Experiments/cluster/ci_slurm_check.sh Experiments/sweeps/tiny_sweep.json 3
 fi

@@ -45,7 +45,7 @@ trap 'ck_slurm_down; rm -rf "$work"' EXIT
 ck_slurm_up
 cd "$work"
 wait_jobs() { ck_slurm_wait "$@" || { tail -n 20 logs/* >&2 || true; fail "jobs $* did not all complete"; }; }
-compare() { python3 "$root/Experiments/analysis/compare_summaries.py" "$work/reference.h5" "$1"; }
+compare() { python3 -m continualkit compare "$work/reference.h5" "$1"; }   # pip install ./python
 
 say "1. submit.sh: array 0-$((n - 1)) and the merge"
 read -r jid mid <<<"$("$here/submit.sh" "$experiment" "$n" "$work/merged.h5")"

@@ -1,0 +1,175 @@
+"""`continualkit` command line: summary, table, plot, report, export, check, compare.
+
+    continualkit summary results/regularisation.h5
+    continualkit table results/regularisation.h5 --baseline naive --metrics acc,bwt --format latex
+    continualkit plot results/regularisation.h5 -o figures/ --format pdf,png
+    continualkit report results/regularisation.h5 -o report.html
+    continualkit export results/regularisation.h5 --csv out/ | --parquet out/ | --tensorboard runs/
+    continualkit check results/regularisation.h5 [--expect-runs 45]
+    continualkit compare reference.h5 merged.h5
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+from . import __version__
+
+
+def _metrics(s):
+    return [m.strip() for m in s.split(",") if m.strip()] if s else None
+
+
+def cmd_summary(a):
+    from . import tables as T
+    from .io import load_summary
+    df = load_summary(a.file)
+    print(T.render(T.grouped(df, _metrics(a.metrics) or T.DEFAULT_METRICS), a.format), end="")
+
+
+def cmd_table(a):
+    from . import tables as T
+    for title, t in T.experiment_tables(a.file, metrics=_metrics(a.metrics), baseline=a.baseline):
+        if a.format == "markdown":
+            print(f"### {title}\n")
+        elif a.format == "csv":
+            print(f"# {title}")
+        print(T.render(t, a.format, caption=title if a.format == "latex" else None))
+
+
+def cmd_plot(a):
+    from . import figures as F
+    formats = [f.strip().lower() for f in a.format.split(",") if f.strip()]
+    bad = [f for f in formats if f not in ("pdf", "svg", "png")]
+    if bad:
+        sys.exit(f"unknown format(s) {bad}: pdf, svg, png")
+    t = time.time()
+    out = F.draw_all(a.file, a.output, formats, verbose=not a.quiet)
+    n = sum(len(v) for v in out.values())
+    print(f"{len(out)} figures ({n} files) in {a.output} ({time.time() - t:.1f} s): {', '.join(out)}")
+    if a.check:
+        problems = [] if out else ["no figure drawn"]
+        for paths in out.values():
+            for p in paths:
+                if p.endswith(".png"):
+                    problems += F.check_png(p)
+                elif os.path.getsize(p) < 1000:
+                    problems.append(f"{p}: only {os.path.getsize(p)} bytes")
+        for p in problems:
+            print("FAIL:", p)
+        print("figures OK (exist, sizes bounded, not blank)" if not problems else f"{len(problems)} problem(s)")
+        return 1 if problems else 0
+
+
+def cmd_report(a):
+    from .report import build
+    t = time.time()
+    r = build(a.file, a.output, png=a.png)
+    print(f"{a.output}: {len(r['figures'])} figures ({time.time() - t:.1f} s)")
+
+
+def cmd_export(a):
+    from . import export as E
+    done = False
+    if a.csv:
+        print("\n".join(E.to_csv(a.file, a.csv)))
+        done = True
+    if a.parquet:
+        print("\n".join(E.to_parquet(a.file, a.parquet)))
+        done = True
+    if a.tensorboard:
+        dirs = E.to_tensorboard(a.file, a.tensorboard)
+        print(f"{len(dirs)} TensorBoard runs in {a.tensorboard} (tensorboard --logdir {a.tensorboard})")
+        done = True
+    if not done:
+        sys.exit("give --csv DIR, --parquet DIR and/or --tensorboard DIR")
+
+
+def cmd_check(a):
+    from .check import check_file
+    problems, notes, checked = check_file(a.file, a.expect_runs)
+    print(f"{a.file}: {checked} completed runs, every stored metric recomputed from its matrices")
+    for n in notes:
+        print("note:", n)
+    for p in problems:
+        print("FAIL:", p)
+    print("OK" if not problems else f"{len(problems)} problem(s)")
+    return 0 if not problems else 1
+
+
+def cmd_compare(a):
+    from .check import compare_summaries
+    problems = compare_summaries(a.a, a.b)
+    for p in problems:
+        print("DIFF:", p)
+    print(f"{a.a} vs {a.b}: " + ("identical apart from wall times" if not problems else f"{len(problems)} difference(s)"))
+    return 0 if not problems else 1
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="continualkit", description="Analysis of ContinualKit results files (HDF5).",
+                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    p.add_argument("--version", action="version", version=f"continualkit {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("summary", help="grouped metrics per configuration (mean ± std, 95%% CI, n)")
+    s.add_argument("file")
+    s.add_argument("--metrics")
+    s.add_argument("--format", default="markdown", choices=["markdown", "csv", "latex"])
+    s.set_defaults(fn=cmd_summary)
+
+    s = sub.add_parser("table", help="the experiment's tables (+ paired comparison against a baseline)")
+    s.add_argument("file")
+    s.add_argument("--baseline", help="configuration to compare against, matched on seed (default: the "
+                                      "experiment's, e.g. naive)")
+    s.add_argument("--metrics", help="comma-separated summary columns, e.g. acc,bwt,forgetting")
+    s.add_argument("--format", default="markdown", choices=["markdown", "csv", "latex"])
+    s.set_defaults(fn=cmd_table)
+
+    s = sub.add_parser("plot", help="every figure that applies, as PDF/SVG/PNG (300 dpi)")
+    s.add_argument("file")
+    s.add_argument("-o", "--output", required=True, help="directory")
+    s.add_argument("--format", default="pdf,svg,png", help="comma-separated: pdf,svg,png")
+    s.add_argument("-q", "--quiet", action="store_true")
+    s.add_argument("--check", action="store_true", help="exit 1 unless every file exists, PNGs are 300 dpi, "
+                                                         "within size bounds and not blank (CI)")
+    s.set_defaults(fn=cmd_plot)
+
+    s = sub.add_parser("report", help="self-contained HTML report")
+    s.add_argument("file")
+    s.add_argument("-o", "--output", required=True, help="report.html")
+    s.add_argument("--png", action="store_true", help="embed PNG instead of inline SVG (smaller for huge sweeps)")
+    s.set_defaults(fn=cmd_report)
+
+    s = sub.add_parser("export", help="CSV / Parquet / TensorBoard")
+    s.add_argument("file")
+    s.add_argument("--csv", metavar="DIR")
+    s.add_argument("--parquet", metavar="DIR")
+    s.add_argument("--tensorboard", metavar="DIR")
+    s.set_defaults(fn=cmd_export)
+
+    s = sub.add_parser("check", help="recompute every stored metric from the matrices and compare")
+    s.add_argument("file")
+    s.add_argument("--expect-runs", type=int)
+    s.set_defaults(fn=cmd_check)
+
+    s = sub.add_parser("compare", help="same runs and values in two files' /summary, wall times aside")
+    s.add_argument("a")
+    s.add_argument("b")
+    s.set_defaults(fn=cmd_compare)
+
+    a = p.parse_args(argv)
+    if not os.path.exists(getattr(a, "file", None) or getattr(a, "a", "")):
+        p.error(f"no such file: {getattr(a, 'file', None) or a.a}")
+    try:
+        rc = a.fn(a)
+    except KeyError as e:
+        print(f"continualkit: {e.args[0] if e.args else e}", file=sys.stderr)
+        return 2
+    return rc or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,328 @@
+"""Reading ContinualKit results files (layout: docs/results-format.md).
+
+    import continualkit as ck
+    df = ck.load_summary("results/regularisation.h5")    # one row per run, str columns, "configuration"
+    R = ck.metric_matrix("results/regularisation.h5")     # xarray: run × trained_through × evaluated
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Iterable
+
+import h5py
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+#: Columns holding wall times: the only values that differ between two runs of one config.
+TIMING_COLUMNS = ("train_seconds", "eval_seconds")
+#: Matrices with the accuracy matrix's layout (experience trained through × experience evaluated).
+MATRIX_NAMES = ("accuracy_matrix", "balanced_accuracy", "macro_f1", "auroc", "auprc")
+#: Short names accepted for the matrices.
+MATRIX_ALIASES = {"accuracy": "accuracy_matrix", "acc": "accuracy_matrix", "balanced_acc": "balanced_accuracy"}
+
+_SEED_PART = re.compile(r"^seed=")
+
+
+def _str(x):
+    if isinstance(x, bytes):
+        return x.decode("utf-8")
+    if isinstance(x, np.ndarray) and x.shape == () and x.dtype.kind in "SO":
+        return _str(x[()])
+    return x
+
+
+def _json_attr(attrs, name, default):
+    if name not in attrs:
+        return default
+    try:
+        return json.loads(_str(attrs[name]))
+    except (TypeError, ValueError):
+        return default
+
+
+def configuration_name(run_name: str) -> str:
+    """A run name without its seed label, as the Swift side names configurations
+    (`SweepReport.configurationName`): `naive_seed=3` → `naive`, `lr=0.1_seed=0` → `lr=0.1`,
+    `seed=4` → `seed`; names without a `seed=` part are unchanged."""
+    parts = [p for p in str(run_name).split("_") if not _SEED_PART.match(p)]
+    joined = "_".join(parts)
+    return joined if joined else "seed"
+
+
+def load_summary(path: str, completed_only: bool = False) -> pd.DataFrame:
+    """`/summary` as a DataFrame, one row per run in sweep order, string columns decoded.
+
+    Adds a `configuration` column (the run name without its `seed=` part). `df.attrs` holds
+    `swept_columns` (swept value columns, `seed` included when seeds are swept), `swept_paths`,
+    `group_by` (variant + swept columns except seed: what identifies a configuration, as
+    `continual inspect` groups), `experiment_name` and `path`.
+    """
+    with h5py.File(path, "r") as f:
+        summary = f["summary"]
+        df = pd.DataFrame(summary[:])
+        swept = _json_attr(summary.attrs, "swept_columns_json", _json_attr(f.attrs, "swept_columns_json", []))
+        paths = _json_attr(summary.attrs, "swept_paths_json", _json_attr(f.attrs, "swept_paths_json", []))
+        name = _str(f.attrs.get("experiment_name", ""))
+    for col in df.columns:
+        if df[col].dtype == object:
+            df[col] = df[col].map(_str)
+    if "sweep_index" in df.columns:
+        df = df.sort_values("sweep_index", kind="stable").reset_index(drop=True)
+    if "name" in df.columns:
+        df["configuration"] = df["name"].map(configuration_name)
+    if completed_only and "status" in df.columns:
+        df = df[df["status"] == "completed"].reset_index(drop=True)
+    group_by = [c for c in ["variant"] + [c for c in swept if c != "seed"] if c in df.columns]
+    df.attrs.update(swept_columns=list(swept), swept_paths=list(paths),
+                    group_by=group_by or ["name"], experiment_name=name, path=str(path))
+    return df
+
+
+def swept_values(df: pd.DataFrame) -> list[str]:
+    """Swept columns except the seed (the values that distinguish configurations of a variant)."""
+    return [c for c in df.attrs.get("swept_columns", []) if c != "seed" and c in df.columns]
+
+
+def provenance(path: str) -> dict:
+    """Root attributes that say where a file came from: toolkit, version, schema, creation time,
+    experiment name/description/path, git commit when the file records one."""
+    with h5py.File(path, "r") as f:
+        a = {k: _str(v) for k, v in f.attrs.items()}
+    out = {k: a[k] for k in ("toolkit", "toolkit_version", "schema_version", "created_utc", "experiment_name",
+                             "experiment_description", "experiment_path", "kind") if k in a}
+    for k in ("git_commit", "git_revision", "commit", "toolkit_commit"):
+        if k in a:
+            out["git_commit"] = a[k]
+    out = {k: (v.item() if hasattr(v, "item") else v) for k, v in out.items()}
+    return out
+
+
+def experiment_json(path: str) -> dict:
+    with h5py.File(path, "r") as f:
+        return _json_attr(f.attrs, "experiment_json", {})
+
+
+def run_config(path: str, run_id: str) -> dict:
+    with h5py.File(path, "r") as f:
+        return _json_attr(f["runs"][run_id].attrs, "config_json", {})
+
+
+def load_run(path: str, run_id: str) -> dict:
+    """One run group as plain Python/numpy values (None for datasets a failed run lacks).
+
+    Keys: run_id, name, status, message, seed, config, sweep_values, accuracy (T×T), every matrix
+    of MATRIX_NAMES present (and `<name>_baseline_random`), baseline_random, baseline_init,
+    experience_names, forgetting_per_experience, loss_curve, penalty_curve, test_sizes,
+    samples_processed, steps, trainable_parameters, metrics, costs, matrix_metrics
+    ({matrix: {acc, bwt, fwt, forgetting}} as stored), plugins.
+    """
+    with h5py.File(path, "r") as f:
+        g = f["runs"][run_id]
+        a = g.attrs
+
+        def ds(name):
+            return g[name][()] if name in g and isinstance(g[name], h5py.Dataset) else None
+
+        out = {
+            "run_id": _str(a.get("run_id", run_id)),
+            "name": _str(a.get("name", "")),
+            "status": _str(a.get("status", "")),
+            "message": _str(a.get("message", "")),
+            "seed": int(a.get("seed", 0)),
+            "primary_metric": _str(a.get("primary_metric", "accuracy")),
+            "config": _json_attr(a, "config_json", {}),
+            "sweep_values": _json_attr(a, "sweep_values_json", {}),
+            "accuracy": ds("accuracy_matrix"),
+            "baseline_random": ds("baseline_random"),
+            "baseline_init": ds("baseline_init"),
+            "forgetting_per_experience": ds("forgetting_per_experience"),
+            "loss_curve": ds("loss_curve"),
+            "penalty_curve": ds("penalty_curve"),
+            "test_sizes": ds("test_sizes"),
+            "samples_processed": ds("samples_processed"),
+            "steps": ds("steps"),
+            "trainable_parameters": ds("trainable_parameters"),
+            "experience_names": [_str(x) for x in g["experience_names"][()]] if "experience_names" in g else [],
+            "metrics": {k: float(v) for k, v in g["metrics"].attrs.items()} if "metrics" in g else {},
+            "costs": {k: (_str(v) if isinstance(v, (bytes, str)) else v.item() if hasattr(v, "item") else v)
+                      for k, v in g["costs"].attrs.items()} if "costs" in g else {},
+            "matrix_metrics": {},
+            "plugins": {},
+        }
+        for m in MATRIX_NAMES[1:]:
+            if m in g:
+                out[m] = g[m][()]
+                out[m + "_baseline_random"] = ds(m + "_baseline_random")
+                out["matrix_metrics"][m] = {k: float(v) for k, v in g[m].attrs.items()
+                                            if k in ("acc", "bwt", "fwt", "forgetting")}
+        if "plugins" in g:
+            for name, pg in g["plugins"].items():
+                out["plugins"][name] = {
+                    "attributes": {k: _str(v) for k, v in pg.attrs.items()},
+                    "arrays": {k: v[()] for k, v in pg.items() if isinstance(v, h5py.Dataset)},
+                }
+    return out
+
+
+def _exp_names(g, T):
+    if "experience_names" in g:
+        names = [_str(x) for x in g["experience_names"][()]]
+        if len(names) == T:
+            return names
+    return [f"exp {j}" for j in range(T)]
+
+
+def _unique_labels(names):
+    """Experience names made unique (phases repeat, e.g. morning … morning) by suffixing #k."""
+    seen, out = {}, []
+    for n in names:
+        seen[n] = seen.get(n, 0) + 1
+        out.append(n if seen[n] == 1 else f"{n} #{seen[n]}")
+    return out
+
+
+def metric_matrix(path: str, metric: str = "accuracy_matrix", run_ids: Iterable[str] | None = None,
+                  summary: pd.DataFrame | None = None) -> xr.DataArray:
+    """A metric matrix of every completed run as one DataArray with dims
+    (run, trained_through, evaluated); coords: run (run id), configuration, seed, name per run,
+    experience names on both matrix axes (`trained_through_name`, `evaluated_name`).
+
+    Runs whose matrix has a different size than the first are left out (a file mixing stream
+    lengths: select `run_ids` yourself).
+    """
+    metric = MATRIX_ALIASES.get(metric, metric)
+    df = summary if summary is not None else load_summary(path)
+    ok = df[df["status"] == "completed"] if "status" in df.columns else df
+    ids = list(run_ids) if run_ids is not None else list(ok["run_id"])
+    mats, kept, names = [], [], None
+    with h5py.File(path, "r") as f:
+        for rid in ids:
+            g = f["runs"][rid]
+            if metric not in g:
+                continue
+            m = np.asarray(g[metric][()], dtype=float)
+            if mats and m.shape != mats[0].shape:
+                continue
+            if names is None:
+                names = _exp_names(g, m.shape[0])
+            mats.append(m)
+            kept.append(rid)
+    if not mats:
+        raise KeyError(f"no completed run in {path} has a {metric!r} matrix")
+    T = mats[0].shape[0]
+    rows = df.set_index("run_id").loc[kept]
+    labels = _unique_labels(names)
+    da = xr.DataArray(np.stack(mats), dims=("run", "trained_through", "evaluated"),
+                      coords={"run": kept, "trained_through": np.arange(T), "evaluated": np.arange(T),
+                              "trained_through_name": ("trained_through", labels),
+                              "evaluated_name": ("evaluated", labels),
+                              "configuration": ("run", list(rows["configuration"])),
+                              "seed": ("run", [int(s) for s in rows["seed"]]),
+                              "name": ("run", list(rows["name"]))},
+                      name=metric)
+    da.attrs.update(units="fraction (0..1)", experiment=df.attrs.get("experiment_name", ""))
+    return da
+
+
+def curves(path: str, name: str = "loss_curve", summary: pd.DataFrame | None = None) -> xr.DataArray:
+    """Per-run curves of shape (T, E) (`loss_curve`, `penalty_curve`) as (run, experience, epoch)."""
+    df = summary if summary is not None else load_summary(path)
+    ok = df[df["status"] == "completed"]
+    arrs, kept = [], []
+    with h5py.File(path, "r") as f:
+        for rid in ok["run_id"]:
+            g = f["runs"][rid]
+            if name in g:
+                a = np.asarray(g[name][()], dtype=float)
+                if arrs and a.shape != arrs[0].shape:
+                    continue
+                arrs.append(a)
+                kept.append(rid)
+    if not arrs:
+        raise KeyError(f"no run has {name}")
+    rows = df.set_index("run_id").loc[kept]
+    return xr.DataArray(np.stack(arrs), dims=("run", "experience", "epoch"),
+                        coords={"run": kept, "configuration": ("run", list(rows["configuration"])),
+                                "seed": ("run", [int(s) for s in rows["seed"]])}, name=name)
+
+
+def prequential(path: str, summary: pd.DataFrame | None = None) -> xr.Dataset | None:
+    """Prequential curves (`runs/<id>/prequential/`) as a Dataset with dims (run, position):
+    `window_accuracy`, `cumulative_accuracy`, `experience`. None when no run is prequential."""
+    df = summary if summary is not None else load_summary(path)
+    ok = df[df["status"] == "completed"]
+    recs, kept, pos, starts = [], [], None, None
+    with h5py.File(path, "r") as f:
+        for rid in ok["run_id"]:
+            g = f["runs"][rid]
+            if "prequential" not in g:
+                continue
+            p = g["prequential"]
+            r = {k: np.asarray(p[k][()], dtype=float) for k in ("window_accuracy", "cumulative_accuracy", "experience")
+                 if k in p}
+            position = np.asarray(p["position"][()]) if "position" in p else np.arange(len(r["window_accuracy"]))
+            if pos is not None and len(position) != len(pos):
+                continue
+            pos = position
+            if starts is None and "experience_starts" in p:
+                starts = np.asarray(p["experience_starts"][()])
+            recs.append(r)
+            kept.append(rid)
+    if not recs:
+        return None
+    rows = df.set_index("run_id").loc[kept]
+    data = {k: (("run", "position"), np.stack([r[k] for r in recs])) for k in recs[0]}
+    ds = xr.Dataset(data, coords={"run": kept, "position": pos,
+                                  "configuration": ("run", list(rows["configuration"])),
+                                  "seed": ("run", [int(s) for s in rows["seed"]])})
+    if starts is not None:
+        ds.attrs["experience_starts"] = starts
+    return ds
+
+
+def population(path: str, run_id: str) -> xr.Dataset | None:
+    """A population run's per-user data: `accuracy_matrices` (user, trained_through, evaluated)
+    when stored, per-user metrics (user), and the aggregate quantiles (metric, level).
+    None for a run without a `population/` group."""
+    with h5py.File(path, "r") as f:
+        g = f["runs"][run_id]
+        if "population" not in g:
+            return None
+        p = g["population"]
+        n_users = None
+        data, coords = {}, {}
+        if "accuracy_matrices" in p:
+            m = np.asarray(p["accuracy_matrices"][()], dtype=float)
+            n_users = m.shape[0]
+            data["accuracy_matrices"] = (("user", "trained_through", "evaluated"), m)
+        if "metrics" in p and isinstance(p["metrics"], h5py.Group):
+            for k, v in p["metrics"].items():
+                arr = np.asarray(v[()], dtype=float)
+                if arr.ndim == 1:
+                    data[k] = (("user",), arr)
+                    n_users = len(arr)
+        if "final_accuracy" in p:
+            arr = np.asarray(p["final_accuracy"][()], dtype=float)
+            if arr.ndim == 1:
+                data["final_accuracy"] = (("user",), arr)
+            elif arr.ndim == 2:
+                data["final_accuracy"] = (("user", "evaluated"), arr)
+        if "status" in p:
+            data["status"] = (("user",), np.array([_str(s) for s in p["status"][()]]))
+        if "aggregate" in p:
+            ag = p["aggregate"]
+            if "metric" in ag and "quantiles" in ag and "quantile_levels" in ag:
+                mnames = [_str(x) for x in ag["metric"][()]]
+                coords["metric"] = mnames
+                coords["level"] = np.asarray(ag["quantile_levels"][()], dtype=float)
+                data["quantiles"] = (("metric", "level"), np.asarray(ag["quantiles"][()], dtype=float))
+                for k in ("mean", "std"):
+                    if k in ag:
+                        data[k] = (("metric",), np.asarray(ag[k][()], dtype=float))
+        names = _exp_names(g, data["accuracy_matrices"][1].shape[1]) if "accuracy_matrices" in data else None
+    ds = xr.Dataset(data, coords=coords)
+    if names:
+        ds.attrs["experience_names"] = names
+    return ds

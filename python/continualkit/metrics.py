@@ -1,0 +1,114 @@
+"""Continual-learning metrics from a matrix R[i][j] (accuracy, or any measure with its layout) —
+the published definitions, the same as Sources/ContinualMetrics/AccuracyMatrix.swift:
+
+- ACC = (1/T) Σ_j R[T−1][j]                        (Lopez-Paz & Ranzato 2017)
+- BWT = (1/(T−1)) Σ_{j<T−1} (R[T−1][j] − R[j][j])   (Lopez-Paz & Ranzato 2017)
+- FWT = (1/(T−1)) Σ_{j≥1} (R[j−1][j] − b[j])        (GEM; b = independently initialised model)
+- forgetting = (1/(T−1)) Σ_{j<T−1} (max_{l<T−1} R[l][j] − R[T−1][j])   (Chaudhry et al. 2018)
+- learning accuracy = (1/T) Σ_j R[j][j]
+and the other libraries' variants under explicit names (forgetting_last = −BWT (Avalanche),
+forgetting_max_all_rows (Mammoth), bwt_all_pairs (Díaz-Rodríguez et al. 2018), fwt_init).
+Undefined values (T = 1) are NaN, never 0.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def _R(R):
+    R = np.asarray(R, dtype=float)
+    if R.ndim != 2 or R.shape[0] != R.shape[1] or R.shape[0] < 1:
+        raise ValueError(f"R must be T × T with T ≥ 1, got shape {R.shape}")
+    return R
+
+
+def acc(R) -> float:
+    R = _R(R)
+    return float(R[-1].mean())
+
+
+def learning_accuracy(R) -> float:
+    R = _R(R)
+    return float(np.diag(R).mean())
+
+
+def bwt(R) -> float:
+    R = _R(R)
+    T = R.shape[0]
+    if T < 2:
+        return math.nan
+    return float(np.mean(R[T - 1, : T - 1] - np.diag(R)[: T - 1]))
+
+
+def fwt(R, baseline) -> float:
+    R = _R(R)
+    T = R.shape[0]
+    if T < 2:
+        return math.nan
+    b = np.asarray(baseline, dtype=float)
+    return float(np.mean([R[j - 1, j] - b[j] for j in range(1, T)]))
+
+
+def forgetting_per_experience(R) -> np.ndarray:
+    """f(j, T−1) = max_{l<T−1} R[l][j] − R[T−1][j] for j < T−1 (Chaudhry et al. 2018)."""
+    R = _R(R)
+    T = R.shape[0]
+    return np.array([R[: T - 1, j].max() - R[T - 1, j] for j in range(T - 1)])
+
+
+def forgetting(R) -> float:
+    R = _R(R)
+    if R.shape[0] < 2:
+        return math.nan
+    return float(forgetting_per_experience(R).mean())
+
+
+def forgetting_last(R) -> float:
+    R = _R(R)
+    T = R.shape[0]
+    if T < 2:
+        return math.nan
+    return float(np.mean(np.diag(R)[: T - 1] - R[T - 1, : T - 1]))
+
+
+def forgetting_max_all_rows(R) -> float:
+    R = _R(R)
+    T = R.shape[0]
+    if T < 2:
+        return math.nan
+    return float(np.mean([R[:, j].max() - R[T - 1, j] for j in range(T - 1)]))
+
+
+def bwt_all_pairs(R) -> float:
+    R = _R(R)
+    T = R.shape[0]
+    if T < 2:
+        return math.nan
+    total = sum(R[i, j] - R[j, j] for i in range(1, T) for j in range(i))
+    return float(total / (T * (T - 1) / 2))
+
+
+def all_metrics(R, baseline_random=None, baseline_init=None) -> dict:
+    """Every metric the Swift side stores in `runs/<id>/metrics` (those needing a baseline only
+    when it is given)."""
+    out = dict(acc=acc(R), bwt=bwt(R), forgetting=forgetting(R), learning_accuracy=learning_accuracy(R),
+               forgetting_last=forgetting_last(R), forgetting_max_all_rows=forgetting_max_all_rows(R),
+               bwt_all_pairs=bwt_all_pairs(R))
+    if baseline_random is not None:
+        out["fwt"] = fwt(R, baseline_random)
+    if baseline_init is not None:
+        out["fwt_init"] = fwt(R, baseline_init)
+    return out
+
+
+def seen_accuracy_curve(R) -> np.ndarray:
+    """Mean accuracy over the experiences seen so far after each experience: c[i] = mean_{j≤i} R[i][j]."""
+    R = _R(R)
+    return np.array([R[i, : i + 1].mean() for i in range(R.shape[0])])
+
+
+def close(a, b, tol=1e-9) -> bool:
+    a, b = float(a), float(b)
+    return (math.isnan(a) and math.isnan(b)) or abs(a - b) <= tol

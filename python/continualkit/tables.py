@@ -1,0 +1,299 @@
+"""Tables of grouped metrics (mean ± std over seeds, 95 % CI, n), paired comparisons against a
+baseline, and the per-experiment tables the README shows (regularisation, replay, PEFT, the Hsu
+et al. 2018 table beside the paper's numbers), as markdown, CSV or LaTeX.
+
+Every table is a pandas DataFrame of display strings (`render` turns it into text); `numeric=True`
+gives the numbers instead (CSV).
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from importlib import resources
+
+import h5py
+import numpy as np
+import pandas as pd
+
+from .io import _str, load_summary
+from .stats import aggregate, paired, seed_stats
+
+#: Metrics shown by default, and how they are printed: (header, scale, sign).
+DEFAULT_METRICS = ("acc", "bwt", "forgetting")
+FORMAT = {
+    "acc": ("ACC %", 100, False), "bwt": ("BWT pts", 100, True), "fwt": ("FWT pts", 100, True),
+    "forgetting": ("forgetting pts", 100, False), "learning_accuracy": ("learning acc %", 100, False),
+    "balanced_acc": ("bal. acc %", 100, False), "macro_f1": ("macro-F1 %", 100, False),
+    "auroc": ("AUROC %", 100, False), "auprc": ("AUPRC %", 100, False),
+    "forgetting_last": ("forgetting (last) pts", 100, False), "bwt_all_pairs": ("BWT all pairs pts", 100, True),
+    "energy_j": ("energy mJ", 1000, False), "peak_memory_bytes": ("peak memory KiB", 1 / 1024, False),
+    "train_seconds": ("train s", 1, False), "prequential_acc": ("prequential ACC %", 100, False),
+    "final_acc": ("final ACC %", 100, False), "acc_int8": ("int8 ACC %", 100, False),
+}
+
+
+def _pm(st, scale=100, sign=False, digits=2):
+    if st["n"] == 0 or not np.isfinite(st["mean"]):
+        return "—"
+    f = f"{{:{'+' if sign else ''}.{digits}f}}"
+    m = f.format(st["mean"] * scale)
+    return m if not np.isfinite(st["std"]) else f"{m} ± {st['std'] * scale:.{digits}f}"
+
+
+def _ci(st, scale=100, digits=1):
+    if not np.isfinite(st.get("ci_half", math.nan)):
+        return "—"
+    return f"[{st['ci_low'] * scale:.{digits}f}, {st['ci_high'] * scale:.{digits}f}]"
+
+
+def grouped(df: pd.DataFrame, metrics=DEFAULT_METRICS, ci=True, numeric=False) -> pd.DataFrame:
+    """One row per configuration (sweep order): n (completed/runs when some did not complete),
+    each metric as mean ± std over seeds, and the 95 % CI of the first metric."""
+    metrics = [m for m in metrics if m in df.columns]
+    agg = aggregate(df, metrics)
+    if numeric:
+        flat = agg.copy()
+        flat.columns = [f"{m}_{s}" for m, s in flat.columns]
+        flat.insert(0, "runs", [agg.attrs["runs"][c] for c in agg.index])
+        return flat.reset_index()
+    rows = []
+    for conf in agg.index:
+        runs, done = agg.attrs["runs"][conf], agg.attrs["completed"][conf]
+        r = {"configuration": conf, "n": str(runs) if runs == done else f"{done}/{runs}"}
+        for k, m in enumerate(metrics):
+            head, scale, sign = FORMAT.get(m, (m, 1, False))
+            st = {s: agg.loc[conf, (m, s)] for s in ("n", "mean", "std", "ci_low", "ci_high", "ci_half")}
+            r[f"{head} (mean ± std)"] = _pm(st, scale, sign)
+            if ci and k == 0:
+                r[f"{head} 95% CI"] = _ci(st, scale)
+        rows.append(r)
+    return pd.DataFrame(rows)
+
+
+def paired_table(df: pd.DataFrame, baseline: str, metrics=DEFAULT_METRICS, numeric=False) -> pd.DataFrame:
+    """Every configuration minus `baseline`, matched on seed, per metric: mean difference with its
+    95 % CI, paired t-test p, Wilcoxon p (n ≥ 6), and seeds won (higher value; for forgetting
+    a win is lower)."""
+    frames = [paired(df, baseline, m) for m in metrics if m in df.columns]
+    out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if numeric or out.empty:
+        return out
+    rows = []
+    for r in out.to_dict("records"):
+        head, scale, _ = FORMAT.get(r["metric"], (r["metric"], 1, False))
+        lower_better = r["metric"].startswith("forgetting")
+        wins = r["n"] - r["wins"] - r["ties"] if lower_better else r["wins"]
+        rows.append({"configuration": r["configuration"], "metric": head.replace(" %", "").replace(" pts", ""),
+                     f"Δ vs {baseline} (pts)": "—" if r["n"] == 0 else f"{r['diff_mean'] * scale:+.2f}",
+                     "95% CI": _ci({"ci_half": r["ci_high"] - r["diff_mean"], "ci_low": r["ci_low"],
+                                    "ci_high": r["ci_high"]}, scale, 2),
+                     "p (paired t)": _p(r["p_ttest"]), "p (Wilcoxon)": _p(r["p_wilcoxon"]),
+                     "seeds better": f"{wins}/{r['n']}"})
+    return pd.DataFrame(rows)
+
+
+def _p(p):
+    return "—" if not np.isfinite(p) else ("<0.001" if p < 0.001 else f"{p:.3f}")
+
+
+# ----------------------------------------------------------------------------- per experiment
+def _first_run_per_conf(df):
+    ok = df.sort_values("sweep_index")
+    return ok.groupby("configuration", sort=False)["run_id"].first()
+
+
+def replay_table(path, df=None) -> pd.DataFrame:
+    """Experiments/replay.json: buffer size (samples / bytes) per configuration, ACC and BWT."""
+    df = df if df is not None else load_summary(path)
+    table = grouped(df, ("acc", "bwt"), ci=True)
+    caps = {}
+    with h5py.File(path, "r") as f:
+        for conf, rid in _first_run_per_conf(df).items():
+            plugins = f["runs"][rid].get("plugins")
+            for p in (plugins.values() if plugins is not None else []):
+                if "capacity_samples" in p.attrs:
+                    caps[conf] = f"{int(p.attrs['capacity_samples'])} / {int(p.attrs['buffer_bytes'])} B"
+    table.insert(1, "buffer (samples / bytes)", [caps.get(c, "—") for c in table["configuration"]])
+    return table
+
+
+def peft_table(path, df=None) -> pd.DataFrame:
+    """Experiments/peft.json: ACC, BWT, learning accuracy, trainable parameters (experience 0 /
+    later), total parameters, personalisation bytes added, routing accuracy."""
+    df = df if df is not None else load_summary(path)
+    table = grouped(df, ("acc", "bwt", "learning_accuracy"), ci=False)
+    extra = {}
+    with h5py.File(path, "r") as f:
+        for conf, g in df[df["status"] == "completed"].groupby("configuration", sort=False):
+            vals = {"bytes": [], "routing": []}
+            first = f["runs"][g["run_id"].iloc[0]]
+            tp = first["trainable_parameters"][()]
+            for rid in g["run_id"]:
+                run = f["runs"][rid]
+                for p in (run["plugins"].values() if "plugins" in run else []):
+                    if "bytes_added" in p:
+                        vals["bytes"].append(float(np.sum(p["bytes_added"][()])))
+                    if "routing_accuracy_final" in p:
+                        vals["routing"].append(float(np.mean(p["routing_accuracy_final"][()])))
+            extra[conf] = {
+                "trainable params exp 0 / exp ≥1": f"{int(tp[0])} / {np.mean(tp[1:]):.0f}" if len(tp) > 1 else str(int(tp[0])),
+                "total params": str(int(first["costs"].attrs["total_parameters"])),
+                "bytes added (all exp)": _pm(seed_stats(vals["bytes"]), 1, digits=0) if vals["bytes"] else "—",
+                "routing acc %": _pm(seed_stats(vals["routing"]), 100, digits=1) if vals["routing"] else "—",
+            }
+    for col in ("trainable params exp 0 / exp ≥1", "total params", "bytes added (all exp)", "routing acc %"):
+        table[col] = [extra.get(c, {}).get(col, "—") for c in table["configuration"]]
+    return table
+
+
+def device_table(path, df=None, accuracy=None) -> pd.DataFrame:
+    """Experiments/device_schedules.json (and any file with on-device columns): per configuration
+    the training sessions, prequential accuracy, final ACC, int8 ACC, training energy (µJ) and peak
+    memory, mean ± std over seeds, and whether it is on the accuracy–energy (E) and
+    accuracy–memory (M) Pareto fronts of `accuracy` (default: prequential accuracy when the file
+    has it, else ACC) — what plot_pareto.py printed."""
+    from .figures import pareto_front
+    df = df if df is not None else load_summary(path)
+    ok = df[df["status"] == "completed"]
+    if accuracy is None:
+        accuracy = "prequential_acc" if "prequential_acc" in ok and ok["prequential_acc"].notna().any() else "acc"
+    cols = [c for c in dict.fromkeys([accuracy, "final_acc", "acc_int8", "energy_j", "training_sessions",
+                                      "peak_memory_bytes"]) if c in ok.columns]
+    agg = aggregate(df, cols)
+    acc = agg[(accuracy, "mean")].to_numpy()
+    fe = set(pareto_front(agg[("energy_j", "mean")].to_numpy(), acc)) if "energy_j" in cols else set()
+    fm = set(pareto_front(agg[("peak_memory_bytes", "mean")].to_numpy(), acc)) if "peak_memory_bytes" in cols else set()
+
+    def ms(conf, c, scale=1.0, digits=3):
+        st = {k: agg.loc[conf, (c, k)] for k in ("n", "mean", "std")} if c in cols else {"n": 0}
+        return _pm(st, scale, digits=digits)
+
+    rows = []
+    for i, conf in enumerate(agg.index):
+        rows.append({"configuration": conf, "n": int(agg.loc[conf, (accuracy, "n")]),
+                     "sessions": ms(conf, "training_sessions", 1, 1).split(" ± ")[0],
+                     ("prequential acc" if accuracy == "prequential_acc" else accuracy): ms(conf, accuracy),
+                     "final ACC": ms(conf, "final_acc"), "int8 ACC": ms(conf, "acc_int8"),
+                     "training energy (µJ)": ms(conf, "energy_j", 1e6, 0),
+                     "peak memory (B)": ms(conf, "peak_memory_bytes", 1, 0).split(" ± ")[0],
+                     "Pareto (E / M)": f"{'E' if i in fe else '-'} / {'M' if i in fm else '-'}"})
+    return pd.DataFrame(rows)
+
+
+def paper_table() -> dict:
+    """Hsu et al. (2018) Table 2 as shipped with the package (data/hsu2018_table2.json)."""
+    return json.loads(resources.files("continualkit").joinpath("data/hsu2018_table2.json").read_text("utf-8"))
+
+
+def hsu_table(path, df=None, numeric=False) -> pd.DataFrame:
+    """Experiments/hsu_table.json beside the paper: per method and setting (task-, domain-,
+    class-incremental) ACC % mean ± std over seeds here and in Hsu et al. (2018) Table 2."""
+    df = df if df is not None else load_summary(path)
+    agg = aggregate(df, ("acc",))
+    paper = paper_table()
+    rows = []
+    for row in paper["rows"]:
+        r = {"method": row["method"]}
+        for setting in paper["settings"]:
+            conf = f"{row['variant']}_{setting}"
+            head = {"task": "task-IL", "domain": "domain-IL", "class": "class-IL"}[setting]
+            if conf in agg.index:
+                st = {s: agg.loc[conf, ("acc", s)] for s in ("n", "mean", "std")}
+            else:
+                st = {"n": 0, "mean": math.nan, "std": math.nan}
+            p = row.get(setting)
+            if numeric:
+                r.update({f"{setting}_mean": st["mean"] * 100, f"{setting}_std": st["std"] * 100, f"{setting}_n": st["n"],
+                          f"{setting}_paper_mean": p[0] if p else math.nan, f"{setting}_paper_std": p[1] if p else math.nan})
+            else:
+                r[f"{head} (here)"] = _pm(st) if st["n"] else "—"
+                r[f"{head} (Hsu)"] = f"{p[0]:.2f} ± {p[1]:.2f}" if p else "—"
+        rows.append(r)
+    return pd.DataFrame(rows)
+
+
+def regularisation_extra(df) -> pd.DataFrame:
+    return paired_table(df, "naive", ("bwt",))
+
+
+#: experiment name → (table function, default baseline for the paired table)
+PRESETS = {"replay": (replay_table, "naive"), "peft": (peft_table, "naive"), "hsu_table": (hsu_table, None),
+           "device_schedules": (device_table, None),
+           "regularisation": (None, "naive")}
+
+
+def experiment_tables(path, metrics=None, baseline=None, df=None) -> list[tuple[str, pd.DataFrame]]:
+    """The tables for a file: the experiment's own table when it has one (replay, PEFT, Hsu),
+    else the grouped metrics; then the paired comparison against `baseline` (default: the
+    experiment's, e.g. naive, when that configuration exists)."""
+    df = df if df is not None else load_summary(path)
+    name = df.attrs.get("experiment_name", "")
+    fn, default_baseline = PRESETS.get(name, (None, None))
+    out = []
+    if metrics:
+        out.append(("grouped metrics (mean ± std over seeds)", grouped(df, metrics)))
+    elif fn is not None:
+        out.append((f"{name} (mean ± std over seeds)", fn(path, df=df)))
+    else:
+        out.append(("grouped metrics (mean ± std over seeds)", grouped(df, DEFAULT_METRICS)))
+    extra = [m for m in ("balanced_acc", "macro_f1", "auroc", "auprc") if m in df.columns and df[m].notna().any()]
+    if extra and not metrics:
+        out.append(("measures beyond accuracy (ACC of each measure's matrix, mean ± std over seeds)",
+                    grouped(df, extra, ci=False)))
+    base = baseline or default_baseline
+    if base and base in set(df["configuration"]) and df["configuration"].nunique() > 1:
+        pm = [m for m in (metrics or ("acc", "bwt")) if m in df.columns]
+        out.append((f"paired by seed against {base}", paired_table(df, base, pm)))
+    elif baseline:
+        raise KeyError(f"baseline {baseline!r} is not a configuration of {path}; have "
+                       + ", ".join(dict.fromkeys(df["configuration"])))
+    return out
+
+
+# ----------------------------------------------------------------------------- rendering
+def render(table: pd.DataFrame, fmt: str = "markdown", caption: str | None = None) -> str:
+    if fmt == "csv":
+        return table.to_csv(index=False)
+    cols = [str(c) for c in table.columns]
+    cells = [[str(v) for v in row] for row in table.itertuples(index=False)]
+    if fmt == "latex":
+        def esc(s):
+            s = s.replace("\\", r"\textbackslash{}")
+            for a, b in (("&", r"\&"), ("%", r"\%"), ("_", r"\_"), ("#", r"\#"), ("$", r"\$"), ("{", r"\{"),
+                         ("}", r"\}"), ("±", r"$\pm$"), ("—", "--"), ("Δ", r"$\Delta$"), ("≥", r"$\geq$"),
+                         ("λ", r"$\lambda$"), ("γ", r"$\gamma$"), ("α", r"$\alpha$"), ("β", r"$\beta$"),
+                         ("×", r"$\times$"), ("<", r"$<$"), ("–", "--")):
+                s = s.replace(a, b)
+            return s
+        spec = "l" + "r" * (len(cols) - 1)
+        lines = [r"\begin{table}[t]", r"\centering"]
+        if caption:
+            lines.append(r"\caption{" + esc(caption) + "}")
+        lines += [r"\begin{tabular}{" + spec + "}", r"\toprule", " & ".join(esc(c) for c in cols) + r" \\",
+                  r"\midrule"]
+        lines += [" & ".join(esc(c) for c in row) + r" \\" for row in cells]
+        lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+        return "\n".join(lines) + "\n"
+    if fmt == "markdown":
+        def md(s):
+            return s.replace("|", r"\|")
+        lines = ["| " + " | ".join(md(c) for c in cols) + " |",
+                 "|" + "|".join("---" if i == 0 else "---:" for i in range(len(cols))) + "|"]
+        lines += ["| " + " | ".join(md(c) for c in row) + " |" for row in cells]
+        return ("" if not caption else f"**{caption}**\n\n") + "\n".join(lines) + "\n"
+    raise ValueError(f"unknown format {fmt!r} (markdown, csv, latex)")
+
+
+def strip_seed_suffix(name: str) -> str:
+    """Legacy files whose variants were named METHOD_sSEED / METHOD-sSEED: the method part."""
+    return re.sub(r"[-_]s\d+$", "", name)
+
+
+def legacy_configurations(df: pd.DataFrame) -> pd.DataFrame:
+    """For results written before seeds were a sweep axis (variants `naive_s1` … `naive_s5`):
+    group by the name without its `_sN`/`-sN` suffix. Returns a copy with `configuration` set."""
+    df = df.copy()
+    if "seed" not in df.attrs.get("swept_columns", []):
+        df["configuration"] = df["name"].map(strip_seed_suffix).map(_str)
+    return df
