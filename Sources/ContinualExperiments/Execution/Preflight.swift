@@ -84,7 +84,12 @@ public enum Preflight {
         guard T > 0 else { throw fail(".scenario", "the scenario has no experiences") }
         // Scheduled runs train sessions planned from the device simulation at run time; their
         // plugins are checked against the scenario's experiences (the structure is the same).
-        var spec = config.model.spec(inputs: stream.dimension, head: stream.head, experiences: T)
+        func modelSpec(_ model: ModelConfig) throws -> MLPSpec {
+            do { return try model.spec(inputs: stream.dimension, head: stream.head, experiences: T) } catch let TrainingError.invalid(m) {
+                throw fail(".model", m.hasPrefix("model: ") ? String(m.dropFirst(7)) : m)
+            }
+        }
+        var spec = try modelSpec(config.model)
         if let message = spec.validationError() { throw fail(".model", message) }
         // The plugins' checks depend on the layer structure (counts, heads, features), not on
         // the widths: a very wide model is checked as a narrow one of the same shape, so that
@@ -92,7 +97,7 @@ public enum Preflight {
         if config.model.hidden.contains(where: { $0 > 1024 }) {
             var narrow = config.model
             narrow.hidden = narrow.hidden.map { min($0, 1024) }
-            spec = narrow.spec(inputs: stream.dimension, head: stream.head, experiences: T)
+            spec = try modelSpec(narrow)
         }
         var rng = RandomSource(seed: config.seed, stream: "init")
         var model = MLP(spec: spec, rng: &rng)
