@@ -54,7 +54,7 @@ import Testing
         let v = try runCLI(["validate", exp], in: dir.url)
         #expect(v.status == 0, "\(v.stderr)")
         // One experience of one variant (the data loads and trains; a full run takes a minute in debug).
-        let r = try runCLI(["run", exp, "--variant", "class_s1", "--stop-after", "0", "--checkpoint", dir.path("ck.h5")], in: dir.url)
+        let r = try runCLI(["run", exp, "--variant", "class_seed=1", "--stop-after", "0", "--checkpoint", dir.path("ck.h5")], in: dir.url)
         #expect(r.status == 0, "\(r.stdout)\n\(r.stderr)")
         #expect(r.stdout.contains("stopped after experience 0 of 5"), "\(r.stdout)")
         #expect(FileManager.default.fileExists(atPath: dir.path("ck.h5")))
