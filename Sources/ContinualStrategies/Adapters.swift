@@ -46,7 +46,7 @@ public struct Adapters: PredictionOverride {
     }
 
     public mutating func predictions(model: MLP, samples: Samples, experienceIndex: Int,
-                                     workspace: Workspace) -> [Int32]? {
+                                     workspace: Workspace) -> Predictions? {
         state.predictions(model: model, samples: samples, experienceIndex: experienceIndex, workspace: workspace)
     }
 

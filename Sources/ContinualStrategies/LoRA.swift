@@ -40,7 +40,7 @@ public struct LoRA: PredictionOverride {
     }
 
     public mutating func predictions(model: MLP, samples: Samples, experienceIndex: Int,
-                                     workspace: Workspace) -> [Int32]? {
+                                     workspace: Workspace) -> Predictions? {
         state.predictions(model: model, samples: samples, experienceIndex: experienceIndex, workspace: workspace)
     }
 

@@ -74,9 +74,9 @@ struct RoutedIsolation {
 
     /// Predictions for the test set of experience `j` through the chosen routes; records the
     /// routing accuracy when called after a training experience.
-    mutating func predictions(model: MLP, samples: Samples, experienceIndex j: Int, workspace ws: Workspace) -> [Int32] {
+    mutating func predictions(model: MLP, samples: Samples, experienceIndex j: Int, workspace ws: Workspace) -> Predictions {
         let n = samples.count
-        guard n > 0 else { return [] }
+        guard n > 0 else { return Predictions(classes: []) }
         let T = experienceCount
         var routes = [Int](repeating: j, count: n)
         var correctRoutes = n
@@ -121,20 +121,28 @@ struct RoutedIsolation {
     }
 
     /// Class predictions with a route per sample (grouped by route, one forward per group).
-    static func predict(model: MLP, samples: Samples, routes: [Int], workspace ws: Workspace) -> [Int32] {
+    /// Each row through its own route; on a binary head the positive-class logit is the score.
+    static func predict(model: MLP, samples: Samples, routes: [Int], workspace ws: Workspace) -> Predictions {
         var result = [Int32](repeating: 0, count: samples.count)
+        let binary = model.spec.head.logitCount == 1
+        var scores = binary ? [Float](repeating: 0, count: samples.count) : nil
         for r in Set(routes).sorted() {
             let idx = routes.indices.filter { routes[$0] == r }
             let sub = idx.count == samples.count ? samples : samples.subset(idx)
             var pred = [Int32](repeating: 0, count: sub.count)
+            var logit = [Float](repeating: 0, count: binary ? sub.count : 0)
             forEachChunk(model: model, samples: sub, route: r, workspace: ws) { start, m, logits in
                 pred.withUnsafeMutableBufferPointer { p in
                     Loss.predictions(head: model.spec.head, logits: logits, count: m, into: p.baseAddress! + start)
                 }
+                if binary { for i in 0..<m { logit[start + i] = logits[i] } }
             }
-            for (t, i) in idx.enumerated() { result[i] = pred[t] }
+            for (t, i) in idx.enumerated() {
+                result[i] = pred[t]
+                if binary { scores![i] = logit[t] }
+            }
         }
-        return result
+        return Predictions(classes: result, scores: scores)
     }
 
     /// Runs `samples` through `route` in chunks of the workspace capacity.

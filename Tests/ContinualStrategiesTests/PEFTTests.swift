@@ -153,7 +153,7 @@ struct Recorder: StatelessPlugin {
 
     /// Two tasks on disjoint inputs; adapter 0 amplifies input 0, adapter 1 input 1, so the
     /// right adapter gives the more confident (lower-entropy) prediction.
-    static func separableCase(swapped: Bool) throws -> (PluginReport, [[Int32]], [Experience]) {
+    static func separableCase(swapped: Bool) throws -> (PluginReport, [Predictions], [Experience]) {
         var options = Adapters.Options()
         options.routing = .entropy
         options.layers = .list([0])
@@ -181,7 +181,7 @@ struct Recorder: StatelessPlugin {
         }
         let experiences = (0..<2).map { Experience(index: $0, name: "t\($0)", train: samples($0), test: samples($0)) }
         let ws = model.makeWorkspace()
-        var predictions: [[Int32]] = []
+        var predictions: [Predictions] = []
         for i in 0..<2 {
             try plugin.beforeExperience(model: &model, context: ExperienceContext(index: i, experiences: experiences, route: Int32(i)))
         }
@@ -195,10 +195,32 @@ struct Recorder: StatelessPlugin {
         let (report, predictions, experiences) = try Self.separableCase(swapped: false)
         #expect(report.arrays["routing_accuracy_final"]?.values == [1, 1])
         #expect(report.attributes["routing"] == .string("entropy"))
-        for j in 0..<2 { #expect(predictions[j] == experiences[j].test.labels) }
+        for j in 0..<2 { #expect(predictions[j].classes == experiences[j].test.labels) }
+        // Binary head: each prediction carries the positive-class logit it was thresholded from
+        // (positive exactly for class 1), so AUROC is measured on routed predictions too (1 here:
+        // the case is separable).
+        for j in 0..<2 {
+            let scores = try #require(predictions[j].scores)
+            #expect(zip(scores, predictions[j].classes).allSatisfy { ($0 > 0) == ($1 == 1) })
+            let record = EvaluationRecord(labels: experiences[j].test.labels, predictions: predictions[j].classes,
+                                          classes: 2, scores: scores)
+            #expect(record.auroc == 1)
+        }
         // With the adapters' roles swapped, every sample goes to the other adapter.
         let (swapped, _, _) = try Self.separableCase(swapped: true)
         #expect(swapped.arrays["routing_accuracy_final"]?.values == [0, 0])
+    }
+
+    @Test func adapterAndLoRARunsStoreAUROCForEveryEvaluation() throws {
+        var a = Adapters.Options(), l = LoRA.Options()
+        a.routing = .taskId
+        l.routing = .taskId
+        for plugin in [a.makePlugin(), l.makePlugin()] {
+            let (outcome, _) = try Self.run([plugin], stream: try Self.stream(), epochs: 2)
+            let records = outcome.progress.evaluations.flatMap { $0 }
+            #expect(!records.isEmpty)
+            #expect(records.allSatisfy { (0...1).contains($0.auroc) && (0...1).contains($0.auprc) })
+        }
     }
 
     @Test func entropyRoutingReportsAMatrixOnHabitDrift() throws {

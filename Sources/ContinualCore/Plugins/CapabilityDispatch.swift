@@ -58,14 +58,14 @@ extension StrategyPlugin {
 
     /// The plugin's predictions if it overrides them (nil otherwise, or if it declines).
     public mutating func overridingPredictions(model: MLP, samples: Samples, experienceIndex: Int,
-                                               workspace: Workspace) -> [Int32]? {
+                                               workspace: Workspace) -> Predictions? {
         guard let type = Self.self as? any PredictionOverride.Type else { return nil }
         return withUnsafeMutablePointer(to: &self) {
             Self.predict(type, UnsafeMutableRawPointer($0), model, samples, experienceIndex, workspace)
         }
     }
     private static func predict<T: PredictionOverride>(_: T.Type, _ p: UnsafeMutableRawPointer, _ model: MLP,
-                                                       _ samples: Samples, _ j: Int, _ ws: Workspace) -> [Int32]? {
+                                                       _ samples: Samples, _ j: Int, _ ws: Workspace) -> Predictions? {
         p.assumingMemoryBound(to: T.self).pointee.predictions(model: model, samples: samples, experienceIndex: j, workspace: ws)
     }
 

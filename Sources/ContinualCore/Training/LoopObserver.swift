@@ -53,7 +53,7 @@ public struct Predictor {
     public mutating func predict(_ samples: Samples, experience index: Int, route: Int? = nil) -> [Int32] {
         for k in plugins.indices {
             if let p = plugins[k].overridingPredictions(model: model, samples: samples, experienceIndex: index,
-                                                         workspace: workspace) { return p }
+                                                         workspace: workspace) { return p.classes }
         }
         var out = [Int32](repeating: 0, count: samples.count)
         samples.features.withUnsafeBufferPointer { x in
