@@ -16,6 +16,10 @@ public struct MLP: Sendable, Equatable {
     /// first, in the plain network's order, so an extended spec's dense weights equal the plain
     /// spec's for the same stream; adapter and LoRA parameters draw afterwards.
     public init(spec: MLPSpec, rng: inout RandomSource) {
+        // The weight offsets below come from the spec: a spec with negative or overflowing sizes
+        // would write outside `parameters`. Callers that take sizes from users check first
+        // (ModelConfig.spec, Trainer); this is the last line.
+        precondition(spec.sizeError() == nil, "invalid model: \(spec.sizeError() ?? "")")
         let layers = spec.layers()
         self.spec = spec
         self.layers = layers

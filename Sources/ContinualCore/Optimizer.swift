@@ -56,7 +56,8 @@ public struct Optimizer: Sendable, Equatable {
     /// Applies one step to `parameters` given `gradient` (same length).
     public mutating func step(parameters: inout [Float], gradient: UnsafePointer<Float>, trainable: [Bool]?) {
         precondition(parameters.count == parameterCount, "optimizer state has \(parameterCount) entries, model \(parameters.count)")
-        steps += 1
+        precondition(trainable == nil || trainable!.count == parameterCount, "the trainable mask must have one entry per parameter")
+        steps &+= 1
         let n = parameters.count
         let spec = self.spec
         let t = Double(steps)

@@ -281,9 +281,51 @@ enum RehearsalFixtures {
                 zip(x, means[a]).reduce(0) { $0 + ($1.0 - $1.1) * ($1.0 - $1.1) } < zip(x, means[b]).reduce(0) { $0 + ($1.0 - $1.1) * ($1.0 - $1.1) }
             }!)
         }
-        let got = icarl.predictions(model: model, samples: test, experienceIndex: 2, workspace: model.makeWorkspace(capacity: 64))!
+        let got = icarl.predictions(model: model, samples: test, experienceIndex: 2, workspace: model.makeWorkspace(capacity: 64))!.classes
         #expect(got == expected)
         // NME is a real classifier here: far above chance on all four classes.
         #expect(Double(zip(got, test.labels).filter { $0 == $1 }.count) / Double(test.count) > 0.6)
+    }
+}
+
+/// A checkpoint's checksum only detects accidents; labels and routes restored from it later index
+/// logit rows and weight copies, so every sample-storing plugin refuses stored labels, routes or
+/// experience numbers outside their range (an edited file) instead of reading past a buffer.
+@Suite("Edited checkpoint indices")
+struct EditedCheckpointIndexTests {
+    static func plugins() -> [any StrategyPlugin] {
+        [ERACE(options: .init(capacity: 30, replayPerBatch: 4)), DarkExperienceReplay(plusPlus: true, alpha: 0.1, beta: 0.5, capacity: 30, replayPerBatch: 4),
+         GDumb(options: .init()), GEM(options: .init()), AGEM(options: .init()), Replay(options: Replay.Options(capacity: 30))]
+        // (iCaRL stores its exemplars per class, by position: no label array to edit.)
+    }
+
+    @Test(arguments: [Int64(100_000), -5, Int64(Int32.max) + 1])
+    func outOfRangeStoredIndicesAreRefused(_ bad: Int64) throws {
+        let stream = RehearsalFixtures.blobs()
+        let spec = MLPSpec(inputs: 6, hidden: [8], head: .multiclass(classes: 4))
+        for plugin in Self.plugins() {
+            var t = Trainer(spec: spec, optimizer: .sgd(learningRate: 0.05), options: TrainingOptions(epochs: 1, batchSize: 10),
+                            plugins: [plugin], seed: 3)
+            _ = try t.run(stream, source: EpochSource(), resumingFrom: nil, stopAfter: 0)
+            let good = try #require(t.checkpoint)
+            // The unedited checkpoint resumes.
+            var r = Trainer(spec: spec, optimizer: .sgd(learningRate: 0.05), options: TrainingOptions(epochs: 1, batchSize: 10),
+                            plugins: [Self.plugins().first { $0.name == plugin.name }!], seed: 3)
+            _ = try r.run(stream, source: EpochSource(), resumingFrom: good, stopAfter: 1)
+            let keys = good.pluginStates[0].ints.keys.filter { $0.hasSuffix("labels") || $0.hasSuffix("routes") }
+            #expect(!keys.isEmpty, "\(plugin.name) stores no labels?")
+            // Labels must index the head; routes must be valid Int32 (a route past the model's copies
+            // is wrapped by the layer helpers, so it stays inside the weights).
+            for key in keys where !(good.pluginStates[0].ints[key] ?? []).isEmpty
+                                  && (key.hasSuffix("labels") || bad < 0 || bad > Int64(Int32.max)) {
+                var edited = good
+                edited.pluginStates[0].ints[key]![0] = bad
+                var u = Trainer(spec: spec, optimizer: .sgd(learningRate: 0.05), options: TrainingOptions(epochs: 1, batchSize: 10),
+                                plugins: [Self.plugins().first { $0.name == plugin.name }!], seed: 3)
+                #expect(throws: CheckpointError.self, "\(plugin.name) \(key) = \(bad)") {
+                    _ = try u.run(stream, source: EpochSource(), resumingFrom: edited, stopAfter: 1)
+                }
+            }
+        }
     }
 }

@@ -69,6 +69,11 @@ public struct Trainer {
                                      featureNames: stream.featureNames)
             try plugins[i].prepare(model: &model, context: context)
         }
+        // The active-output mask and the labels' range come from the stream's head; the loss
+        // reads them over the model's head, so the two must be the same.
+        if stream.head != model.spec.head {
+            throw TrainingError.invalid("the stream's output head (\(stream.head)) differs from the model's (\(model.spec.head))")
+        }
         if model.routeCount > 1 && model.routeCount < T {
             throw TrainingError.invalid("the model has \(model.routeCount) heads but the stream has \(T) experiences")
         }
@@ -88,6 +93,9 @@ public struct Trainer {
         if let cp = resume { try restore(cp, experienceCount: T) }
         let first = resume?.experiencesDone ?? 0
         let end = min(T, (stopAfter ?? T - 1) + 1)
+        if end < first {
+            throw TrainingError.invalid("stop after experience \(end - 1) is before the checkpoint, which already holds experiences 0...\(first - 1)")
+        }
 
         var work = StepWorkspace(network: model.makeWorkspace(capacity: max(options.batchSize * 2, options.evaluationBatchSize)))
         let clock = ContinuousClock()
@@ -450,7 +458,8 @@ public struct Trainer {
             for k in plugins.indices {
                 if let predicted = plugins[k].overridingPredictions(model: model, samples: e.test, experienceIndex: e.index,
                                                                     workspace: ws) {
-                    return TestEvaluation(labels: e.test.labels, predictions: predicted, classes: model.spec.head.classCount)
+                    return TestEvaluation(labels: e.test.labels, predictions: predicted.classes,
+                                          classes: model.spec.head.classCount, scores: predicted.scores)
                 }
             }
             return TestEvaluation(model: model, samples: e.test, route: model.routeCount > 1 ? e.index : 0, workspace: ws,

@@ -31,7 +31,7 @@ public struct AGEM: GradientAdjuster {
     public var gradientStage: GradientStage { .projection }
 
     public mutating func prepare(model: inout MLP, context: RunContext) throws {
-        memory = EpisodicMemory(dimension: context.dimension)
+        memory = EpisodicMemory(dimension: context.dimension, classes: context.head.classCount)
         rng = context.randomSource("agem")
         projections = 0
         steps = 0

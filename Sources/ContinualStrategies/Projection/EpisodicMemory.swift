@@ -11,7 +11,13 @@ struct EpisodicMemory: Equatable {
     /// Experience index of each stored sample.
     var experiences: [Int32] = []
 
-    init(dimension: Int) { self.dimension = dimension }
+    /// Classes of the head: restored labels must be in `0..<classes`.
+    var classes: Int
+
+    init(dimension: Int, classes: Int = Int(Int32.max)) {
+        self.dimension = dimension
+        self.classes = classes
+    }
 
     var count: Int { labels.count }
 
@@ -62,8 +68,8 @@ struct EpisodicMemory: Equatable {
             throw CheckpointError.mismatch("the episodic memory's state does not fit (dimension \(dimension))")
         }
         features = f
-        labels = l.map { Int32($0) }
-        routes = r.map { Int32($0) }
-        experiences = e.map { Int32($0) }
+        labels = try PluginState.sampleIndices(l, "label", limit: classes)
+        routes = try PluginState.sampleIndices(r, "route")
+        experiences = try PluginState.sampleIndices(e, "experience number")
     }
 }

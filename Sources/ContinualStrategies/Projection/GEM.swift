@@ -34,7 +34,7 @@ public struct GEM: GradientAdjuster {
     public var gradientStage: GradientStage { .projection }
 
     public mutating func prepare(model: inout MLP, context: RunContext) throws {
-        memory = EpisodicMemory(dimension: context.dimension)
+        memory = EpisodicMemory(dimension: context.dimension, classes: context.head.classCount)
         rng = context.randomSource("gem")
         projections = 0
         steps = 0

@@ -65,7 +65,9 @@ public struct ERACE: BatchLossTerm {
         for (k, row) in input.rows.enumerated() {
             let z = input.logits + k * L, g = input.logitGradient + k * L
             let label = Int(input.batch.labels[row])
-            guard label >= 0 else { continue }   // rows another plugin added without a task loss
+            // Rows another plugin added without a task loss (-1); a label outside the head
+            // (only from an edited checkpoint: restores check) never indexes the logits.
+            guard label >= 0, label < max(L, 2) else { continue }
             let loop = RowLoss.loopCrossEntropy(z, L: L, label: label, active: input.activeClasses)
             let loopGrad = RowLoss.ceGradient(loop.p, label: label)
             if row < own {

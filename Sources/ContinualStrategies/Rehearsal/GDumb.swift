@@ -128,8 +128,8 @@ public struct GDumb: StrategyPlugin {
             throw CheckpointError.mismatch("gdumb state does not fit (dimension \(d), capacity \(options.capacity))")
         }
         memory.features = f
-        memory.labels = l.map { Int32($0) }
-        memory.routes = r.map { Int32(truncatingIfNeeded: $0) }
+        memory.labels = try PluginState.sampleIndices(l, "label")
+        memory.routes = try PluginState.sampleIndices(r, "route")
         seen = s.map { $0 != 0 }
         groups = gr.map { Int($0) }
         seenGroups = Set(sg.map { Int($0) })

@@ -78,7 +78,7 @@ struct LogitReservoir: Equatable {
             throw CheckpointError.mismatch("the reservoir's state does not fit (dimension \(dimension), capacity \(capacity))")
         }
         (features, logits, offered) = (f, z, Int(o))
-        labels = l.map { Int32($0) }
-        routes = r.map { Int32($0) }
+        labels = try PluginState.sampleIndices(l, "label", limit: max(logitCount, 2))
+        routes = try PluginState.sampleIndices(r, "route")
     }
 }

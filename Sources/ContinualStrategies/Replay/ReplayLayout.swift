@@ -9,9 +9,12 @@ public struct ReplayLayout: Sendable, Equatable {
     public var precision: StoragePrecision
     public var labelBytes: Int
     public var routeBytes: Int
+    /// Number of classes of the head (stored labels are in `0..<classes`).
+    public var classes: Int
 
     public init(dimension: Int, precision: StoragePrecision, classes: Int, routes: Int) {
         self.dimension = dimension
+        self.classes = classes
         self.precision = precision
         self.labelBytes = ReplayLayout.bytes(forValues: classes)
         self.routeBytes = routes <= 1 ? 0 : ReplayLayout.bytes(forValues: routes)

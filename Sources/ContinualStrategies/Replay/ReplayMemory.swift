@@ -210,8 +210,8 @@ extension ReplayMemory {
               ranges.count == self.ranges.count, stored == n * dimension else {
             throw CheckpointError.mismatch("replay memory state does not fit the buffer (\(n) samples, capacity \(capacity))")
         }
-        self.labels = labels.map { Int32(truncatingIfNeeded: $0) }
-        self.routes = routes.map { Int32(truncatingIfNeeded: $0) }
+        self.labels = try PluginState.sampleIndices(labels, "label", limit: layout.classes)
+        self.routes = try PluginState.sampleIndices(routes, "route")
         self.origins = (0..<n).map { SampleOrigin(experience: Int(origins[2 * $0]), position: Int(origins[2 * $0 + 1])) }
         self.priorities = priorities.map(Int.init)
         self.ranges = ranges
