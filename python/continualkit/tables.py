@@ -47,20 +47,35 @@ def _ci(st, scale=100, digits=1):
     return f"[{st['ci_low'] * scale:.{digits}f}, {st['ci_high'] * scale:.{digits}f}]"
 
 
+def _task_aware(df: pd.DataFrame) -> dict:
+    """Configurations whose runs used task identity at test time (`uses_task_labels`: a
+    multi-head model or task-id routing), when the file has any; {} otherwise."""
+    if "uses_task_labels" not in df.columns or not (df["uses_task_labels"] == 1).any():
+        return {}
+    return {c: bool((g["uses_task_labels"] == 1).any()) for c, g in df.groupby("configuration", sort=False)}
+
+
 def grouped(df: pd.DataFrame, metrics=DEFAULT_METRICS, ci=True, numeric=False) -> pd.DataFrame:
     """One row per configuration (sweep order): n (completed/runs when some did not complete),
-    each metric as mean ± std over seeds, and the 95 % CI of the first metric."""
+    each metric as mean ± std over seeds, and the 95 % CI of the first metric. When some runs
+    used task labels at test time, a "task labels" column marks them (yes/no), so task-aware rows
+    are never read as comparable with task-free ones."""
     metrics = [m for m in metrics if m in df.columns]
+    aware = _task_aware(df)
     agg = aggregate(df, metrics)
     if numeric:
         flat = agg.copy()
         flat.columns = [f"{m}_{s}" for m, s in flat.columns]
         flat.insert(0, "runs", [agg.attrs["runs"][c] for c in agg.index])
+        if aware:
+            flat.insert(1, "uses_task_labels", [int(aware.get(c, False)) for c in agg.index])
         return flat.reset_index()
     rows = []
     for conf in agg.index:
         runs, done = agg.attrs["runs"][conf], agg.attrs["completed"][conf]
         r = {"configuration": conf, "n": str(runs) if runs == done else f"{done}/{runs}"}
+        if aware:
+            r["task labels"] = "yes" if aware.get(conf) else "no"
         for k, m in enumerate(metrics):
             head, scale, sign = FORMAT.get(m, (m, 1, False))
             st = {s: agg.loc[conf, (m, s)] for s in ("n", "mean", "std", "ci_low", "ci_high", "ci_half")}
