@@ -167,7 +167,7 @@ struct WriterLockTests {
             return (p, err)
         }
         let results: [(Int32, String)] = processes.map { p, err in
-            let e = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            let e = String(decoding: err.fileHandleForReading.readAllRetryingInterrupts(), as: UTF8.self)
             p.waitUntilExit()
             return (p.terminationStatus, e)
         }

@@ -15,7 +15,7 @@ func h5py(_ script: String) throws -> Bool {
     process.standardError = err
     process.standardOutput = FileHandle.nullDevice
     try process.run()
-    let e = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    let e = String(decoding: err.fileHandleForReading.readAllRetryingInterrupts(), as: UTF8.self)
     process.waitUntilExit()
     if process.terminationStatus != 0, e.contains("No module named") {
         print("skipped: python3 with h5py and numpy is needed to craft the hostile file (\(e))")

@@ -12,12 +12,12 @@ struct RunCLITests {
         let (p, out) = try SweepCLITests.launch(["run", "s.json", "-o", output, "--plain"], in: scratch.url)
         var seen = ""
         while !seen.contains("[\(k)/") {
-            let chunk = out.fileHandleForReading.availableData
+            let chunk = out.fileHandleForReading.readSomeRetryingInterrupts()
             if chunk.isEmpty { break }
             seen += String(decoding: chunk, as: UTF8.self)
         }
         kill(p.processIdentifier, sig)
-        _ = out.fileHandleForReading.readDataToEndOfFile()
+        _ = out.fileHandleForReading.readAllRetryingInterrupts()
         p.waitUntilExit()
         return p.terminationStatus
     }

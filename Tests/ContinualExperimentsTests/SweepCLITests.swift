@@ -33,7 +33,7 @@ struct SweepCLITests {
 
     static func run(_ arguments: [String], in directory: URL) throws -> (status: Int32, output: String) {
         let (p, out) = try launch(arguments, in: directory)
-        let data = out.fileHandleForReading.readDataToEndOfFile()
+        let data = out.fileHandleForReading.readAllRetryingInterrupts()
         p.waitUntilExit()
         return (p.terminationStatus, String(decoding: data, as: UTF8.self))
     }
@@ -48,12 +48,12 @@ struct SweepCLITests {
         // Wait for the third finished run's log line, then interrupt.
         var seen = ""
         while !seen.contains("[3/24]") {
-            let chunk = out.fileHandleForReading.availableData
+            let chunk = out.fileHandleForReading.readSomeRetryingInterrupts()
             if chunk.isEmpty { break }
             seen += String(decoding: chunk, as: UTF8.self)
         }
         kill(p.processIdentifier, SIGINT)
-        _ = out.fileHandleForReading.readDataToEndOfFile()
+        _ = out.fileHandleForReading.readAllRetryingInterrupts()
         p.waitUntilExit()
         #expect(p.terminationStatus == 130)
         // Readable, with the finished runs only, in sweep order.

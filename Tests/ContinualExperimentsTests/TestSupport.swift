@@ -1,3 +1,4 @@
+import ContinualExperiments
 import Foundation
 
 /// A fresh temporary directory, removed by `cleanup()`.
@@ -33,8 +34,8 @@ func runCLI(_ arguments: [String], in directory: URL? = nil) throws -> (status: 
     process.standardOutput = out
     process.standardError = err
     try process.run()
-    let o = out.fileHandleForReading.readDataToEndOfFile()
-    let e = err.fileHandleForReading.readDataToEndOfFile()
+    let o = out.fileHandleForReading.readAllRetryingInterrupts()
+    let e = err.fileHandleForReading.readAllRetryingInterrupts()
     process.waitUntilExit()
     return (process.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
 }
