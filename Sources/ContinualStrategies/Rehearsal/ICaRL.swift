@@ -136,25 +136,19 @@ public struct ICaRL: BatchLossTerm, PredictionOverride {
     public mutating func predictions(model: MLP, samples: Samples, experienceIndex: Int, workspace: Workspace) -> Predictions? {
         guard options.classifier == .nme, means.contains(where: { !$0.isEmpty }) else { return nil }
         let (f, w) = Self.features(model: model, samples: samples, route: 0, workspace: workspace)
-        // On a binary head with both class means, the score is d(φ, μ₀) − d(φ, μ₁): positive
-        // exactly when the positive class is nearer, so AUROC/AUPRC rank by the NME rule itself.
-        let binary = model.spec.head.logitCount == 1 && means.count >= 2 && !means[0].isEmpty && !means[1].isEmpty
-        var scores = binary ? [Float](repeating: 0, count: samples.count) : nil
+        // Multi-class heads only (prepare refuses binary ones), so there is no positive-class score.
         let classes = (0..<samples.count).map { r in
             var best = Int32(0), bestDistance = Double.infinity
-            var distances = [Double](repeating: .infinity, count: means.count)
             for (y, mu) in means.enumerated() where !mu.isEmpty {
                 // φ(x) is unit length, so the nearest mean maximises ⟨φ(x), μ_y⟩ − ‖μ_y‖²/2; compute
                 // the distance itself to state the rule plainly.
                 var d = 0.0
                 for j in 0..<w { let t = Double(f[r * w + j]) - Double(mu[j]); d += t * t }
-                distances[y] = d
                 if d < bestDistance { bestDistance = d; best = Int32(y) }
             }
-            if binary { scores![r] = Float(distances[0] - distances[1]) }
             return best
         }
-        return Predictions(classes: classes, scores: scores)
+        return Predictions(classes: classes)
     }
 
     /// L2-normalised φ(x) for every sample: the penultimate layer's activations, or the inputs
