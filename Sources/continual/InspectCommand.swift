@@ -16,7 +16,7 @@ struct InspectCommand: ParsableCommand {
     @Argument(help: "Results file (.h5) written by `continual run`.")
     var file: String
 
-    @Flag(help: "Print only the one-line-per-run table.")
+    @Flag(help: "Without the accuracy matrices: the header, the grouped tables of a sweep, and the one-line-per-run table.")
     var brief = false
 
     @Flag(help: "Print /summary as CSV (all columns, one row per run) and nothing else.")

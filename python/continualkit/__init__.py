@@ -2,6 +2,16 @@
 comparisons, publication figures, an HTML report and exports. See docs/analysis.md."""
 __version__ = "0.1.0"
 
+
+def __getattr__(name):
+    """`ck.figures`, `ck.tables`, `ck.report`, `ck.export`, `ck.check` after `import continualkit
+    as ck`, imported on first use (matplotlib takes seconds to load; the CLI's table commands
+    should not pay for it)."""
+    if name in ("figures", "tables", "report", "export", "check"):
+        import importlib
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'continualkit' has no attribute {name!r}")
+
 from .io import (configuration_name, curves, experiment_json, load_run, load_summary, metric_matrix,  # noqa: F401
                  population, prequential, provenance, run_config, swept_values)
 from .metrics import (acc, all_metrics, bwt, forgetting, forgetting_per_experience, fwt,  # noqa: F401

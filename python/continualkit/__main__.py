@@ -1,5 +1,5 @@
 import sys
 
-from .cli import main
+from .cli import _main_piped
 
-sys.exit(main())
+sys.exit(_main_piped())

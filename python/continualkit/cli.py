@@ -48,7 +48,8 @@ def cmd_plot(a):
     t = time.time()
     out = F.draw_all(a.file, a.output, formats, verbose=not a.quiet)
     n = sum(len(v) for v in out.values())
-    print(f"{len(out)} figures ({n} files) in {a.output} ({time.time() - t:.1f} s): {', '.join(out)}")
+    if not a.quiet:
+        print(f"{len(out)} figures ({n} files) in {a.output} ({time.time() - t:.1f} s): {', '.join(out)}")
     if a.check:
         problems = [] if out else ["no figure drawn"]
         for paths in out.values():
@@ -171,5 +172,15 @@ def main(argv=None):
     return rc or 0
 
 
+def _main_piped():
+    """Entry point: a closed pipe (`continualkit table F | head`) ends quietly, as for Unix tools."""
+    try:
+        return main()
+    except BrokenPipeError:
+        # Further writes to the closed stdout would raise again at interpreter exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_main_piped())

@@ -10,7 +10,8 @@ public struct DatasetScenario: ScenarioOptions {
 
     public enum Head: String, Codable, Sendable, CaseIterable { case auto, binary, multiclass }
 
-    /// File to read, relative to the working directory.
+    /// File to read. Written in an experiment file, a relative path is resolved against that
+    /// file's directory (`ExperimentFile`); in Swift, against the working directory.
     public var path: String
     /// Number of classes; nil = from the file (HDF5) or max label + 1 (CSV).
     public var classes: Int?
