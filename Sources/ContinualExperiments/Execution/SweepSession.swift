@@ -58,6 +58,9 @@ public struct SweepSession: Sendable {
         let start = clock.now
         let estimate = RunCostEstimate(todo)
         var timeLeft = EstimatedTimeLeft(costs: estimate.costs, families: estimate.families, jobs: jobs)
+        // The ETA's serial part is solved from the time since the first launch: the estimate
+        // above (one stream generated per scenario) is paid once, not per run.
+        let launch = clock.now
         let position = Dictionary(todo.enumerated().map { ($1.runId, $0) }, uniquingKeysWith: { a, _ in a })
         try await SweepRunner.run(todo, jobs: jobs, shouldStop: shouldStop, execute: execute) { result in
             guard try writer.write(result) else { return }
@@ -70,7 +73,7 @@ public struct SweepSession: Sendable {
             let elapsed = (clock.now - start).seconds
             progress(Progress(done: outcome.written, total: todo.count, failed: outcome.failed.count,
                               elapsedSeconds: elapsed, last: result,
-                              etaSeconds: timeLeft.secondsLeft(elapsedSeconds: elapsed)))
+                              etaSeconds: timeLeft.secondsLeft(elapsedSeconds: (clock.now - launch).seconds)))
         }
         outcome.interrupted = outcome.written < todo.count
         try writer.finish()
