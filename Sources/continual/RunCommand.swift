@@ -163,7 +163,10 @@ struct RunCommand: ParsableCommand {
         let results = collected.values.sorted { $0.run.sweepIndex < $1.run.sweepIndex }
         if session.selected.count > 12, let (table, by) = try? SweepReport.read(path: path) {
             // Many runs: one row per configuration (mean ± std over seeds), as `sweep` prints.
-            writeOut(SweepReport.text(SweepReport.groups(table, by: by), width: width) + "\n")
+            // Compact by default (one screen): the measures beyond accuracy with --verbose or
+            // `continual inspect`.
+            writeOut(SweepReport.text(SweepReport.groups(table, by: by), width: width, measures: verbose) + "\n")
+            if !verbose { print("(balanced accuracy, macro-F1, AUROC, AUPRC per configuration: --verbose, or continual inspect \(path))") }
         } else if !results.isEmpty {
             print(SummaryText.comparison(results, width: width))
         }

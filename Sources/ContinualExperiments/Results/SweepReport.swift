@@ -103,8 +103,8 @@ public enum SweepReport {
     /// n (completed/total when some failed), ACC as mean ± std with its 95 % interval, BWT and
     /// forgetting as mean ± std, in percentage points; a name too long for its column gets a line
     /// of its own (names are never cut). A second table lists balanced accuracy, macro-F1,
-    /// AUROC and AUPRC when any run has them.
-    public static func text(_ groups: [Group], width: Int = 80) -> String {
+    /// AUROC and AUPRC when any run has them and `measures` is true.
+    public static func text(_ groups: [Group], width: Int = 80, measures: Bool = true) -> String {
         guard !groups.isEmpty else { return "(no runs)" }
         func pm(_ s: SeedStatistics?) -> String {
             guard let s, !s.mean.isNaN else { return "—" }
@@ -122,7 +122,7 @@ public enum SweepReport {
         let extra: [(String, String)] = [("balanced_acc", "bal. acc %"), ("macro_f1", "macro-F1 %"),
                                           ("auroc", "AUROC %"), ("auprc", "AUPRC %")]
         let present = extra.filter { m in groups.contains { !($0.stats[m.0]?.mean.isNaN ?? true) } }
-        if !present.isEmpty {
+        if measures && !present.isEmpty {
             out += "\n\n" + table(groups, width: width, title: "final measures", n: n,
                                  columns: present.map { m in (m.1, { pm($0.stats[m.0]) }) })
         }
