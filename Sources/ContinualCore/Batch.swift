@@ -32,11 +32,7 @@ public struct Batch: Sendable {
     /// Appends one sample; storage grows if a plugin appends beyond the initial capacity.
     public mutating func append<C: Collection>(features row: C, label: Int32, route: Int32) where C.Element == Float {
         precondition(row.count == dimension, "feature row has \(row.count) values, expected \(dimension)")
-        if count == labels.count {
-            labels.append(contentsOf: repeatElement(0, count: count))
-            routes.append(contentsOf: repeatElement(0, count: count))
-            features.append(contentsOf: repeatElement(0, count: count * dimension))
-        }
+        growIfFull()
         var j = count * dimension
         for v in row {
             features[j] = v
@@ -45,6 +41,32 @@ public struct Batch: Sendable {
         labels[count] = label
         routes[count] = route
         count += 1
+    }
+
+    /// Appends one sample from a slice of a feature array (a stored row, a scenario's row): one
+    /// block copy. The generic version above, called across modules, is not specialised and
+    /// copied float by float through value witnesses (≈ 20 % of a replay step on small models).
+    public mutating func append(features row: ArraySlice<Float>, label: Int32, route: Int32) {
+        precondition(row.count == dimension, "feature row has \(row.count) values, expected \(dimension)")
+        growIfFull()
+        let start = count * dimension
+        features.withUnsafeMutableBufferPointer { f in
+            row.withUnsafeBufferPointer { r in
+                if let src = r.baseAddress { (f.baseAddress! + start).update(from: src, count: r.count) }
+            }
+        }
+        labels[count] = label
+        routes[count] = route
+        count += 1
+    }
+
+    private mutating func growIfFull() {
+        if count == labels.count {
+            let extra = Swift.max(count, 1)
+            labels.append(contentsOf: repeatElement(0, count: extra))
+            routes.append(contentsOf: repeatElement(0, count: extra))
+            features.append(contentsOf: repeatElement(0, count: extra * dimension))
+        }
     }
 
     /// Appends sample `index` of `samples` (its own route if it has one, else `route`).

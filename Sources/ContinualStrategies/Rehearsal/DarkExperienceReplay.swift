@@ -63,7 +63,11 @@ public struct DarkExperienceReplay: BatchLossTerm {
         let L = input.logitCount
         let n = input.batch.count, own = input.batch.ownCount
         var value = 0.0
-        let mseSlot = Dictionary(uniqueKeysWithValues: mseRows), ceSlot = Dictionary(uniqueKeysWithValues: ceRows)
+        // The replayed rows were appended in order after the own rows: MSE rows, then CE rows.
+        func slot(_ rows: [(Int, Int)], _ row: Int) -> Int? {
+            guard let first = rows.first?.0, row >= first, row - first < rows.count else { return nil }
+            return rows[row - first].1
+        }
         let rescale = Float(n) / Float(max(own, 1))
         for (k, row) in input.rows.enumerated() {
             let z = input.logits + k * L, g = input.logitGradient + k * L
@@ -73,7 +77,7 @@ public struct DarkExperienceReplay: BatchLossTerm {
                 // ... and the buffer is offered the row with its logits at this step.
                 buffer.offer(features: input.batch.row(row), label: input.batch.labels[row],
                              route: input.batch.routes[row], logits: z, rng: &bufferRNG)
-            } else if let slot = mseSlot[row], alpha > 0 {
+            } else if let slot = slot(mseRows, row), alpha > 0 {
                 // α · mean over the draw and the logits of (z − z*)².
                 let w = alpha / Double(mseRows.count * L)
                 for c in 0..<L {
@@ -81,7 +85,7 @@ public struct DarkExperienceReplay: BatchLossTerm {
                     value += w * d * d
                     g[c] += Float(2 * w * d)
                 }
-            } else if let slot = ceSlot[row], beta > 0 {
+            } else if let slot = slot(ceRows, row), beta > 0 {
                 let (ce, grad) = Self.crossEntropy(z, L: L, label: Int(buffer.labels[slot]))
                 let w = beta / Double(ceRows.count)
                 value += w * ce
