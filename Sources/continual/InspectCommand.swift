@@ -58,7 +58,7 @@ struct InspectCommand: ParsableCommand {
             let groups = SweepReport.groups(table, by: by)
             print("sweep of \(a["sweep_run_count"] ?? "?") runs\(shard); \(table.rows.count) in /summary, \(groups.count) configuration(s) in sweep order;")
             let axes = by.filter { $0 != "variant" && $0 != "name" }
-            if !axes.isEmpty { print("configurations differ in: " + (["variant"] + axes).joined(separator: ", ") + " (seed pooled);") }
+            if !axes.isEmpty { print("rows differ in: " + (["variant"] + axes).joined(separator: ", ") + " (seeds pooled in each row);") }
             print("mean ± std over seeds, 95% CI (Student t), n seeds completed; percentage points:\n")
             let width = isatty(STDOUT_FILENO) == 1 ? ProgressPrinter.terminalWidth() : 80
             print(SweepReport.text(groups, width: width))

@@ -206,7 +206,7 @@ def forgetting_curves(path, configurations=None, metric="accuracy_matrix", df=No
     confs = _configs(df, configurations)[:MAX_PANELS]
     fig, axes = _grid(len(confs), panel=(2.9, 2.2))
     cols = min(len(confs), 3)
-    handles, legends, panel_names = {}, [], []
+    handles, legends, panel_names, panel_ticks = {}, [], [], []
     for p, (ax, conf) in enumerate(zip(axes, confs)):
         da = _conf_matrices(path, df, conf, metric)
         panel_handles = []
@@ -237,6 +237,7 @@ def forgetting_curves(path, configurations=None, metric="accuracy_matrix", df=No
         ax.set_xticks(x[::step])
         bottom = p + cols >= len(confs)
         ax.set_xticklabels([names[i] for i in x[::step]] if bottom else [], rotation=35, ha="right")
+        panel_ticks.append((ax, [names[i] for i in x[::step]]))
         ax.set_ylim(0, 100)
         ax.set_title(f"{_wrap(conf)} ({_n_label(da)})", fontsize=8)
         if bottom:
@@ -244,6 +245,13 @@ def forgetting_curves(path, configurations=None, metric="accuracy_matrix", df=No
         if p % cols == 0:
             ax.set_ylabel(f"{MATRIX_LABELS.get(metric, metric)} on experience (%)")
         ax.grid(axis="y", alpha=0.3)
+    if len({tuple(t) for _, t in panel_ticks}) > 1:
+        # Panels train through different streams (schedules, seeds): an x axis labelled only on
+        # the bottom row would be read as every panel's. Label each panel, with room for it.
+        for ax, labels in panel_ticks:
+            ax.set_xticklabels(labels, rotation=35, ha="right", fontsize=6)
+            ax.set_xlabel("after training through", fontsize=7)
+        fig.subplots_adjust(hspace=0.75)
     if len(set(panel_names)) == 1:   # the same experiences everywhere: one shared legend
         fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=min(5, len(handles)),
                    frameon=False, bbox_to_anchor=(0.5, -0.02 - 0.03 * math.ceil(len(handles) / 5)))
