@@ -20,18 +20,29 @@ for f in $hdf5_cflags; do common+=(-Xcc "$f"); done
 
 build_module() {
     local name=$1
-    local obj="$out/modules/$name.o"
-    # Up to date unless a source of this module, or a module built before it (a dependency), is newer.
-    if [[ -f "$obj" ]] && [[ -z $(find "Sources/$name" -name '*.swift' -newer "$obj" | head -1) ]] \
-        && [[ -z $(find "$out/modules" -name '*.o' -newer "$obj" | head -1) ]]; then return; fi
+    shift
+    local obj="$out/modules/$name.o" dep
+    # Up to date unless a source of this module, or a module built before it (a dependency,
+    # given as the remaining arguments), is newer. (Comparing with every .o made each later
+    # module look like a dependency, and every target rebuilt all six modules.)
+    local stale=0
+    [[ -f "$obj" ]] || stale=1
+    [[ $stale = 0 && -n $(find "Sources/$name" -name '*.swift' -newer "$obj" | head -1) ]] && stale=1
+    for dep in "$@"; do
+        [[ $stale = 0 && "$out/modules/$dep.o" -nt "$obj" ]] && stale=1
+    done
+    [[ $stale = 0 ]] && return
     echo "== compiling $name (fuzzer + address sanitizer, -Onone)"
     swiftc "${common[@]}" -wmo -c -module-name "$name" -emit-module -emit-module-path "$out/modules/$name.swiftmodule" \
         -o "$obj" $(find "Sources/$name" -name '*.swift' | sort)
+    touch "$obj"   # swiftc keeps the old mtime when the object is unchanged
 }
 
 build_all() {
+    local built=()
     for m in ContinualCore ContinualHDF5 ContinualMetrics ContinualScenarios ContinualStrategies ContinualExperiments; do
-        build_module "$m"
+        build_module "$m" "${built[@]}"
+        built+=("$m")
     done
 }
 
