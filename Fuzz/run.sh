@@ -78,7 +78,7 @@ ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0} "$out/$target" "$out/corpus/$target
 if [[ ${FUZZ_LIBHDF5_KNOWN:-0} == 1 ]]; then
     status=0
     while IFS= read -r a; do
-        top=$(ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 timeout 60 "$out/$target" "$a" 2>&1 \
+        top=$(ASAN_OPTIONS=detect_leaks=0 timeout 60 "$out/$target" "$a" 2>&1 \
               | grep -E '#[0-9]+ ' | grep -v compiler-rt | head -1 || true)
         case "$top" in
             "") echo "not reproducible alone (fork-mode artifact or libhdf5 hang): $a" >&2 ;;
