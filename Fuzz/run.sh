@@ -56,6 +56,12 @@ build_target() {
 }
 
 targets=(json_config csv checkpoint hdf5_scenario results)
+# One build at a time: two run.sh started together (CI runs targets side by side) would
+# otherwise compile the same module objects at once and swiftc fails with "modified during
+# the build". The lock is released before fuzzing starts.
+mkdir -p "$out"
+exec 9>"$out/.build.lock"
+flock 9
 if [[ ${1:-} == build ]]; then
     build_all
     for t in "${targets[@]}"; do build_target "$t"; done
@@ -66,6 +72,7 @@ seconds=${2:?usage: Fuzz/run.sh TARGET SECONDS}
 shift 2
 build_all
 build_target "$target"
+flock -u 9
 mkdir -p "$out/corpus/$target" "$out/artifacts"
 stamp=$(mktemp)
 status=0
