@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "ContinualStrategies", targets: ["ContinualStrategies"]),
         .library(name: "ContinualScenarios", targets: ["ContinualScenarios"]),
         .library(name: "ContinualMetrics", targets: ["ContinualMetrics"]),
+        .library(name: "ContinualFederated", targets: ["ContinualFederated"]),
         .library(name: "ContinualHDF5", targets: ["ContinualHDF5"]),
         .library(name: "ContinualExperiments", targets: ["ContinualExperiments"]),
     ],
@@ -36,6 +37,9 @@ let package = Package(
         .target(name: "ContinualMetrics", dependencies: ["ContinualCore"]),
         .target(name: "ContinualScenarios", dependencies: ["ContinualCore"]),
         .target(name: "ContinualStrategies", dependencies: ["ContinualCore"]),
+        // Federated pieces (aggregation rules, DP clipping and noise, the privacy accountant):
+        // portable like Core, so the client side can ship in an app.
+        .target(name: "ContinualFederated", dependencies: ["ContinualCore"]),
         .target(
             name: "ContinualExperiments",
             dependencies: [
@@ -47,7 +51,7 @@ let package = Package(
             name: "continual",
             // Every target the CLI imports, declared (not reached through ContinualExperiments).
             dependencies: [
-                "ContinualExperiments", "ContinualCore",
+                "ContinualExperiments", "ContinualCore", "ContinualFederated",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -56,6 +60,7 @@ let package = Package(
         .testTarget(name: "ContinualMetricsTests", dependencies: ["ContinualMetrics"]),
         .testTarget(name: "ContinualScenariosTests", dependencies: ["ContinualScenarios"]),
         .testTarget(name: "ContinualStrategiesTests", dependencies: ["ContinualStrategies", "ContinualScenarios"]),
+        .testTarget(name: "ContinualFederatedTests", dependencies: ["ContinualFederated"]),
         .testTarget(name: "ContinualExperimentsTests", dependencies: ["ContinualExperiments"]),
     ]
 )

@@ -21,3 +21,6 @@ import Android
 @inline(__always) public func _tanhf(_ x: Float) -> Float { tanhf(x) }
 @inline(__always) public func _log1pf(_ x: Float) -> Float { log1pf(x) }
 @inline(__always) public func _logf(_ x: Float) -> Float { logf(x) }
+@inline(__always) public func _expm1(_ x: Double) -> Double { expm1(x) }
+@inline(__always) public func _lgamma(_ x: Double) -> Double { lgamma(x) }
+@inline(__always) public func _erfc(_ x: Double) -> Double { erfc(x) }

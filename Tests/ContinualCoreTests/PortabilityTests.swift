@@ -1,12 +1,12 @@
 import Foundation
 import Testing
 
-/// The targets an app links (ContinualCore, ContinualStrategies, ContinualScenarios,
+/// The targets an app links (ContinualCore, ContinualStrategies, ContinualScenarios, ContinualFederated,
 /// ContinualMetrics) import nothing but each other and, in `MathShims.swift` only, the platform's
 /// C library for the elementary functions (Glibc, Musl, Darwin, Android). No Foundation, no
 /// HDF5, no Dispatch: the very code researchers evaluate can ship inside an iOS or Android app.
 @Suite struct PortabilityTests {
-    static let portable = ["ContinualCore", "ContinualStrategies", "ContinualScenarios", "ContinualMetrics"]
+    static let portable = ["ContinualCore", "ContinualStrategies", "ContinualScenarios", "ContinualMetrics", "ContinualFederated"]
     static let mathShim = "ContinualCore/MathShims.swift"
     static let platformC: Set<String> = ["Glibc", "Musl", "Darwin", "Android"]
 
