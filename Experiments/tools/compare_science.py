@@ -14,7 +14,7 @@ counted apart; exit status 0 when nothing that exists in both differs, 1 otherwi
 Each binary runs from its own repository root (`--base-root`, `--new-root`) so that relative
 dataset paths resolve as a user's would. `--results-a DIR` reuses existing result files.
 """
-import argparse, glob, os, subprocess, sys, time
+import argparse, glob, json, os, subprocess, sys, time
 
 import h5py
 import numpy as np
@@ -69,9 +69,58 @@ def same(a, b):
     return a == b
 
 
-def compare_attrs(path, a, b, diffs):
+def match_runs(ga, gb, ids_a, ids_b):
+    """Pairs base and new runs whose configs agree on every key path both have (a config key
+    added with a default, or a run renamed, changes the run id, not the run; `name` is not
+    compared). None unless every base run pairs with exactly one new run (new runs may be left
+    over: variants added by the change)."""
+    def cfg(g, r):
+        try:
+            return flatten(json.loads(g[r].attrs["config_json"]))
+        except Exception:
+            return None
+    ca = {r: cfg(ga, r) for r in ids_a}
+    cb = {r: cfg(gb, r) for r in ids_b}
+    if any(v is None for v in list(ca.values()) + list(cb.values())):
+        return None
+    pairs, used = [], set()
+    for r in ids_a:
+        hits = [q for q in ids_b if q not in used
+                and all(ca[r][k] == cb[q][k] for k in ca[r].keys() & cb[q].keys() if k != "name")]
+        if len(hits) != 1:
+            return None
+        used.add(hits[0])
+        pairs.append((r, hits[0]))
+    return pairs
+
+
+def flatten(value, prefix=""):
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            out.update(flatten(v, f"{prefix}.{k}" if prefix else k))
+        return out
+    return {prefix: value}
+
+
+def config_changes(ga, gb):
+    """Key paths whose value differs between the two runs' config_json (added keys marked +)."""
+    try:
+        ca = flatten(json.loads(ga.attrs["config_json"]))
+        cb = flatten(json.loads(gb.attrs["config_json"]))
+    except Exception:
+        return {"config_json unreadable"}
+    out = {("+" + k) for k in cb.keys() - ca.keys()} | {("-" + k) for k in ca.keys() - cb.keys()}
+    out |= {k for k in ca.keys() & cb.keys() if ca[k] != cb[k]}
+    return out
+
+
+IDENTITY = ("run_id", "config_json")
+
+
+def compare_attrs(path, a, b, diffs, skip=()):
     for k in sorted(set(a.attrs.keys()) | set(b.attrs.keys())):
-        if is_timing(k) or k in REFERENCES:
+        if is_timing(k) or k in REFERENCES or k in skip:
             continue
         if k not in a.attrs or k not in b.attrs:
             diffs.append(f"{path} @{k}: only in {'new' if k in b.attrs else 'base'}")
@@ -83,11 +132,27 @@ def compare_files(fa, fb):
     diffs = []
     with h5py.File(fa, "r") as a, h5py.File(fb, "r") as b:
         ra, rb = set(a["runs"].keys()), set(b["runs"].keys())
+        pairs = [(rid, rid) for rid in sorted(ra & rb)]
         if ra != rb:
-            diffs.append(f"run ids differ: only base {sorted(ra - rb)[:5]}, only new {sorted(rb - ra)[:5]}")
-        for rid in sorted(ra & rb):
-            ga, gb = a["runs"][rid], b["runs"][rid]
-            compare_attrs(f"/runs/{rid}", ga, gb, diffs)
+            # Run ids hash the canonical config, so a new config key with a default changes every
+            # id. Pair the remaining runs by (name, seed, sweep index) and compare their contents;
+            # report the id change once, with the config keys that caused it.
+            matched = match_runs(a["runs"], b["runs"], sorted(ra - rb), sorted(rb - ra))
+            if matched is not None:
+                changed = set()
+                for ia, ib in matched:
+                    pairs.append((ia, ib))
+                    changed |= config_changes(a["runs"][ia], b["runs"][ib])
+                diffs.append(f"run ids changed for {len(matched)} runs (paired by their configs' common keys; "
+                             f"contents compared below); the configs differ in: {', '.join(sorted(changed)) or 'nothing'}")
+                extra = len(rb - ra) - len(matched)
+                if extra:
+                    diffs.append(f"{extra} runs only in new (new variants)")
+            else:
+                diffs.append(f"run ids differ: only base {sorted(ra - rb)[:5]}, only new {sorted(rb - ra)[:5]}")
+        for rid, rid_b in pairs:
+            ga, gb = a["runs"][rid], b["runs"][rid_b]
+            compare_attrs(f"/runs/{rid}", ga, gb, diffs, skip=IDENTITY if rid != rid_b else ())
             pa = dict(walk(ga))
             pb = dict(walk(gb))
             for p in sorted(set(pa) | set(pb)):

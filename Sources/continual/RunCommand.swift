@@ -72,6 +72,7 @@ struct RunCommand: ParsableCommand {
         } catch let error as ConfigError {
             throw CLIFailure.badInput(error.description)
         }
+        Provenance.prefetch(experimentPath: experiment.path)   // overlaps validation below
         let path = output ?? experiment.output
         var runs = experiment.runs
         if let variant {

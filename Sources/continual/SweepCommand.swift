@@ -43,6 +43,7 @@ struct SweepCommand: ParsableCommand {
     func run() throws {
         let experiment: ExperimentFile
         do { experiment = try ExperimentFile.load(path: file) } catch let e as ConfigError { throw CLIFailure.badInput(e.description) }
+        Provenance.prefetch(experimentPath: experiment.path)   // overlaps validation below
         var selectedShard: SweepShard?
         if let shard {
             do { selectedShard = try SweepShard.parse(shard) } catch { throw CLIFailure.badInput(error.description) }

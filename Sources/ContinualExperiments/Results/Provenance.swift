@@ -29,6 +29,20 @@ public struct Provenance: Sendable, Equatable {
         if let given = environment[environmentKey]?.trimmingCharacters(in: .whitespacesAndNewlines), !given.isEmpty {
             return Provenance(commit: String(given.prefix(200)), dirty: -1, source: environmentKey)
         }
+        if let early = GitLookahead.shared.take(experimentPath) { return early }
+        return fromGit(experimentPath: experimentPath)
+    }
+
+    /// Starts the git lookup for `experimentPath` on a background thread, so that its process
+    /// start (20–50 ms here) overlaps the command's validation instead of adding to it; the next
+    /// `detect` for the same path waits for that answer. Without a call, `detect` looks up itself.
+    public static func prefetch(experimentPath: String) {
+        let key = environmentKey
+        if let given = ProcessInfo.processInfo.environment[key], !given.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { return }
+        GitLookahead.shared.start(experimentPath) { fromGit(experimentPath: experimentPath) }
+    }
+
+    static func fromGit(experimentPath: String) -> Provenance {
         let directory = experimentPath.isEmpty
             ? FileManager.default.currentDirectoryPath
             : URL(fileURLWithPath: experimentPath).deletingLastPathComponent().path
@@ -86,5 +100,37 @@ public struct Provenance: Sendable, Equatable {
         // Exited normally with status 0 (WIFEXITED && WEXITSTATUS == 0).
         guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else { return nil }
         return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
+
+/// One background git lookup per experiment path (see `Provenance.prefetch`). A lookup's answer
+/// is used once: a later `detect` (e.g. a long sweep writing a second file) asks git again.
+final class GitLookahead: @unchecked Sendable {
+    static let shared = GitLookahead()
+    private let condition = NSCondition()
+    private var answers: [String: Provenance] = [:]
+    private var running: Set<String> = []
+
+    func start(_ path: String, _ lookup: @escaping @Sendable () -> Provenance) {
+        condition.lock()
+        defer { condition.unlock() }
+        guard answers[path] == nil, !running.contains(path) else { return }
+        running.insert(path)
+        Thread.detachNewThread { [self] in
+            let answer = lookup()
+            condition.lock()
+            answers[path] = answer
+            running.remove(path)
+            condition.broadcast()
+            condition.unlock()
+        }
+    }
+
+    /// The prefetched answer for `path` (waiting for a lookup still running), or nil.
+    func take(_ path: String) -> Provenance? {
+        condition.lock()
+        defer { condition.unlock() }
+        while running.contains(path) { condition.wait() }
+        return answers.removeValue(forKey: path)
     }
 }
