@@ -73,6 +73,7 @@ public enum Preflight {
             } else {
                 stream = try config.scenario.options.makeStream(seed: config.seed)
                 streams[streamKey] = stream
+                if config.population == nil, let key = StreamHandoff.key(run) { StreamHandoff.shared.offer(stream, key: key) }
             }
         } catch {
             throw fail(filePath != nil ? ".scenario.path" : ".scenario", Self.shortened("\(error)"))

@@ -54,7 +54,8 @@ public enum RunExecutor {
                                experienceNames: [], experienceMetadata: [], featureNames: [], streamMetadata: [:],
                                wallSeconds: 0)
         do {
-            let stream = try config.scenario.options.makeStream(seed: config.seed)
+            let stream = try StreamHandoff.key(run).flatMap { StreamHandoff.shared.stream(for: $0) }
+                ?? config.scenario.options.makeStream(seed: config.seed)
             result.experienceNames = stream.experiences.map(\.name)
             result.experienceMetadata = stream.experiences.map(\.metadata)
             result.featureNames = stream.featureNames

@@ -56,8 +56,11 @@ public struct SweepSession: Sendable {
                               interrupted: false)
         let clock = ContinuousClock()
         let start = clock.now
-        let estimate = RunCostEstimate(todo)
-        var timeLeft = EstimatedTimeLeft(costs: estimate.costs, families: estimate.families, jobs: jobs)
+        // When every run starts at once (no more runs than jobs) relative costs cannot change the
+        // ETA's order of work; skip the estimate, which generates each scenario's stream once more.
+        let estimate = todo.count > jobs ? RunCostEstimate(todo) : nil
+        var timeLeft = EstimatedTimeLeft(costs: estimate?.costs ?? Array(repeating: 1, count: todo.count),
+                                         families: estimate?.families ?? Array(repeating: "", count: todo.count), jobs: jobs)
         // The ETA's serial part is solved from the time since the first launch: the estimate
         // above (one stream generated per scenario) is paid once, not per run.
         let launch = clock.now
