@@ -45,6 +45,10 @@ extension RunConfig {
     public func resolvingFiles(against base: String) -> RunConfig {
         guard !base.isEmpty else { return self }
         var c = self
+        if var w = c.model.initFrom {
+            w.results = FilePaths.resolve(w.results, against: base)
+            c.model.initFrom = w
+        }
         switch scenario.options {
         case var o as DatasetScenario:
             o.path = FilePaths.resolve(o.path, against: base)

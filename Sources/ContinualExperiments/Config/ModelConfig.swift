@@ -8,11 +8,13 @@ public struct ModelConfig: Codable, Sendable, Equatable {
     public var initialization: Initialization = .auto
     /// One output head per experience (task-incremental: the experience id picks the head).
     public var multiHead: Bool = false
+    /// Start from another run's trained parameters (see `WarmStart`); nil = random weights.
+    public var initFrom: WarmStart? = nil
 
     public init() {}
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case hidden, activation, initialization = "init", multiHead = "multi_head"
+        case hidden, activation, initialization = "init", multiHead = "multi_head", initFrom = "init_from"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -21,6 +23,7 @@ public struct ModelConfig: Codable, Sendable, Equatable {
         activation = try c.decodeChoice(.activation, default: .relu)
         initialization = try c.decodeChoice(.initialization, default: .auto)
         multiHead = try c.decode(.multiHead, default: false)
+        initFrom = try c.decodeIfPresent(WarmStart.self, forKey: .initFrom)
         // No upper bound here: the resource estimate refuses widths the machine cannot hold,
         // with the memory it would need (see Preflight).
         if let i = hidden.firstIndex(where: { $0 < 1 }) {
@@ -35,6 +38,8 @@ public struct ModelConfig: Codable, Sendable, Equatable {
         try c.encode(activation, forKey: .activation)
         try c.encode(initialization, forKey: .initialization)
         try c.encode(multiHead, forKey: .multiHead)
+        // Absent when not set, so the canonical JSON (and run ids) of cold starts are unchanged.
+        try c.encodeIfPresent(initFrom, forKey: .initFrom)
     }
 
     /// The network spec for a stream with `inputs` features and `head`, over `experiences`;

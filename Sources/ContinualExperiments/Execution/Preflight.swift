@@ -92,6 +92,12 @@ public enum Preflight {
         }
         var spec = try modelSpec(config.model)
         if let message = spec.validationError() { throw fail(".model", message) }
+        // A warm start: the source file, run and shapes, exactly as the run will load them.
+        if let w = config.model.initFrom {
+            do { _ = try w.parameters(for: spec) } catch let f as WarmStart.Failure {
+                throw fail(".model.init_from" + f.key, f.message)
+            }
+        }
         // The plugins' checks depend on the layer structure (counts, heads, features), not on
         // the widths: a very wide model is checked as a narrow one of the same shape, so that
         // validate does not spend seconds initialising millions of weights.

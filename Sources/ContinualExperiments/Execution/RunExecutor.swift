@@ -124,7 +124,8 @@ public enum RunExecutor {
         let (outcome, trainer, report) = try ScheduledRunner.run(
             plan: plan, stream: stream, spec: spec, optimizer: config.optimizer.spec,
             training: config.training.options, plugins: plugins, seed: config.seed, type: schedule.type.rawValue,
-            resumingFrom: resume, stopAfter: stopAfter)
+            resumingFrom: resume, stopAfter: stopAfter,
+            initialParameters: resume == nil ? try config.model.initFrom?.parameters(for: spec) : nil)
         result.experienceNames = plan.sessions.map(\.name)
         result.experienceMetadata = plan.sessions.map(\.metadata)
         result.outcome = outcome
@@ -159,6 +160,13 @@ public enum RunExecutor {
         return (outcome, costs, curve)
     }
 
+    /// Loads `model.init_from`'s parameters (if any) over the freshly built model's first entries.
+    static func warmStart(_ model: inout MLP, _ config: RunConfig, spec: MLPSpec) throws {
+        guard let w = config.model.initFrom else { return }
+        let p = try w.parameters(for: spec)
+        model.parameters.replaceSubrange(0..<p.count, with: p)
+    }
+
     /// `train` with checkpoints: resumes from `resume` and stops after experience `stopAfter`,
     /// returning the checkpoint when it stopped early.
     public static func train(_ config: RunConfig, stream: ExperienceStream, seed: UInt64,
@@ -174,6 +182,7 @@ public enum RunExecutor {
             : []
         var trainer = Trainer(spec: spec, optimizer: config.optimizer.spec, options: config.training.options,
                               plugins: plugins, observers: observers, seed: seed)
+        if resume == nil { try warmStart(&trainer.model, config, spec: spec) }
         let outcome: TrainingOutcome
         if prequential {
             outcome = try trainer.run(stream, source: StreamSource(), resumingFrom: resume, stopAfter: stopAfter)

@@ -66,14 +66,17 @@ public enum ScheduledRunner {
     /// `SessionProbe` observer scoring each day), optionally stopping after session `stopAfter`
     /// or resuming from a checkpoint. Returns the Trainer outcome (nil when no session ran), the
     /// trainer (for its model, optimizer and checkpoint), and the day-by-day report (covering the
-    /// sessions trained so far when it stopped early).
+    /// sessions trained so far when it stopped early). `initialParameters` (a warm start) replace
+    /// the first entries of the freshly built model.
     public static func run(plan: Plan, stream: ExperienceStream, spec: MLPSpec, optimizer: OptimizerSpec,
                            training: TrainingOptions, plugins: [any StrategyPlugin], seed: UInt64,
                            type: String, resumingFrom resume: TrainerCheckpoint? = nil,
-                           stopAfter: Int? = nil) throws -> (TrainingOutcome?, Trainer, ScheduleReport) {
+                           stopAfter: Int? = nil, initialParameters: [Float]? = nil) throws -> (TrainingOutcome?, Trainer, ScheduleReport) {
         let probe = SessionProbe(sessionDays: plan.sessionDayRanges.map { r in r.map { plan.daySamples[$0] } })
         var trainer = Trainer(spec: spec, optimizer: optimizer, options: training, plugins: plugins,
                               observers: [probe], seed: seed)
+        // A warm start (model.init_from): these values replace the first entries of the model.
+        if let p = initialParameters { trainer.model.parameters.replaceSubrange(0..<p.count, with: p) }
         var outcome: TrainingOutcome? = nil
         var dayCorrect = [Int](repeating: 0, count: plan.daySamples.count)
         var model = trainer.model

@@ -67,6 +67,8 @@ public enum ResultsWriter {
         // Protocol choices, recorded per run so they never pass silently.
         try a.set("uses_task_labels", Int64(r.run.config.usesTaskLabels ? 1 : 0))
         try a.set("active_outputs", r.run.config.training.activeOutputs.rawValue)
+        // A warm start is a protocol choice too: where the initial weights came from.
+        if let w = r.run.config.model.initFrom { try a.set("init_from", w.label) }
         try a.set("config_json", r.run.canonicalJSON)
         try a.set("wall_seconds", r.wallSeconds)
         if !r.featureNames.isEmpty { _ = try g.write(r.featureNames, name: "feature_names") }

@@ -1,0 +1,144 @@
+import ContinualCore
+import ContinualHDF5
+import Foundation
+
+/// `"model": {"init_from": {...}}`: start a run from another run's trained parameters instead of
+/// random weights (personalisation starts from a global model and adapts it per user).
+///
+///     "init_from": {"results": "results/global.h5", "run": "joint_seed=1", "parts": "core"}
+///
+/// - `results`: a results file written by this toolkit (relative to the experiment file).
+/// - `run`: the run whose `final_parameters` are loaded, by run id or by name; it must have
+///   completed, and the name must be unique in the file.
+/// - `parts`: `"all"` (default) loads every layer, so both networks must have the same layer
+///   sizes and the same number of heads; `"core"` loads every layer but the output layer, which
+///   keeps its own fresh initialisation (a new personal head; the output widths may differ).
+///
+/// The parameters are loaded after the model is built from the run's seed and before the
+/// strategy's `prepare` (adapters and LoRA are added on top of the loaded network). The source is
+/// recorded in the run's `config_json` and in the run's `init_from` attribute. Only the plain
+/// network of the source is read: with `"core"`, adapter or LoRA parameters stored after it are
+/// ignored; `"all"` needs a source without them.
+public struct WarmStart: Codable, Sendable, Equatable {
+    public enum Parts: String, Codable, Sendable, CaseIterable { case all, core }
+
+    public var results: String
+    public var run: String
+    public var parts: Parts = .all
+
+    public init(results: String, run: String, parts: Parts = .all) {
+        self.results = results
+        self.run = run
+        self.parts = parts
+    }
+
+    enum CodingKeys: String, CodingKey, CaseIterable { case results, run, parts }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.strictContainer(keyedBy: CodingKeys.self)
+        results = try c.decode(String.self, forKey: .results)
+        run = try c.decode(String.self, forKey: .run)
+        parts = try c.decodeChoice(.parts, default: .all)
+        try c.require(!results.isEmpty, .results, "the results file path must not be empty")
+        try c.require(!run.isEmpty, .run, "the run id or name must not be empty")
+    }
+
+    /// A short description for results and messages: `results.h5#run (core)`.
+    public var label: String { "\(results)#\(run) (\(parts.rawValue))" }
+
+    /// Why a warm start cannot be applied; `key` is the key below `.model.init_from`.
+    public struct Failure: Error, CustomStringConvertible {
+        public var key: String
+        public var message: String
+        public var description: String { message }
+    }
+
+    /// The parameters to load into a model built from `spec`: the first `count` entries of its
+    /// flat parameter vector (all of the plain network, or all but the output layer).
+    public func parameters(for spec: MLPSpec) throws -> [Float] {
+        let source = try Self.read(results: results, run: run)
+        let target = [spec.inputs] + spec.hidden + [spec.head.logitCount]
+        func shape(_ sizes: [Int]) -> String { sizes.map(String.init).joined(separator: "→") }
+        func layerParameters(_ sizes: [Int], layers: Int, heads: Int) -> Int {
+            (0..<layers).reduce(0) { total, l in
+                total + (sizes[l] * sizes[l + 1] + sizes[l + 1]) * (l == sizes.count - 2 ? heads : 1)
+            }
+        }
+        switch parts {
+        case .all:
+            let needed = layerParameters(target, layers: target.count - 1, heads: spec.heads)
+            guard source.sizes == target, source.parameters.count == needed else {
+                throw Failure(key: ".run", message: "run \"\(run)\" of \(results) has a \(shape(source.sizes)) network "
+                    + "(\(source.parameters.count) parameters); this run's model is \(shape(target)) with \(spec.heads) head(s) "
+                    + "(\(needed) parameters). \"all\" loads a plain network of the same shape and heads (no adapters); "
+                    + "\"parts\": \"core\" loads all but the output layer")
+            }
+            return source.parameters
+        case .core:
+            let sourceCore = Array(source.sizes.dropLast()), targetCore = Array(target.dropLast())
+            guard sourceCore == targetCore, targetCore.count >= 2 else {
+                throw Failure(key: ".run", message: "run \"\(run)\" of \(results) has a \(shape(source.sizes)) network; "
+                    + "this run's model is \(shape(target)): "
+                    + (targetCore.count < 2 ? "it has no hidden layer, so there is no core to load"
+                                            : "the layers before the output layer differ (\(shape(sourceCore)) vs \(shape(targetCore)))"))
+            }
+            let count = layerParameters(target, layers: target.count - 2, heads: 1)
+            guard source.parameters.count >= count else {
+                throw Failure(key: ".run", message: "run \"\(run)\" of \(results) stores only \(source.parameters.count) parameters")
+            }
+            return Array(source.parameters.prefix(count))
+        }
+    }
+
+    struct Source {
+        var sizes: [Int]
+        var parameters: [Float]
+    }
+
+    /// Reads `final_parameters` and its `layer_sizes` of one completed run.
+    static func read(results: String, run: String) throws -> Source {
+        guard FileManager.default.fileExists(atPath: results) else {
+            throw Failure(key: ".results", message: "no such results file: \(results)")
+        }
+        do {
+            return try HDF5Lock.withLock {
+                let file = try HDF5File.open(path: results, mode: .readOnly)
+                defer { try? file.close() }
+                guard file.root.exists("runs") else {
+                    throw Failure(key: ".results", message: "\(results) holds no runs (is it a ContinualKit results file?)")
+                }
+                let runs = try file.root.openGroup("runs")
+                var matches: [String] = []
+                for id in try runs.childNames() {
+                    if id == run { matches = [id]; break }
+                    if let name = try? runs.openGroup(id).attributes.string("name"), name == run { matches.append(id) }
+                }
+                guard matches.count == 1 else {
+                    if matches.isEmpty {
+                        throw Failure(key: ".run", message: "\(results) has no run with id or name \"\(run)\"")
+                    }
+                    throw Failure(key: ".run", message: "\(matches.count) runs of \(results) are named \"\(run)\" (ids \(matches.prefix(4).joined(separator: ", "))): give a run id")
+                }
+                let g = try runs.openGroup(matches[0])
+                let status = try g.attributes.string("status") ?? ""
+                guard status == "completed", g.exists("final_parameters") else {
+                    throw Failure(key: ".run", message: "run \"\(run)\" of \(results) has no final parameters (status \(status.isEmpty ? "unknown" : status))")
+                }
+                let d = try g.openDataset("final_parameters")
+                let parameters: [Float] = try d.read()
+                guard let sizes = try d.attributes.array("layer_sizes", as: Int64.self), sizes.count >= 2,
+                      sizes.allSatisfy({ $0 >= 1 && $0 <= Int64(DataLimits.maxParameters) }) else {
+                    throw Failure(key: ".run", message: "run \"\(run)\" of \(results) does not record its layer sizes")
+                }
+                guard parameters.allSatisfy(\.isFinite) else {
+                    throw Failure(key: ".run", message: "run \"\(run)\" of \(results) has non-finite final parameters")
+                }
+                return Source(sizes: sizes.map { Int($0) }, parameters: parameters)
+            }
+        } catch let f as Failure {
+            throw f
+        } catch {
+            throw Failure(key: ".results", message: "cannot read \(results): \(error)")
+        }
+    }
+}
