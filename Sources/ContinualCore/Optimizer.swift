@@ -53,13 +53,16 @@ public struct Optimizer: Sendable, Equatable {
         }
     }
 
-    /// Applies one step to `parameters` given `gradient` (same length).
-    public mutating func step(parameters: inout [Float], gradient: UnsafePointer<Float>, trainable: [Bool]?) {
+    /// Applies one step to `parameters` given `gradient` (same length). `learningRate`, when
+    /// given, replaces the spec's rate for this step (a learning-rate schedule); the state (moments,
+    /// Adam's step count) is the same either way.
+    public mutating func step(parameters: inout [Float], gradient: UnsafePointer<Float>, trainable: [Bool]?,
+                              learningRate: Float? = nil) {
         precondition(parameters.count == parameterCount, "optimizer state has \(parameterCount) entries, model \(parameters.count)")
         precondition(trainable == nil || trainable!.count == parameterCount, "the trainable mask must have one entry per parameter")
         steps &+= 1
         let n = parameters.count
-        let spec = self.spec
+        let spec = learningRate.map { self.spec.withLearningRate($0) } ?? self.spec
         let t = Double(steps)
         parameters.withUnsafeMutableBufferPointer { pp in
             let p = pp.baseAddress!

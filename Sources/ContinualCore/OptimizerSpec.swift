@@ -16,6 +16,15 @@ public enum OptimizerSpec: Sendable, Equatable, Hashable {
         }
     }
 
+    /// The same rule with learning rate `rate` (a schedule's rate for one step).
+    public func withLearningRate(_ rate: Float) -> OptimizerSpec {
+        switch self {
+        case let .sgd(_, m, wd, n): return .sgd(learningRate: rate, momentum: m, weightDecay: wd, nesterov: n)
+        case let .adam(_, b1, b2, e, wd): return .adam(learningRate: rate, beta1: b1, beta2: b2, epsilon: e, weightDecay: wd)
+        case let .adamw(_, b1, b2, e, wd): return .adamw(learningRate: rate, beta1: b1, beta2: b2, epsilon: e, weightDecay: wd)
+        }
+    }
+
     /// Floats of optimizer state per parameter (momentum, Adam's two moments).
     public var stateFloatsPerParameter: Int {
         switch self {

@@ -18,6 +18,8 @@ struct StepWorkspace {
     var capabilities = PluginCapabilities()
     /// Classes the softmax covers in this experience (nil = all; `TrainingOptions.activeOutputs`).
     var active: [Bool]? = nil
+    /// This step's learning rate from the schedule; nil = the optimizer's own rate.
+    var learningRate: Float? = nil
 
     init(network: Workspace) { self.network = network }
 

@@ -173,6 +173,12 @@ public struct Trainer {
             var processed = 0
             var steps = 0
             var monitor = pass.earlyStopping.map(EarlyStopping.Monitor.init)
+            // The learning-rate schedule restarts with every experience; its length is the
+            // planned steps (epochs × batches, or the pass's step limit).
+            let schedule = options.learningRateSchedule
+            let batchesPerEpoch = (trainSet.count + options.batchSize - 1) / options.batchSize
+            let plannedSteps = min(pass.maxSteps ?? Int.max, pass.epochs.multipliedReportingOverflow(by: batchesPerEpoch).partialValue)
+            let baseRate = Double(optimizer.spec.learningRate)
             epochs: for epoch in 0..<pass.epochs {
                 if pass.shuffle { shuffleRNG.shuffle(&order) }
                 var lossSum = 0.0, penaltySum = 0.0, rows = 0, batches = 0
@@ -193,6 +199,8 @@ public struct Trainer {
                     batch.ownCount = batch.count
                     position = stop
                     for p in plugins.indices { plugins[p].extendBatch(&batch, context: context) }
+                    work.learningRate = schedule.isConstant ? nil
+                        : Float(baseRate * schedule.factor(step: steps, epoch: epoch, plannedSteps: plannedSteps))
                     let (loss, penalty) = step(batch, experience: i, step: steps, work: &work)
                     guard loss.isFinite, penalty.isFinite else {
                         throw TrainingError.diverged(experience: i, epoch: epoch, loss: loss.isFinite ? penalty : loss)
@@ -361,7 +369,8 @@ public struct Trainer {
         }
         let mask = Trainer.mask(for: batch, model: model, cache: &work.maskCache)
         work.gradient.withUnsafeBufferPointer { g in
-            optimizer.step(parameters: &model.parameters, gradient: g.baseAddress!, trainable: mask)
+            optimizer.step(parameters: &model.parameters, gradient: g.baseAddress!, trainable: mask,
+                           learningRate: work.learningRate)
         }
         if !caps.observers.isEmpty {
             work.taskGradient.withUnsafeBufferPointer { t in

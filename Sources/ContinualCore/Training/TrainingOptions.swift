@@ -20,11 +20,14 @@ public struct TrainingOptions: Sendable, Equatable, Hashable {
     /// Which outputs a multi-class head's softmax covers (a class-incremental protocol choice,
     /// recorded with every run).
     public var activeOutputs: ActiveOutputs
+    /// How the learning rate changes within each experience (default: constant).
+    public var learningRateSchedule: LearningRateSchedule
 
     public init(epochs: Int = 1, batchSize: Int = 32, shuffle: Bool = true,
                 resetOptimizerPerExperience: Bool = true, evaluationBatchSize: Int = 512,
                 divergenceLoss: Double? = 1e4, earlyStopping: EarlyStopping? = nil,
-                activeOutputs: ActiveOutputs = .all) {
+                activeOutputs: ActiveOutputs = .all, learningRateSchedule: LearningRateSchedule = LearningRateSchedule()) {
+        self.learningRateSchedule = learningRateSchedule
         self.earlyStopping = earlyStopping
         self.activeOutputs = activeOutputs
         self.epochs = epochs

@@ -26,6 +26,10 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
     /// far (see `ActiveOutputs`). Written to the resolved config only when `seen`.
     public var activeOutputs: ActiveOutputs = .all
 
+    /// `"lr_schedule"`: how the learning rate changes within each experience (see
+    /// `LearningRateSchedule`); absent = constant. Written to the resolved config only when set.
+    public var learningRateSchedule: LearningRateSchedule? = nil
+
     public init() {}
 
     enum CodingKeys: String, CodingKey, CaseIterable {
@@ -34,7 +38,14 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
         case earlyStopping = "early_stopping"
         case mode, window, recordEvery = "record_every"
         case activeOutputs = "active_outputs"
+        case learningRateSchedule = "lr_schedule"
     }
+
+    enum ScheduleKeys: String, CodingKey, CaseIterable {
+        case type, everyEpochs = "every_epochs", gamma, minFactor = "min_factor", warmupSteps = "warmup_steps"
+    }
+
+    enum ScheduleType: String, CaseIterable { case constant, step, cosine }
 
     enum EarlyStoppingKeys: String, CodingKey, CaseIterable {
         case patience, minDelta = "min_delta"
@@ -59,6 +70,36 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
             earlyStopping = EarlyStopping(patience: patience, minDelta: minDelta)
         }
         try c.require((divergenceLoss ?? 1) > 0, .divergenceLoss, "must be > 0 or null, got \(divergenceLoss ?? 0)")
+        if c.contains(.learningRateSchedule) {
+            let l = try c.superDecoder(forKey: .learningRateSchedule).strictContainer(keyedBy: ScheduleKeys.self)
+            guard l.contains(.type) else {
+                throw DecodingError.keyNotFound(ScheduleKeys.type, .init(codingPath: l.codingPath,
+                    debugDescription: "required key is missing; allowed types: constant, step, cosine"))
+            }
+            let type: ScheduleType = try l.decodeChoice(.type, default: .constant)
+            let warmup: Int = try l.decode(.warmupSteps, default: 0)
+            try l.require(warmup >= 0 && warmup <= 1_000_000_000, .warmupSteps, "must be in 0...1000000000, got \(warmup)")
+            let own: [ScheduleType: Set<ScheduleKeys>] = [.constant: [], .step: [.everyEpochs, .gamma], .cosine: [.minFactor]]
+            for key in [ScheduleKeys.everyEpochs, .gamma, .minFactor] where l.contains(key) && !own[type]!.contains(key) {
+                let takes = (own[type]!.map(\.stringValue).sorted() + ["type", "warmup_steps"]).joined(separator: ", ")
+                try l.require(false, key, "\"\(key.stringValue)\" belongs to a \(key == .minFactor ? "cosine" : "step") schedule; "
+                              + "a \(type.rawValue) schedule takes: \(takes)")
+            }
+            switch type {
+            case .constant:
+                learningRateSchedule = LearningRateSchedule(.constant, warmupSteps: warmup)
+            case .step:
+                let every: Int = try l.decode(.everyEpochs, default: 1)
+                let gamma: Double = try l.decode(.gamma, default: 0.1)
+                try l.require(every >= 1, .everyEpochs, "must be ≥ 1, got \(every)")
+                try l.require(gamma > 0 && gamma <= 1, .gamma, "must be in (0, 1], got \(gamma)")
+                learningRateSchedule = LearningRateSchedule(.step(everyEpochs: every, gamma: gamma), warmupSteps: warmup)
+            case .cosine:
+                let floor: Double = try l.decode(.minFactor, default: 0)
+                try l.require(floor >= 0 && floor <= 1, .minFactor, "must be in [0, 1], got \(floor)")
+                learningRateSchedule = LearningRateSchedule(.cosine(minimumFactor: floor), warmupSteps: warmup)
+            }
+        }
         mode = try c.decodeChoice(.mode, default: .batch)
         activeOutputs = try c.decodeChoice(.activeOutputs, default: .all)
         window = try c.decode(.window, default: 100)
@@ -88,6 +129,20 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
             try e.encode(earlyStopping.minDelta, forKey: .minDelta)
         }
         if activeOutputs != .all { try c.encode(activeOutputs, forKey: .activeOutputs) }
+        if let schedule = learningRateSchedule {
+            var l = c.nestedContainer(keyedBy: ScheduleKeys.self, forKey: .learningRateSchedule)
+            switch schedule.shape {
+            case .constant: try l.encode("constant", forKey: .type)
+            case let .step(every, gamma):
+                try l.encode("step", forKey: .type)
+                try l.encode(every, forKey: .everyEpochs)
+                try l.encode(gamma, forKey: .gamma)
+            case .cosine(let floor):
+                try l.encode("cosine", forKey: .type)
+                try l.encode(floor, forKey: .minFactor)
+            }
+            try l.encode(schedule.warmupSteps, forKey: .warmupSteps)
+        }
         if mode == .prequential {
             try c.encode(mode, forKey: .mode)
             try c.encode(window, forKey: .window)
@@ -98,6 +153,7 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
     public var options: TrainingOptions {
         TrainingOptions(epochs: epochs, batchSize: batchSize, shuffle: shuffle,
                         resetOptimizerPerExperience: resetOptimizer, evaluationBatchSize: evalBatchSize,
-                        divergenceLoss: divergenceLoss, earlyStopping: earlyStopping, activeOutputs: activeOutputs)
+                        divergenceLoss: divergenceLoss, earlyStopping: earlyStopping, activeOutputs: activeOutputs,
+                        learningRateSchedule: learningRateSchedule ?? LearningRateSchedule())
     }
 }
