@@ -24,16 +24,7 @@ public struct L2Anchoring: ParameterPenalty {
     public mutating func addPenalty(parameters: UnsafeBufferPointer<Float>,
                                     gradient: UnsafeMutableBufferPointer<Float>) -> Double {
         guard options.lambda > 0, !anchor.isEmpty else { return 0 }
-        let lambda = Float(options.lambda)
-        var sum = 0.0
-        anchor.withUnsafeBufferPointer { a in
-            for i in 0..<min(a.count, parameters.count) {
-                let d = parameters[i] - a[i]
-                gradient[i] += lambda * d
-                sum += Double(d) * Double(d)
-            }
-        }
-        return options.lambda / 2 * sum
+        return addL2Pull(towards: anchor, strength: options.lambda, parameters: parameters, gradient: gradient)
     }
 
     /// The anchor (one float per parameter); ≈ 5 FLOPs per parameter and step.

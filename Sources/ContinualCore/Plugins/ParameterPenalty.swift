@@ -8,3 +8,20 @@ public protocol ParameterPenalty: StrategyPlugin {
     mutating func addPenalty(parameters: UnsafeBufferPointer<Float>,
                              gradient: UnsafeMutableBufferPointer<Float>) -> Double
 }
+
+/// The L2 pull (λ/2)·Σ(θᵢ − θ*ᵢ)² over the first min(|θ*|, |θ|) entries: adds λ(θᵢ − θ*ᵢ) into
+/// `gradient` (in `Float`) and returns the value (sum in `Double`). Shared by L2 anchoring
+/// (θ* = the previous experience's parameters) and FedProx (θ* = the round's global model).
+public func addL2Pull(towards anchor: [Float], strength lambda: Double, parameters: UnsafeBufferPointer<Float>,
+                      gradient: UnsafeMutableBufferPointer<Float>) -> Double {
+    let l = Float(lambda)
+    var sum = 0.0
+    anchor.withUnsafeBufferPointer { a in
+        for i in 0..<min(a.count, parameters.count) {
+            let d = parameters[i] - a[i]
+            gradient[i] += l * d
+            sum += Double(d) * Double(d)
+        }
+    }
+    return lambda / 2 * sum
+}

@@ -59,14 +59,12 @@ public struct WarmStart: Codable, Sendable, Equatable {
         let source = try Self.read(results: results, run: run)
         let target = [spec.inputs] + spec.hidden + [spec.head.logitCount]
         func shape(_ sizes: [Int]) -> String { sizes.map(String.init).joined(separator: "→") }
-        func layerParameters(_ sizes: [Int], layers: Int, heads: Int) -> Int {
-            (0..<layers).reduce(0) { total, l in
-                total + (sizes[l] * sizes[l + 1] + sizes[l + 1]) * (l == sizes.count - 2 ? heads : 1)
-            }
-        }
+        // The spec's own layout (MLPSpec.layers: the plain network first, layer by layer, the
+        // output layer's head copies last); a config's spec has no adapters or LoRA yet.
+        let outputLayerOffset = spec.layers()[spec.denseLayerCount - 1].offset
         switch parts {
         case .all:
-            let needed = layerParameters(target, layers: target.count - 1, heads: spec.heads)
+            let needed = spec.parameterCount
             guard source.sizes == target, source.parameters.count == needed else {
                 throw Failure(key: ".run", message: "run \"\(run)\" of \(results) has a \(shape(source.sizes)) network "
                     + "(\(source.parameters.count) parameters); this run's model is \(shape(target)) with \(spec.heads) head(s) "
@@ -82,7 +80,7 @@ public struct WarmStart: Codable, Sendable, Equatable {
                     + (targetCore.count < 2 ? "it has no hidden layer, so there is no core to load"
                                             : "the layers before the output layer differ (\(shape(sourceCore)) vs \(shape(targetCore)))"))
             }
-            let count = layerParameters(target, layers: target.count - 2, heads: 1)
+            let count = outputLayerOffset
             guard source.parameters.count >= count else {
                 throw Failure(key: ".run", message: "run \"\(run)\" of \(results) stores only \(source.parameters.count) parameters")
             }
@@ -95,11 +93,34 @@ public struct WarmStart: Codable, Sendable, Equatable {
         var parameters: [Float]
     }
 
-    /// Reads `final_parameters` and its `layer_sizes` of one completed run.
+    /// Sources already read in this process, by file, run, size and modification time: validate
+    /// and every run (every user of a population) load the same parameters, so the file is read
+    /// once unless it changes.
+    private static let sources = SourceCache()
+
+    final class SourceCache: @unchecked Sendable {
+        private let lock = NSLock()
+        private var entries: [String: Source] = [:]
+        func value(_ key: String, _ read: () throws -> Source) throws -> Source {
+            lock.lock()
+            defer { lock.unlock() }
+            if let known = entries[key] { return known }
+            let source = try read()
+            entries[key] = source
+            return source
+        }
+    }
+
+    /// Reads `final_parameters` and its `layer_sizes` of one completed run (cached, see `sources`).
     static func read(results: String, run: String) throws -> Source {
-        guard FileManager.default.fileExists(atPath: results) else {
+        guard let info = try? FileManager.default.attributesOfItem(atPath: results) else {
             throw Failure(key: ".results", message: "no such results file: \(results)")
         }
+        let stamp = "\((info[.size] as? NSNumber)?.int64Value ?? -1)|\((info[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0)"
+        return try sources.value(results + "|" + run + "|" + stamp) { try readFile(results: results, run: run) }
+    }
+
+    static func readFile(results: String, run: String) throws -> Source {
         do {
             return try HDF5Lock.withLock {
                 let file = try HDF5File.open(path: results, mode: .readOnly)

@@ -73,7 +73,9 @@ public enum Preflight {
             } else {
                 stream = try config.scenario.options.makeStream(seed: config.seed)
                 streams[streamKey] = stream
-                if config.population == nil, let key = StreamHandoff.key(run) { StreamHandoff.shared.offer(stream, key: key) }
+                if config.population == nil {
+                    StreamHandoff.shared.offer(stream, key: StreamHandoff.key(scenario: json["scenario"], dataPath: filePath, seed: config.seed))
+                }
             }
         } catch {
             throw fail(filePath != nil ? ".scenario.path" : ".scenario", Self.shortened("\(error)"))

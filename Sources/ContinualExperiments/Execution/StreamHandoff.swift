@@ -21,8 +21,12 @@ final class StreamHandoff: @unchecked Sendable {
         guard case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: Data(run.canonicalJSON.utf8)) else {
             return nil
         }
-        return (o["scenario"] ?? .null).canonicalText() + "|" + (Preflight.dataPath(run.config) ?? "")
-            + "|" + String(run.config.seed)
+        return key(scenario: o["scenario"], dataPath: Preflight.dataPath(run.config), seed: run.config.seed)
+    }
+
+    /// The same key from parts a caller has already decoded (preflight has them at hand).
+    static func key(scenario: JSONValue?, dataPath: String?, seed: UInt64) -> String {
+        (scenario ?? .null).canonicalText() + "|" + (dataPath ?? "") + "|" + String(seed)
     }
 
     func offer(_ stream: ExperienceStream, key: String) {

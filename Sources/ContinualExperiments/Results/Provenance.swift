@@ -26,9 +26,7 @@ public struct Provenance: Sendable, Equatable {
 
     public static func detect(experimentPath: String,
                               environment: [String: String] = ProcessInfo.processInfo.environment) -> Provenance {
-        if let given = environment[environmentKey]?.trimmingCharacters(in: .whitespacesAndNewlines), !given.isEmpty {
-            return Provenance(commit: String(given.prefix(200)), dirty: -1, source: environmentKey)
-        }
+        if let given = fromEnvironment(environment) { return given }
         if let early = GitLookahead.shared.take(experimentPath) { return early }
         return fromGit(experimentPath: experimentPath)
     }
@@ -37,9 +35,16 @@ public struct Provenance: Sendable, Equatable {
     /// start (20–50 ms here) overlaps the command's validation instead of adding to it; the next
     /// `detect` for the same path waits for that answer. Without a call, `detect` looks up itself.
     public static func prefetch(experimentPath: String) {
-        let key = environmentKey
-        if let given = ProcessInfo.processInfo.environment[key], !given.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { return }
+        guard fromEnvironment(ProcessInfo.processInfo.environment) == nil else { return }
         GitLookahead.shared.start(experimentPath) { fromGit(experimentPath: experimentPath) }
+    }
+
+    /// The commit given in `CONTINUALKIT_GIT_COMMIT`, if set and not empty.
+    static func fromEnvironment(_ environment: [String: String]) -> Provenance? {
+        guard let given = environment[environmentKey]?.trimmingCharacters(in: .whitespacesAndNewlines), !given.isEmpty else {
+            return nil
+        }
+        return Provenance(commit: String(given.prefix(200)), dirty: -1, source: environmentKey)
     }
 
     static func fromGit(experimentPath: String) -> Provenance {

@@ -94,12 +94,18 @@ public enum AggregationRule: Sendable, Equatable, Hashable {
     // MARK: - Implementation
 
     private static func check(_ updates: [ClientUpdate]) throws(AggregationError) {
+        try checkDeltas(updates)
+        for (c, u) in updates.enumerated() where u.samples < 0 { throw .negativeSamples(client: c, samples: u.samples) }
+    }
+
+    /// The checks every server step needs: at least one update, equal lengths, finite entries
+    /// (the first problem in client order is reported).
+    static func checkDeltas(_ updates: [ClientUpdate]) throws(AggregationError) {
         guard let first = updates.first else { throw .empty }
         for (c, u) in updates.enumerated() {
             guard u.delta.count == first.delta.count else {
                 throw .lengthMismatch(client: c, count: u.delta.count, expected: first.delta.count)
             }
-            guard u.samples >= 0 else { throw .negativeSamples(client: c, samples: u.samples) }
             if let j = u.delta.firstIndex(where: { !$0.isFinite }) { throw .nonFinite(client: c, coordinate: j) }
         }
     }

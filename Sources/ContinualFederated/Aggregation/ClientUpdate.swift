@@ -17,11 +17,14 @@ public struct ClientUpdate: Sendable, Equatable {
     }
 
     /// ‖delta‖₂, accumulated in `Double` (the clipping bound is checked against this value).
-    public var l2Norm: Double {
-        var s = 0.0
-        for v in delta { s += Double(v) * Double(v) }
-        return s.squareRoot()
-    }
+    public var l2Norm: Double { ContinualFederated.l2Norm(delta) }
+}
+
+/// ‖v‖₂ of a `Float` vector, accumulated in `Double` in index order.
+func l2Norm(_ v: [Float]) -> Double {
+    var s = 0.0
+    for x in v { s += Double(x) * Double(x) }
+    return s.squareRoot()
 }
 
 /// Why a set of client updates cannot be aggregated.

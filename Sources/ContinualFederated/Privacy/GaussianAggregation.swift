@@ -30,16 +30,13 @@ public struct GaussianAggregation: Sendable, Equatable {
     /// `expectedClients` (q·N, > 0). The updates' `samples` are ignored (equal weights).
     public func aggregate(_ updates: [ClientUpdate], expectedClients: Double,
                           random: inout RandomSource) throws(AggregationError) -> [Float] {
-        guard let first = updates.first else { throw .empty }
+        guard !updates.isEmpty else { throw .empty }
         guard expectedClients.isFinite, expectedClients > 0 else {
             throw .invalidRule("expected clients per round must be > 0, got \(expectedClients)")
         }
-        var sum = [Double](repeating: 0, count: first.delta.count)
-        for (c, u) in updates.enumerated() {
-            guard u.delta.count == sum.count else {
-                throw .lengthMismatch(client: c, count: u.delta.count, expected: sum.count)
-            }
-            if let j = u.delta.firstIndex(where: { !$0.isFinite }) { throw .nonFinite(client: c, coordinate: j) }
+        try AggregationRule.checkDeltas(updates)
+        var sum = [Double](repeating: 0, count: updates[0].delta.count)
+        for u in updates {
             var d = u.delta
             clipToNorm(&d, bound: clipNorm)
             for (j, v) in d.enumerated() { sum[j] += Double(v) }

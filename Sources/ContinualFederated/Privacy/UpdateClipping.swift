@@ -10,19 +10,14 @@
 @discardableResult
 public func clipToNorm(_ delta: inout [Float], bound: Double) -> Float {
     precondition(bound.isFinite && bound > 0, "clipping bound must be finite and > 0, got \(bound)")
-    func norm(_ v: [Float]) -> Double {
-        var s = 0.0
-        for x in v { s += Double(x) * Double(x) }
-        return s.squareRoot()
-    }
-    let n = norm(delta)
+    let n = l2Norm(delta)
     precondition(n.isFinite, "clipToNorm: the update is not finite")
     guard n > bound else { return 1 }
     let original = delta
     var factor = Float(bound / n)
     while true {
         for i in delta.indices { delta[i] = original[i] * factor }
-        if norm(delta) <= bound { return factor }
+        if l2Norm(delta) <= bound { return factor }
         factor = factor.nextDown
     }
 }

@@ -26,14 +26,7 @@ public struct ProximalTerm: ParameterPenalty {
     public mutating func addPenalty(parameters: UnsafeBufferPointer<Float>,
                                     gradient: UnsafeMutableBufferPointer<Float>) -> Double {
         guard mu > 0, !anchor.isEmpty else { return 0 }
-        let m = Float(mu)
-        var sum = 0.0
-        for i in 0..<min(anchor.count, parameters.count) {
-            let d = parameters[i] - anchor[i]
-            gradient[i] += m * d
-            sum += Double(d) * Double(d)
-        }
-        return mu / 2 * sum
+        return addL2Pull(towards: anchor, strength: mu, parameters: parameters, gradient: gradient)
     }
 
     /// The anchor: one float per parameter; ≈ 5 FLOPs per parameter and step.
