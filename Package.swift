@@ -44,7 +44,7 @@ let package = Package(
             name: "ContinualExperiments",
             dependencies: [
                 "ContinualCore", "ContinualMetrics", "ContinualScenarios",
-                "ContinualStrategies", "ContinualHDF5",
+                "ContinualStrategies", "ContinualFederated", "ContinualHDF5",
             ]
         ),
         .executableTarget(

@@ -143,93 +143,15 @@ public struct Trainer {
                 seenClasses = seen
                 work.active = seen
             }
-            for p in plugins.indices { try plugins[p].beforeExperience(model: &model, context: context) }
-            if optimizer.parameterCount != model.parameterCount {
-                // A plugin grew the model (e.g. a new adapter): state restarts at the new size.
-                optimizer = Optimizer(spec: optimizer.spec, parameterCount: model.parameterCount)
-            } else if options.resetOptimizerPerExperience {
-                optimizer.reset()
-            }
-            work.prepare(parameterCount: model.parameterCount, plugins: plugins, rows: options.batchSize * 2,
-                         logitCount: model.logitCount)
-            var trainSet = experiences[i].train
-            for p in plugins.indices { plugins[p].adjustTrainingSet(&trainSet, context: context) }
-            progress.trainSetSizes.append(trainSet.count)
-            progress.trainableParameters.append(model.trainableCount)
-            if !observers.isEmpty {
-                withPredictor(work.network, active: work.active) { predictor, observers in
-                    for o in observers.indices {
-                        observers[o].experienceWillTrain(index: i, trainingSet: trainSet, own: experiences[i].train,
-                                                         predictor: &predictor)
-                    }
-                }
-            }
-
-            let stepFLOPs = plugins.reduce(0) { $0 + $1.resources.extraFLOPsPerStep }
-            let pass = source.pass(experience: i, options: options)
-            var order = Array(0..<trainSet.count)
-            var epochLosses: [Double] = []
-            var epochPenalties: [Double] = []
-            var processed = 0
-            var steps = 0
-            var monitor = pass.earlyStopping.map(EarlyStopping.Monitor.init)
-            // The learning-rate schedule restarts with every experience; its length is the
-            // planned steps (epochs × batches, or the pass's step limit).
-            let schedule = options.learningRateSchedule
-            let batchesPerEpoch = (trainSet.count + options.batchSize - 1) / options.batchSize
-            let plannedSteps = min(pass.maxSteps ?? Int.max, pass.epochs.multipliedReportingOverflow(by: batchesPerEpoch).partialValue)
-            let baseRate = Double(optimizer.spec.learningRate)
-            epochs: for epoch in 0..<pass.epochs {
-                if pass.shuffle { shuffleRNG.shuffle(&order) }
-                var lossSum = 0.0, penaltySum = 0.0, rows = 0, batches = 0
-                var position = 0
-                while position < order.count {
-                    if let limit = pass.maxSteps, steps >= limit { break }
-                    let stop = min(position + options.batchSize, order.count)
-                    if !observers.isEmpty {
-                        withPredictor(work.network, active: work.active) { predictor, observers in
-                            for o in observers.indices {
-                                observers[o].rowsWillTrain(order[position..<stop], of: trainSet, experience: i,
-                                                           predictor: &predictor)
-                            }
-                        }
-                    }
-                    batch.removeAll()
-                    for k in position..<stop { batch.append(from: trainSet, index: order[k], route: context.route) }
-                    batch.ownCount = batch.count
-                    position = stop
-                    for p in plugins.indices { plugins[p].extendBatch(&batch, context: context) }
-                    work.learningRate = schedule.isConstant ? nil
-                        : Float(baseRate * schedule.factor(step: steps, epoch: epoch, plannedSteps: plannedSteps))
-                    let (loss, penalty) = step(batch, experience: i, step: steps, work: &work)
-                    guard loss.isFinite, penalty.isFinite else {
-                        throw TrainingError.diverged(experience: i, epoch: epoch, loss: loss.isFinite ? penalty : loss)
-                    }
-                    lossSum += loss
-                    penaltySum += penalty
-                    rows += batch.count
-                    batches += 1
-                    steps += 1
-                }
-                processed += rows
-                let epochLoss = rows > 0 ? lossSum / Double(rows) : .nan
-                if let limit = options.divergenceLoss, epochLoss > limit {
-                    throw TrainingError.diverged(experience: i, epoch: epoch, loss: epochLoss)
-                }
-                if !model.parameters.allSatisfy({ $0.isFinite }) {
-                    throw TrainingError.diverged(experience: i, epoch: epoch, loss: .nan)
-                }
-                epochLosses.append(epochLoss)
-                epochPenalties.append(batches > 0 ? penaltySum / Double(batches) : 0)
-                if monitor?.shouldStop(after: epochLoss) == true { break epochs }
-                if let limit = pass.maxSteps, steps >= limit { break epochs }
-            }
-            progress.lossCurve.append(epochLosses)
-            progress.penaltyCurve.append(epochPenalties)
-            progress.samplesProcessed.append(processed)
-            progress.steps.append(steps)
-            for p in plugins.indices { try plugins[p].afterExperience(model: &model, context: context, workspace: work.network) }
-            progress.extraFLOPs.append(stepFLOPs * steps + plugins.reduce(0) { $0 + $1.resources.extraFLOPsPerExperience })
+            let record = try trainExperience(context: context, pass: source.pass(experience: i, options: options),
+                                             work: &work, batch: &batch, shuffle: &shuffleRNG)
+            progress.trainSetSizes.append(record.trainSetSize)
+            progress.trainableParameters.append(record.trainableParameters)
+            progress.lossCurve.append(record.epochLosses)
+            progress.penaltyCurve.append(record.epochPenalties)
+            progress.samplesProcessed.append(record.samplesProcessed)
+            progress.steps.append(record.steps)
+            progress.extraFLOPs.append(record.extraFLOPs)
             trainTime += clock.now - start
 
             start = clock.now
@@ -258,6 +180,100 @@ public struct Trainer {
                 pluginNames: plugins.map(\.name), pluginStates: plugins.map { $0.checkpointState() }, progress: progress)
         }
         return outcome
+    }
+
+    /// One experience's training, exactly as the loop does it (`run` and `trainRound` both call
+    /// this): the plugins' `beforeExperience`; the optimizer grows or resets; `adjustTrainingSet`;
+    /// observers' `experienceWillTrain`; the pass's epochs of steps (observers' `rowsWillTrain`
+    /// before each, `extendBatch`, the step in hook order); divergence checks after each epoch;
+    /// the plugins' `afterExperience`. No evaluation.
+    mutating func trainExperience(context: ExperienceContext, pass: TrainingPass, work: inout StepWorkspace,
+                                  batch: inout Batch, shuffle shuffleRNG: inout RandomSource) throws -> ExperienceRecord {
+        let i = context.index
+        var record = ExperienceRecord()
+        for p in plugins.indices { try plugins[p].beforeExperience(model: &model, context: context) }
+        if optimizer.parameterCount != model.parameterCount {
+            // A plugin grew the model (e.g. a new adapter): state restarts at the new size.
+            optimizer = Optimizer(spec: optimizer.spec, parameterCount: model.parameterCount)
+        } else if options.resetOptimizerPerExperience {
+            optimizer.reset()
+        }
+        work.prepare(parameterCount: model.parameterCount, plugins: plugins, rows: options.batchSize * 2,
+                     logitCount: model.logitCount)
+        var trainSet = context.experience.train
+        for p in plugins.indices { plugins[p].adjustTrainingSet(&trainSet, context: context) }
+        record.trainSetSize = trainSet.count
+        record.trainableParameters = model.trainableCount
+        if !observers.isEmpty {
+            withPredictor(work.network, active: work.active) { predictor, observers in
+                for o in observers.indices {
+                    observers[o].experienceWillTrain(index: i, trainingSet: trainSet, own: context.experience.train,
+                                                     predictor: &predictor)
+                }
+            }
+        }
+
+        let stepFLOPs = plugins.reduce(0) { $0 + $1.resources.extraFLOPsPerStep }
+        var order = Array(0..<trainSet.count)
+        var processed = 0
+        var steps = 0
+        var monitor = pass.earlyStopping.map(EarlyStopping.Monitor.init)
+        // The learning-rate schedule restarts with every experience; its length is the
+        // planned steps (epochs × batches, or the pass's step limit).
+        let schedule = options.learningRateSchedule
+        let batchesPerEpoch = (trainSet.count + options.batchSize - 1) / options.batchSize
+        let plannedSteps = min(pass.maxSteps ?? Int.max, pass.epochs.multipliedReportingOverflow(by: batchesPerEpoch).partialValue)
+        let baseRate = Double(optimizer.spec.learningRate)
+        epochs: for epoch in 0..<pass.epochs {
+            if pass.shuffle { shuffleRNG.shuffle(&order) }
+            var lossSum = 0.0, penaltySum = 0.0, rows = 0, batches = 0
+            var position = 0
+            while position < order.count {
+                if let limit = pass.maxSteps, steps >= limit { break }
+                let stop = min(position + options.batchSize, order.count)
+                if !observers.isEmpty {
+                    withPredictor(work.network, active: work.active) { predictor, observers in
+                        for o in observers.indices {
+                            observers[o].rowsWillTrain(order[position..<stop], of: trainSet, experience: i,
+                                                       predictor: &predictor)
+                        }
+                    }
+                }
+                batch.removeAll()
+                for k in position..<stop { batch.append(from: trainSet, index: order[k], route: context.route) }
+                batch.ownCount = batch.count
+                position = stop
+                for p in plugins.indices { plugins[p].extendBatch(&batch, context: context) }
+                work.learningRate = schedule.isConstant ? nil
+                    : Float(baseRate * schedule.factor(step: steps, epoch: epoch, plannedSteps: plannedSteps))
+                let (loss, penalty) = step(batch, experience: i, step: steps, work: &work)
+                guard loss.isFinite, penalty.isFinite else {
+                    throw TrainingError.diverged(experience: i, epoch: epoch, loss: loss.isFinite ? penalty : loss)
+                }
+                lossSum += loss
+                penaltySum += penalty
+                rows += batch.count
+                batches += 1
+                steps += 1
+            }
+            processed += rows
+            let epochLoss = rows > 0 ? lossSum / Double(rows) : .nan
+            if let limit = options.divergenceLoss, epochLoss > limit {
+                throw TrainingError.diverged(experience: i, epoch: epoch, loss: epochLoss)
+            }
+            if !model.parameters.allSatisfy({ $0.isFinite }) {
+                throw TrainingError.diverged(experience: i, epoch: epoch, loss: .nan)
+            }
+            record.epochLosses.append(epochLoss)
+            record.epochPenalties.append(batches > 0 ? penaltySum / Double(batches) : 0)
+            if monitor?.shouldStop(after: epochLoss) == true { break epochs }
+            if let limit = pass.maxSteps, steps >= limit { break epochs }
+        }
+        record.samplesProcessed = processed
+        record.steps = steps
+        for p in plugins.indices { try plugins[p].afterExperience(model: &model, context: context, workspace: work.network) }
+        record.extraFLOPs = stepFLOPs * steps + plugins.reduce(0) { $0 + $1.resources.extraFLOPsPerExperience }
+        return record
     }
 
     /// Hands the observers a `Predictor` over the current model and the plugins (moved in and

@@ -14,6 +14,9 @@ public struct RunConfig: Codable, Sendable, Equatable {
     public var strategy: [StrategySpec]
     /// One model per simulated user (nil = a single stream); see PopulationConfig.
     public var population: PopulationConfig? = nil
+    /// The population's users as clients of a federated simulation (needs `population`); see
+    /// FederationConfig. Written to the resolved config only when given.
+    public var federation: FederationConfig? = nil
     // Device realism (docs/on-device.md); each is written to the resolved config only when given,
     // so configs without them keep their run ids.
     /// Energy profile and device-state generator (absent = phone_npu_2023, overnight user).
@@ -30,7 +33,7 @@ public struct RunConfig: Codable, Sendable, Equatable {
     public var metrics = MetricsConfig()
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case name, seed, scenario, model, optimizer, training, strategy, population
+        case name, seed, scenario, model, optimizer, training, strategy, population, federation
         case device, schedule, quantization
         case allowTaskLabels = "allow_task_labels"
         case metrics
@@ -66,6 +69,7 @@ public struct RunConfig: Codable, Sendable, Equatable {
         quantization = try c.decodeIfPresent(QuantizationConfig.self, forKey: .quantization)
         try c.require(!strategy.isEmpty, .strategy, "needs at least one plugin (use \"naive\" for plain fine-tuning)")
         population = try c.decodeIfPresent(PopulationConfig.self, forKey: .population)
+        federation = try c.decodeIfPresent(FederationConfig.self, forKey: .federation)
         allowTaskLabels = try c.decode(.allowTaskLabels, default: false)
         metrics = try c.decode(.metrics, default: MetricsConfig())
         try c.require(schedule == nil || !model.multiHead, .schedule, "a schedule needs a single-head model (sessions have no task id)")
@@ -89,6 +93,7 @@ public struct RunConfig: Codable, Sendable, Equatable {
         try c.encode(training, forKey: .training)
         try c.encode(strategy, forKey: .strategy)
         try c.encodeIfPresent(population, forKey: .population)
+        try c.encodeIfPresent(federation, forKey: .federation)
         try c.encodeIfPresent(device, forKey: .device)
         try c.encodeIfPresent(schedule, forKey: .schedule)
         try c.encodeIfPresent(quantization, forKey: .quantization)
@@ -115,9 +120,45 @@ public struct RunConfig: Codable, Sendable, Equatable {
                     + "score joint's level in class-incremental split digits. Set \"allow_task_labels\": true to study the "
                     + "task-aware setting deliberately (it is recorded as uses_task_labels), or route by \"context\" or \"entropy\"")
         }
+        if let problem = federationProblem() { return problem }
         if let population, population.users > 1, let generator = scenario.options as? any PopulationScenario,
            let problem = generator.populationProblem() {
             return (["scenario", problem.key], problem.message)
+        }
+        return nil
+    }
+
+    /// A federation that cannot run with the rest of the config (key path from the run config and
+    /// the reason), or nil.
+    func federationProblem() -> (path: [String], message: String)? {
+        guard let federation else { return nil }
+        if population == nil {
+            return (["federation"], "a federation's clients are a population's users: add \"population\": {\"users\": N}")
+        }
+        if schedule != nil {
+            return (["schedule"], "a federation has its own timing (rounds gated by \"federation.availability\"); remove \"schedule\"")
+        }
+        if training.mode != .batch {
+            return (["training", "mode"], "federated local rounds are batch passes over the data since the client's last round; use \"batch\"")
+        }
+        if model.multiHead {
+            return (["model", "multi_head"], "federated clients train one shared head (a local round has no task id)")
+        }
+        if training.options.activeOutputs == .seen {
+            return (["training", "active_outputs"], "a local round does not know which classes the client has seen; use \"all\"")
+        }
+        for s in strategy where type(of: s.options).composition == .alone {
+            return (["strategy"], "\"\(s.typeName)\" retrains from scratch on its whole memory, which is not a local round; "
+                + "use a strategy that trains incrementally (naive, replay, ewc, si, lwf, adapters, lora, …)")
+        }
+        if federation.share == .adapters && !strategy.contains(where: { ["adapters", "lora"].contains($0.typeName) }) {
+            return (["federation", "share"], "\"adapters\" shares adapter and LoRA parameters: add an \"adapters\" or \"lora\" plugin to the strategy")
+        }
+        if let k = federation.clientsPerRound, let n = population?.users, k > n {
+            return (["federation", "clients_per_round"], "\(k) clients per round, but the population has \(n) users")
+        }
+        if federation.evaluateClients > (population?.users ?? 0) {
+            return (["federation", "evaluate_clients"], "\(federation.evaluateClients) clients, but the population has \(population?.users ?? 0) users")
         }
         return nil
     }

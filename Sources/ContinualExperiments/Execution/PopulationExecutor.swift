@@ -25,6 +25,9 @@ public struct PopulationOutcome: Sendable {
     public var std: [Double]
     public var quantiles: [[Double]]
     public var trainSeconds: [Double]
+    /// The ids of the users these entries belong to, when not 0..<users (a federation's evaluated
+    /// clients).
+    public var userIds: [Int]? = nil
 
     public var users: Int { status.count }
 }
@@ -161,6 +164,18 @@ public enum PopulationExecutor {
             result.wallSeconds = (clock.now - start).seconds
             return result
         }
+        aggregate(users, population: population, seed: popSeed, into: &result)
+        result.wallSeconds = (clock.now - start).seconds
+        return result
+    }
+
+    /// Fills `result` from every user's numbers: the population outcome (per-user metrics,
+    /// aggregates) and the run-level numbers over the users that completed (mean accuracy matrix,
+    /// per-user means of the forgetting measures). Shared with the federated runner, whose
+    /// clients' personal matrices are its users'.
+    static func aggregate(_ users: [UserResult], population: PopulationConfig, seed popSeed: UInt64,
+                          userIds: [Int]? = nil, into result: inout RunResult) {
+        let n = users.count
         let names = MetricSet(matrix: AccuracyMatrix([[0]]), randomBaseline: [0], initialBaseline: [0]).named
         let ok = users.indices.filter { users[$0].status == .completed }
         let values = names.indices.map { m in users.map { $0.status == .completed ? $0.metrics[m] : .nan } }
@@ -170,6 +185,7 @@ public enum PopulationExecutor {
             metricMeanings: names.map(\.meaning), values: values,
             finalAccuracy: users.map { $0.matrix.last ?? [] }, matrices: population.storeMatrices ? users.map(\.matrix) : [],
             mean: [], std: [], quantiles: [], trainSeconds: users.map(\.trainSeconds))
+        outcome.userIds = userIds
         for m in names.indices {
             let v = ok.map { values[m][$0] }.filter { !$0.isNaN }.sorted()
             let mean = v.isEmpty ? .nan : v.reduce(0, +) / Double(v.count)
@@ -240,8 +256,6 @@ public enum PopulationExecutor {
             result.message = "\(failed) of \(n) users did not complete; first: \(bad.message)"
         }
         if !mismatch.isEmpty { result.message = result.message.isEmpty ? mismatch : result.message + "; " + mismatch }
-        result.wallSeconds = (clock.now - start).seconds
-        return result
     }
 
     /// Linear-interpolation quantile of sorted values (numpy's default); NaN if empty.

@@ -44,6 +44,16 @@ public enum RunExecutor {
                 : "the checkpoint holds a population; this run has none"
             return result
         }
+        if run.config.federation != nil {
+            if runCheckpoint != nil || stopAfter != nil {
+                var result = RunResult(run: run, status: .failed, message: "", outcome: nil, metrics: nil, costs: nil,
+                                       experienceNames: [], experienceMetadata: [], featureNames: [], streamMetadata: [:],
+                                       wallSeconds: 0)
+                result.message = "federated runs do not stop and resume at experience boundaries (their rounds interleave every client); run them whole"
+                return result
+            }
+            return FederationRunner.execute(run, transport: FederationRunner.transport)
+        }
         if let population = run.config.population {
             return PopulationExecutor.execute(run, population: population, resumingFrom: users, stopAfter: stopAfter)
         }

@@ -30,6 +30,8 @@ public struct RunResult: Sendable {
     public var prequential: PrequentialCurve? = nil
     /// Population runs: every user's metrics and the aggregate.
     public var population: PopulationOutcome? = nil
+    /// Federated runs: per round and per client records (`federation/` in the results).
+    public var federation: FederationOutcome? = nil
     /// Energy, bytes, latency, schedule and int8 figures (docs/on-device.md).
     public var device: DeviceReport? = nil
     /// Set when the run was asked to stop early (`stopAfter`): the state to resume from. The

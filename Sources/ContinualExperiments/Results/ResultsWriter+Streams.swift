@@ -38,7 +38,7 @@ extension ResultsWriter {
         try a.set("completed", Int64(p.status.filter { $0 == .completed }.count))
         try a.set("meaning", "one model per simulated user; datasets indexed by user")
         let n = p.users
-        let user = try g.write((0..<n).map { Int64($0) }, shape: [n], name: "user")
+        let user = try g.write((p.userIds ?? Array(0..<n)).map { Int64($0) }, shape: [n], name: "user")
         try user.makeDimensionScale(name: "user")
         func perUser<T: HDF5Scalar>(_ values: [T], _ name: String, _ meaning: String) throws {
             let d = try g.write(values, shape: [values.count], name: name)

@@ -80,6 +80,7 @@ public enum ResultsWriter {
         for (k, v) in r.streamMetadata.sorted(by: { $0.key < $1.key }) { try a.set("stream_" + k, v) }
         if let curve = r.prequential { try writePrequential(curve, into: g) }
         if let population = r.population { try writePopulation(population, into: g) }
+        if let federation = r.federation { try writeFederation(federation, into: g) }
         if let d = r.device { try DeviceResultsWriter.write(d, run: g) }
         guard let o = r.outcome, let m = r.metrics, let c = r.costs else { return }
         let T = o.accuracy.count

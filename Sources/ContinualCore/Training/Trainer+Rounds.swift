@@ -1,0 +1,69 @@
+/// What the loop records about one trained experience (appended to `TrainingProgress` by `run`,
+/// returned by `trainRound`).
+public struct ExperienceRecord: Sendable, Equatable {
+    /// Samples in the (possibly adjusted) training set.
+    public var trainSetSize = 0
+    /// Trainable parameters during the experience.
+    public var trainableParameters = 0
+    /// Mean task loss per epoch, and mean of the extra terms per epoch.
+    public var epochLosses: [Double] = []
+    public var epochPenalties: [Double] = []
+    /// Rows processed over all epochs (including replayed rows).
+    public var samplesProcessed = 0
+    public var steps = 0
+    /// FLOPs the plugins added (per-step terms × steps + per-experience passes).
+    public var extraFLOPs = 0
+
+    public init() {}
+}
+
+/// The buffers one learner's steps need (network scratch, gradient, batch), kept between
+/// `Trainer.trainRound` calls so that a worker training many clients one after another allocates
+/// them once. Holds no learner state: any scratch may serve any trainer of the same spec.
+public struct LoopScratch {
+    var work: StepWorkspace?
+    var batch: Batch?
+    public init() {}
+}
+
+extension Trainer {
+    /// Prepares the plugins for round-by-round training (`trainRound`), as `run` does before its
+    /// first experience: `experienceCount` is the most rounds this learner will train (plugins
+    /// that size per-experience state read it).
+    public mutating func prepareRounds(dimension: Int, head: OutputHead, featureNames: [String],
+                                       experienceCount: Int) throws {
+        if head != model.spec.head {
+            throw TrainingError.invalid("the data's output head (\(head)) differs from the model's (\(model.spec.head))")
+        }
+        for i in plugins.indices {
+            let context = RunContext(seed: seed, pluginIndex: i, experienceCount: experienceCount, dimension: dimension,
+                                     head: head, training: options, featureNames: featureNames)
+            try plugins[i].prepare(model: &model, context: context)
+        }
+    }
+
+    /// Trains one round on `context.experience`'s training set with the loop's own per-experience
+    /// code (the same hooks in the same order as `run`; see `trainExperience`), without evaluating.
+    /// The model, optimizer and plugin states carry over to the next call, so a federated client
+    /// (or any caller that interleaves many learners) keeps learning continually between rounds.
+    /// Shuffling draws from `shuffle`, which the caller owns (derive it from the client and round
+    /// for results independent of scheduling).
+    public mutating func trainRound(context: ExperienceContext, pass: TrainingPass, shuffle: inout RandomSource,
+                                    scratch: inout LoopScratch) throws -> ExperienceRecord {
+        let rows = options.batchSize * 2
+        if scratch.work == nil || scratch.batch?.dimension != model.spec.inputs {
+            scratch.work = StepWorkspace(network: model.makeWorkspace(capacity: max(rows, options.evaluationBatchSize)))
+            scratch.batch = Batch(dimension: model.spec.inputs, capacity: rows)
+        }
+        var work = scratch.work!
+        var batch = scratch.batch!
+        scratch.work = nil
+        scratch.batch = nil
+        defer {
+            scratch.work = work
+            scratch.batch = batch
+        }
+        work.active = nil
+        return try trainExperience(context: context, pass: pass, work: &work, batch: &batch, shuffle: &shuffle)
+    }
+}

@@ -1,0 +1,311 @@
+import ContinualCore
+import ContinualFederated
+import ContinualScenarios
+
+/// `"federation"`: the population's users become the clients of a federated simulation
+/// (docs/federated.md). Needs a `"population"` block (the clients, their behaviour spread and
+/// seeds) and runs `rounds` rounds; in each round the server samples clients, those whose device
+/// allows training run a local round with the run's strategy on the data that arrived since
+/// their last round, and the server aggregates what they send.
+///
+/// Time: every client's training samples (its experiences in order) arrive uniformly over the
+/// rounds, sample k of S before round ⌊k·R/S⌋ ends; round r is simulated day r of the device
+/// generator. The personal accuracy matrix row i of a client is taken after the round in which
+/// the last sample of its experience i arrived.
+///
+/// Choices the papers leave open, made here and written to the results:
+/// - every phone starts from the same initial model (the run seed's initialisation);
+/// - `personal: "global"` — the phone predicts with the current global model (FedAvg as
+///   evaluated in McMahan et al. 2017); `"local"` — it predicts with its own copy, which takes
+///   the global shared part when it takes part in a round and keeps training on new data
+///   whenever its device allows (FedAvg + fine-tuning, FedPer, local-only);
+/// - the optimizer restarts every local round (its moments are not shared);
+/// - the DP accountant assumes Poisson sampling at rate q = `client_fraction` (required with
+///   noise); device availability only removes invited clients, which cannot raise ε.
+public struct FederationConfig: Codable, Sendable, Equatable {
+    public enum Sampling: String, Codable, CaseIterable, Sendable { case uniform, poisson }
+    public enum Availability: String, Codable, CaseIterable, Sendable { case always, device }
+    /// Which parameters travel between phone and server.
+    public enum Share: String, Codable, CaseIterable, Sendable {
+        /// The whole model (FedAvg).
+        case all
+        /// Every layer but the output layer; the head stays on the phone (FedPer, Arivazhagan et al. 2019).
+        case core
+        /// Only adapter and LoRA parameters (needs an adapters or lora plugin).
+        case adapters
+        /// Nothing: local-only continual learning on each phone (the baseline).
+        case none
+    }
+    public enum Personal: String, Codable, CaseIterable, Sendable { case global, local }
+    public enum Rule: String, Codable, CaseIterable, Sendable {
+        case fedavg, median
+        case trimmedMean = "trimmed_mean"
+        case krum
+        case multiKrum = "multi_krum"
+    }
+    public enum Server: String, Codable, CaseIterable, Sendable { case sgd, fedavgm, fedadam }
+    public enum Encoding: String, Codable, CaseIterable, Sendable {
+        case float32, float16, int8
+        case topK = "top_k"
+    }
+    public enum Attack: String, Codable, CaseIterable, Sendable {
+        /// Train on flipped labels (binary: 1 − y; k classes: k − 1 − y).
+        case labelFlip = "label_flip"
+        /// Send `attack_scale` · Δ.
+        case scale
+        /// Send −`attack_scale` · Δ.
+        case signFlip = "sign_flip"
+    }
+
+    public var rounds: Int
+    /// Clients invited per round (uniform sampling without replacement); exclusive with `clientFraction`.
+    public var clientsPerRound: Int?
+    /// Fraction of clients invited per round (uniform: round(q·N) of them; poisson: each with probability q).
+    public var clientFraction: Double?
+    public var sampling: Sampling = .uniform
+    public var availability: Availability = .always
+    /// The device gate of a local round (default: charging, idle and on Wi-Fi at some hour of the round's day).
+    public var when = GateCondition(charging: true, idle: true, wifi: true)
+    /// Device patterns of the clients, as fractions that sum to 1 (default: everyone has the
+    /// `device.state` pattern). Each client's pattern is a seeded draw.
+    public var deviceMix: [String: Double]? = nil
+    public var localEpochs = 1
+    /// Most optimizer steps per local round (0 = no limit: `local_epochs` passes).
+    public var localSteps = 0
+    public var share: Share = .all
+    public var personal: Personal = .global
+    public var aggregation: Rule = .fedavg
+    public var trimFraction = 0.1
+    public var byzantine = 1
+    public var krumSelected = 1
+    public var proximalMu = 0.0
+    public var serverOptimizer: Server = .sgd
+    public var serverLearningRate = 1.0
+    public var serverBeta1 = 0.9
+    public var serverBeta2 = 0.99
+    public var serverTau = 1e-3
+    /// DP-FedAvg: clip every update to this L2 norm (nil = no clipping).
+    public var clipNorm: Double? = nil
+    /// DP-FedAvg: Gaussian noise σ in units of `clip_norm` (0 = none).
+    public var noiseMultiplier = 0.0
+    /// δ of the (ε, δ) reported after every round.
+    public var delta = 1e-5
+    public var encoding: Encoding = .float32
+    public var topKFraction = 0.1
+    /// Simulated secure aggregation (Bonawitz et al. 2017): charged in bytes, see `FederationCosts`.
+    public var secureAggregation = false
+    public var adversaryFraction = 0.0
+    public var attack: Attack = .signFlip
+    public var attackScale = 1.0
+    /// Evaluate the global and personal models every k rounds (the last round always).
+    public var evaluateEvery = 1
+    /// Clients evaluated (a seeded sample, the same every time; 0 = all).
+    public var evaluateClients = 0
+    /// Energy of one byte sent or received over the radio, joules (default 100 nJ/B, an order-of-
+    /// magnitude figure for phone Wi-Fi/LTE transfers; replace with a measurement).
+    public var radioJoulesPerByte = 1e-7
+    /// Threads (0 = one per core). Not part of the resolved config: results do not depend on it.
+    public var jobs = 0
+
+    public init(rounds: Int) { self.rounds = rounds }
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case rounds, clientsPerRound = "clients_per_round", clientFraction = "client_fraction", sampling, availability
+        case when, deviceMix = "device_mix", localEpochs = "local_epochs", localSteps = "local_steps", share, personal
+        case aggregation, trimFraction = "trim_fraction", byzantine, krumSelected = "krum_selected"
+        case proximalMu = "proximal_mu", serverOptimizer = "server_optimizer", serverLearningRate = "server_lr"
+        case serverBeta1 = "server_beta1", serverBeta2 = "server_beta2", serverTau = "server_tau"
+        case clipNorm = "clip_norm", noiseMultiplier = "noise_multiplier", delta, encoding, topKFraction = "top_k_fraction"
+        case secureAggregation = "secure_aggregation", adversaryFraction = "adversary_fraction", attack
+        case attackScale = "attack_scale", evaluateEvery = "evaluate_every", evaluateClients = "evaluate_clients"
+        case radioJoulesPerByte = "radio_joules_per_byte", jobs
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.strictContainer(keyedBy: CodingKeys.self)
+        rounds = try c.decode(Int.self, forKey: .rounds)
+        clientsPerRound = try c.decodeIfPresent(Int.self, forKey: .clientsPerRound)
+        clientFraction = try c.decodeIfPresent(Double.self, forKey: .clientFraction)
+        sampling = try c.decodeChoice(.sampling, default: .uniform)
+        availability = try c.decodeChoice(.availability, default: .always)
+        when = try c.decode(.when, default: GateCondition(charging: true, idle: true, wifi: true))
+        deviceMix = try c.decodeIfPresent([String: Double].self, forKey: .deviceMix)
+        localEpochs = try c.decode(.localEpochs, default: 1)
+        localSteps = try c.decode(.localSteps, default: 0)
+        share = try c.decodeChoice(.share, default: .all)
+        personal = try c.decodeChoice(.personal, default: share == .all ? .global : .local)
+        aggregation = try c.decodeChoice(.aggregation, default: .fedavg)
+        trimFraction = try c.decode(.trimFraction, default: 0.1)
+        byzantine = try c.decode(.byzantine, default: 1)
+        krumSelected = try c.decode(.krumSelected, default: aggregation == .multiKrum ? 2 : 1)
+        proximalMu = try c.decode(.proximalMu, default: 0)
+        serverOptimizer = try c.decodeChoice(.serverOptimizer, default: .sgd)
+        serverLearningRate = try c.decode(.serverLearningRate, default: serverOptimizer == .fedadam ? 0.01 : 1)
+        serverBeta1 = try c.decode(.serverBeta1, default: 0.9)
+        serverBeta2 = try c.decode(.serverBeta2, default: 0.99)
+        serverTau = try c.decode(.serverTau, default: 1e-3)
+        clipNorm = try c.decodeIfPresent(Double.self, forKey: .clipNorm)
+        noiseMultiplier = try c.decode(.noiseMultiplier, default: 0)
+        delta = try c.decode(.delta, default: 1e-5)
+        encoding = try c.decodeChoice(.encoding, default: .float32)
+        topKFraction = try c.decode(.topKFraction, default: 0.1)
+        secureAggregation = try c.decode(.secureAggregation, default: false)
+        adversaryFraction = try c.decode(.adversaryFraction, default: 0)
+        attack = try c.decodeChoice(.attack, default: .signFlip)
+        attackScale = try c.decode(.attackScale, default: attack == .signFlip ? 1 : 10)
+        evaluateEvery = try c.decode(.evaluateEvery, default: 1)
+        evaluateClients = try c.decode(.evaluateClients, default: 0)
+        radioJoulesPerByte = try c.decode(.radioJoulesPerByte, default: 1e-7)
+        jobs = try c.decode(.jobs, default: 0)
+
+        try c.require((1...100_000).contains(rounds), .rounds, "must be in 1...100000, got \(rounds)")
+        try c.require(clientsPerRound == nil || clientFraction == nil, .clientFraction,
+                      "give clients_per_round or client_fraction, not both")
+        try c.require(clientsPerRound == nil || clientsPerRound! >= 1, .clientsPerRound, "must be ≥ 1, got \(clientsPerRound ?? 0)")
+        if let q = clientFraction { try c.require(q > 0 && q <= 1, .clientFraction, "must be in (0, 1], got \(q)") }
+        try c.require(sampling == .uniform || clientFraction != nil, .sampling,
+                      "poisson sampling includes each client with probability client_fraction; give client_fraction")
+        for key in c.allKeys where [.trimFraction, .byzantine, .krumSelected].contains(key) {
+            let fits = (key == .trimFraction && aggregation == .trimmedMean)
+                || ((key == .byzantine || key == .krumSelected) && (aggregation == .krum || aggregation == .multiKrum))
+            try c.require(fits, key, "not an option of aggregation \"\(aggregation.rawValue)\" (trim_fraction: trimmed_mean; byzantine, krum_selected: krum, multi_krum)")
+        }
+        try c.require(trimFraction >= 0 && trimFraction < 0.5, .trimFraction, "must be in [0, 0.5), got \(trimFraction)")
+        try c.require(byzantine >= 0, .byzantine, "must be ≥ 0, got \(byzantine)")
+        try c.require(krumSelected >= 1 && (aggregation != .krum || krumSelected == 1), .krumSelected,
+                      aggregation == .krum ? "krum selects 1 update; use \"multi_krum\" to average several" : "must be ≥ 1, got \(krumSelected)")
+        for key in c.allKeys where [.serverBeta1, .serverBeta2, .serverTau].contains(key) {
+            let fits = key == .serverBeta1 ? serverOptimizer != .sgd : serverOptimizer == .fedadam
+            try c.require(fits, key, "not an option of server_optimizer \"\(serverOptimizer.rawValue)\" (server_beta1: fedavgm, fedadam; server_beta2, server_tau: fedadam)")
+        }
+        try c.require(serverLearningRate > 0 && serverLearningRate.isFinite, .serverLearningRate, "must be a finite number > 0, got \(serverLearningRate)")
+        try c.require((0..<1).contains(serverBeta1), .serverBeta1, "must be in [0, 1), got \(serverBeta1)")
+        try c.require((0..<1).contains(serverBeta2), .serverBeta2, "must be in [0, 1), got \(serverBeta2)")
+        try c.require(serverTau > 0 && serverTau.isFinite, .serverTau, "must be a finite number > 0, got \(serverTau)")
+        try c.require(localEpochs >= 1 && localEpochs <= 10_000, .localEpochs, "must be in 1...10000, got \(localEpochs)")
+        try c.require(localSteps >= 0, .localSteps, "must be ≥ 0 (0 = no limit), got \(localSteps)")
+        try c.require(proximalMu >= 0 && proximalMu.isFinite, .proximalMu, "must be a finite number ≥ 0, got \(proximalMu)")
+        if let clip = clipNorm { try c.require(clip > 0 && clip.isFinite, .clipNorm, "must be a finite number > 0, got \(clip)") }
+        try c.require(noiseMultiplier >= 0 && noiseMultiplier.isFinite, .noiseMultiplier, "must be a finite number ≥ 0, got \(noiseMultiplier)")
+        try c.require(noiseMultiplier == 0 || clipNorm != nil, .noiseMultiplier,
+                      "Gaussian noise is calibrated to the clipping norm: give clip_norm too")
+        try c.require(noiseMultiplier == 0 || sampling == .poisson, .sampling,
+                      "DP-FedAvg's privacy accounting assumes Poisson client sampling: set \"sampling\": \"poisson\" with client_fraction")
+        try c.require(clipNorm == nil || aggregation == .fedavg, .aggregation,
+                      "clipping and noise (DP-FedAvg) sum equally weighted clipped updates; combine them with \"fedavg\" only")
+        try c.require(delta > 0 && delta < 1, .delta, "must be in (0, 1), got \(delta)")
+        try c.require(!c.contains(.delta) || noiseMultiplier > 0, .delta, "δ is reported with the privacy guarantee: set noise_multiplier > 0")
+        try c.require(!c.contains(.topKFraction) || encoding == .topK, .topKFraction, "only with \"encoding\": \"top_k\"")
+        try c.require(topKFraction > 0 && topKFraction <= 1, .topKFraction, "must be in (0, 1], got \(topKFraction)")
+        try c.require(!secureAggregation || encoding != .topK, .secureAggregation,
+                      "masked updates are dense (every coordinate carries a mask), so top_k sparsification cannot be combined with secure aggregation")
+        try c.require(adversaryFraction >= 0 && adversaryFraction < 1, .adversaryFraction, "must be in [0, 1), got \(adversaryFraction)")
+        try c.require(adversaryFraction > 0 || (!c.contains(.attack) && !c.contains(.attackScale)), .attack,
+                      "set adversary_fraction > 0 to have attackers")
+        try c.require(attackScale > 0 && attackScale.isFinite && attackScale <= 1e6, .attackScale, "must be in (0, 1e6], got \(attackScale)")
+        try c.require(evaluateEvery >= 1, .evaluateEvery, "must be ≥ 1, got \(evaluateEvery)")
+        try c.require(evaluateClients >= 0, .evaluateClients, "must be ≥ 0 (0 = all clients), got \(evaluateClients)")
+        try c.require(radioJoulesPerByte >= 0 && radioJoulesPerByte.isFinite, .radioJoulesPerByte, "must be a finite number ≥ 0, got \(radioJoulesPerByte)")
+        try c.require(jobs >= 0, .jobs, "must be ≥ 0 (0 = all cores), got \(jobs)")
+        try c.require(share != .none || personal == .local, .personal, "with \"share\": \"none\" (local-only) the phone can only use its own model: \"local\"")
+        try c.require(share == .all || personal == .local, .personal,
+                      "with \"share\": \"\(share.rawValue)\" the server holds only part of the model; the phone predicts with its own: \"local\"")
+        try c.require(!c.contains(.when) || availability == .device, .when, "only with \"availability\": \"device\"")
+        try c.require(deviceMix == nil || availability == .device, .deviceMix, "only with \"availability\": \"device\"")
+        if let mix = deviceMix {
+            let names = DeviceStateOptions.Pattern.allCases.map(\.rawValue)
+            for (k, v) in mix {
+                try c.require(names.contains(k), .deviceMix, "unknown device pattern \"\(k)\"; allowed: \(names.joined(separator: ", "))")
+                try c.require(v >= 0 && v <= 1, .deviceMix, "fractions must be in 0...1, got \(k): \(v)")
+            }
+            let total = mix.values.reduce(0, +)
+            try c.require(!mix.isEmpty && abs(total - 1) < 1e-9, .deviceMix, "fractions must sum to 1, got \(total)")
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(rounds, forKey: .rounds)
+        try c.encodeIfPresent(clientsPerRound, forKey: .clientsPerRound)
+        try c.encodeIfPresent(clientFraction, forKey: .clientFraction)
+        try c.encode(sampling, forKey: .sampling)
+        try c.encode(availability, forKey: .availability)
+        if availability == .device {
+            try c.encode(when, forKey: .when)
+            try c.encodeIfPresent(deviceMix, forKey: .deviceMix)
+        }
+        try c.encode(localEpochs, forKey: .localEpochs)
+        try c.encode(localSteps, forKey: .localSteps)
+        try c.encode(share, forKey: .share)
+        try c.encode(personal, forKey: .personal)
+        try c.encode(aggregation, forKey: .aggregation)
+        if aggregation == .trimmedMean { try c.encode(trimFraction, forKey: .trimFraction) }
+        if aggregation == .krum || aggregation == .multiKrum {
+            try c.encode(byzantine, forKey: .byzantine)
+            try c.encode(krumSelected, forKey: .krumSelected)
+        }
+        try c.encode(proximalMu, forKey: .proximalMu)
+        try c.encode(serverOptimizer, forKey: .serverOptimizer)
+        try c.encode(serverLearningRate, forKey: .serverLearningRate)
+        if serverOptimizer != .sgd { try c.encode(serverBeta1, forKey: .serverBeta1) }
+        if serverOptimizer == .fedadam {
+            try c.encode(serverBeta2, forKey: .serverBeta2)
+            try c.encode(serverTau, forKey: .serverTau)
+        }
+        try c.encodeIfPresent(clipNorm, forKey: .clipNorm)
+        try c.encode(noiseMultiplier, forKey: .noiseMultiplier)
+        if noiseMultiplier > 0 { try c.encode(delta, forKey: .delta) }
+        try c.encode(encoding, forKey: .encoding)
+        if encoding == .topK { try c.encode(topKFraction, forKey: .topKFraction) }
+        try c.encode(secureAggregation, forKey: .secureAggregation)
+        try c.encode(adversaryFraction, forKey: .adversaryFraction)
+        if adversaryFraction > 0 {
+            try c.encode(attack, forKey: .attack)
+            try c.encode(attackScale, forKey: .attackScale)
+        }
+        try c.encode(evaluateEvery, forKey: .evaluateEvery)
+        try c.encode(evaluateClients, forKey: .evaluateClients)
+        try c.encode(radioJoulesPerByte, forKey: .radioJoulesPerByte)
+        // jobs does not change the numbers: not part of the resolved config (nor the run id).
+    }
+
+    // MARK: Resolved pieces
+
+    /// Clients invited per round under uniform sampling (q·N rounded, at least 1, at most N).
+    public func invitedPerRound(clients n: Int) -> Int {
+        if let k = clientsPerRound { return min(k, n) }
+        return min(n, max(1, Int((clientFraction ?? 1) * Double(n) + 0.5)))
+    }
+
+    /// The sampling rate q the accountant and DP's fixed denominator use.
+    public func samplingRate(clients n: Int) -> Double {
+        sampling == .poisson ? (clientFraction ?? 1) : Double(invitedPerRound(clients: n)) / Double(n)
+    }
+
+    public var rule: AggregationRule {
+        switch aggregation {
+        case .fedavg: return .mean
+        case .median: return .median
+        case .trimmedMean: return .trimmedMean(fraction: trimFraction)
+        case .krum, .multiKrum: return .krum(byzantine: byzantine, selected: krumSelected)
+        }
+    }
+
+    public var server: ServerOptimizer {
+        switch serverOptimizer {
+        case .sgd: return .sgd(learningRate: Float(serverLearningRate))
+        case .fedavgm: return .momentum(learningRate: Float(serverLearningRate), beta: Float(serverBeta1))
+        case .fedadam: return .adam(learningRate: Float(serverLearningRate), beta1: Float(serverBeta1),
+                                    beta2: Float(serverBeta2), tau: Float(serverTau))
+        }
+    }
+
+    public var updateEncoding: UpdateEncoding {
+        switch encoding {
+        case .float32: return .float32
+        case .float16: return .float16
+        case .int8: return .int8
+        case .topK: return .topK(fraction: topKFraction)
+        }
+    }
+}

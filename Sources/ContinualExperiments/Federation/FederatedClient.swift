@@ -1,0 +1,102 @@
+import ContinualCore
+import ContinualMetrics
+
+/// One simulated phone of a federated run: its personal learner (model, optimizer and strategy
+/// state, kept between rounds), its data in arrival order, its device availability and tallies.
+/// Lives on the rank that owns it (id ≡ rank mod size).
+struct FederatedClient {
+    let id: Int
+    var trainer: Trainer
+    let modelSeed: UInt64
+    let dataSeed: UInt64
+    /// Every training sample of the client's stream, experiences in order (arrival order).
+    let train: Samples
+    /// Test sets, one experience each (train emptied).
+    let tests: [Experience]
+    let adversary: Bool
+    /// Whether the device gate opens on each round's day.
+    let available: [Bool]
+    let pattern: String
+    /// First sample not yet used by a federated round / by personal training.
+    var federatedCursor = 0
+    var personalCursor = 0
+    /// Local rounds trained so far (the loop's experience index of the next one).
+    var localRounds = 0
+    var invitations = 0
+    var participations = 0
+    var bytesUp = 0
+    var bytesDown = 0
+    var joules = 0.0
+    var trainSeconds = 0.0
+    /// Personal accuracy matrix rows (evaluated clients only).
+    var matrix: [[Double]] = []
+    var initial: [Double] = []
+    var random: [Double] = []
+    /// Per experience (the period a round falls in): rows processed, steps, loss sums and counts,
+    /// plugin FLOPs.
+    var processed: [Int]
+    var steps: [Int]
+    var lossSum: [Double]
+    var penaltySum: [Double]
+    var lossCount: [Int]
+    var extraFLOPs: [Int]
+    /// Per evaluation: personal and global accuracy on the current test data.
+    var personalSeries: [Double] = []
+    var globalSeries: [Double] = []
+    var globalFinal: [Double] = []
+
+    init(id: Int, trainer: Trainer, modelSeed: UInt64, dataSeed: UInt64, train: Samples, tests: [Experience],
+         adversary: Bool, available: [Bool], pattern: String) {
+        self.id = id
+        self.trainer = trainer
+        self.modelSeed = modelSeed
+        self.dataSeed = dataSeed
+        self.train = train
+        self.tests = tests
+        self.adversary = adversary
+        self.available = available
+        self.pattern = pattern
+        let T = tests.count
+        processed = [Int](repeating: 0, count: T)
+        steps = [Int](repeating: 0, count: T)
+        lossSum = [Double](repeating: 0, count: T)
+        penaltySum = [Double](repeating: 0, count: T)
+        lossCount = [Int](repeating: 0, count: T)
+        extraFLOPs = [Int](repeating: 0, count: T)
+    }
+
+    /// Samples `lo..<hi` of the arrival order, labels flipped for a label-flipping adversary.
+    func data(_ lo: Int, _ hi: Int, flip classes: Int?) -> Samples {
+        let d = train.dimension
+        var labels = Array(train.labels[lo..<hi])
+        if let k = classes { for i in labels.indices where labels[i] >= 0 { labels[i] = Int32(k - 1) - labels[i] } }
+        return Samples(dimension: d, features: Array(train.features[(lo * d)..<(hi * d)]), labels: labels)
+    }
+
+    /// One local round on `data` through the loop's per-experience code; tallies the work under
+    /// experience `period` and returns (rows, steps, plugin FLOPs).
+    mutating func trainRound(on data: Samples, period: Int, round: Int, pass: TrainingPass,
+                             scratch: inout LoopScratch) throws -> ExperienceRecord {
+        var experiences = [Experience](repeating: Experience(index: 0, name: "", train: Samples(dimension: train.dimension),
+                                                             test: Samples(dimension: train.dimension)),
+                                       count: localRounds + 1)
+        experiences[localRounds] = Experience(index: localRounds, name: "round \(round)", train: data,
+                                              test: Samples(dimension: train.dimension))
+        let context = ExperienceContext(index: localRounds, experiences: experiences, route: 0)
+        var shuffle = RandomSource(seed: modelSeed, stream: "federation.round.\(round)")
+        let clock = ContinuousClock()
+        let start = clock.now
+        let record = try trainer.trainRound(context: context, pass: pass, shuffle: &shuffle, scratch: &scratch)
+        trainSeconds += (clock.now - start).seconds
+        localRounds += 1
+        processed[period] += record.samplesProcessed
+        steps[period] += record.steps
+        for (l, p) in zip(record.epochLosses, record.epochPenalties) where !l.isNaN {
+            lossSum[period] += l
+            penaltySum[period] += p
+            lossCount[period] += 1
+        }
+        extraFLOPs[period] += record.extraFLOPs
+        return record
+    }
+}

@@ -1,0 +1,71 @@
+/// What a federated run measured, per round and per client (written to `runs/<id>/federation/`).
+///
+/// Per-client accuracy matrices, metrics and their aggregates are the run's `population/` group
+/// (the evaluated clients are its users); this value holds what only a federation has.
+public struct FederationOutcome: Sendable, Equatable {
+    public var config: FederationConfig
+    public var clients: Int
+    /// q: the per-round sampling rate (Poisson) or invited/N (uniform).
+    public var samplingRate: Double
+    /// Parameters that travel (the shared part), and the model's total.
+    public var sharedParameters: Int
+    public var totalParameters: Int
+
+    // Per round (index = round).
+    public var invited: [Int] = []
+    /// Invited clients whose device allowed training that day.
+    public var available: [Int] = []
+    /// Clients whose update reached the aggregate (available, had new data, finished).
+    public var completed: [Int] = []
+    /// Of the completed, how many were adversaries.
+    public var adversarial: [Int] = []
+    public var bytesUp: [Int] = []
+    public var bytesDown: [Int] = []
+    /// Energy of the round's local training (all clients, incl. personal training), joules.
+    public var trainingJoules: [Double] = []
+    /// Energy of the round's transfers (bytes × radio J/B), joules.
+    public var radioJoules: [Double] = []
+    /// Mean L2 norm of the updates the server received (before clipping); NaN with none.
+    public var meanUpdateNorm: [Double] = []
+    /// ε after this round at `config.delta` (NaN without noise; +∞ when clipping without noise).
+    public var epsilon: [Double] = []
+    /// Whether the aggregation rule ran (false: no update, or too few for the rule).
+    public var aggregated: [Bool] = []
+
+    // Per evaluation (rounds in `evaluatedRounds`), over the evaluated clients.
+    public var evaluatedRounds: [Int] = []
+    /// Mean accuracy of the global model on each evaluated client's current test data (NaN unless
+    /// `share` is "all").
+    public var globalAccuracy: [Double] = []
+    /// Mean accuracy of the model each phone predicts with, on its current test data.
+    public var personalAccuracy: [Double] = []
+    /// Quantiles (the population's levels) of those accuracies over clients.
+    public var globalQuantiles: [[Double]] = []
+    public var personalQuantiles: [[Double]] = []
+
+    // Per client (index = client id).
+    public var invitations: [Int] = []
+    public var participations: [Int] = []
+    public var isAdversary: [Bool] = []
+    public var devicePattern: [String] = []
+    public var clientBytesUp: [Int] = []
+    public var clientBytesDown: [Int] = []
+    public var clientJoules: [Double] = []
+
+    // Per evaluated client (ids in `evaluatedClients`).
+    public var evaluatedClients: [Int] = []
+    /// Final-row accuracy of the final global model on each of the client's experiences (share
+    /// "all"; else empty).
+    public var globalFinalAccuracy: [[Double]] = []
+
+    public init(config: FederationConfig, clients: Int, samplingRate: Double, sharedParameters: Int, totalParameters: Int) {
+        self.config = config
+        self.clients = clients
+        self.samplingRate = samplingRate
+        self.sharedParameters = sharedParameters
+        self.totalParameters = totalParameters
+    }
+
+    /// ε after the last round (NaN when no noise).
+    public var finalEpsilon: Double { epsilon.last ?? .nan }
+}

@@ -1,0 +1,728 @@
+import Foundation
+import ContinualCore
+import ContinualFederated
+import ContinualMetrics
+import ContinualScenarios
+
+/// Runs a federated experiment (`"federation"` + `"population"`): rounds of client sampling,
+/// device-gated local rounds with the run's strategy on every client's newly arrived data,
+/// encoding, aggregation (FedAvg, robust rules or DP-FedAvg), the server optimizer, privacy
+/// accounting, and evaluation of the global and personal models (see `FederationConfig` for the
+/// semantics and the choices made).
+///
+/// Determinism: every random choice is drawn from a stream named by the run seed and the round or
+/// client (sampling, noise, adversaries, devices, shuffles), clients train independently of one
+/// another within a round, and the server sums their updates in client-id order. Results are
+/// therefore bit-identical for any number of threads and of MPI ranks (`FederationTransport`).
+public enum FederationRunner {
+    /// Clients table: slots written by exactly one worker each within a parallel section.
+    final class Table: @unchecked Sendable {
+        var clients: [FederatedClient]
+        init(_ clients: [FederatedClient]) { self.clients = clients }
+    }
+
+    final class ErrorBox: @unchecked Sendable {
+        private let lock = NSLock()
+        private(set) var first: (Int, String)? = nil
+        func record(_ id: Int, _ message: String) {
+            lock.lock()
+            if first == nil || id < first!.0 { first = (id, message) }
+            lock.unlock()
+        }
+    }
+
+    /// What one client contributed to a round (sent to every rank).
+    struct Entry {
+        var id = 0
+        var available = false
+        var completed = false
+        var adversary = false
+        var samples = 0
+        var bytesUp = 0
+        var bytesDown = 0
+        var joules = 0.0
+        var delta: [Float] = []
+
+        func encode(into w: inout ByteWriter) {
+            w.int(id)
+            w.int((available ? 1 : 0) | (completed ? 2 : 0) | (adversary ? 4 : 0))
+            w.int(samples)
+            w.int(bytesUp)
+            w.int(bytesDown)
+            w.doubles([joules])
+            w.floats(delta)
+        }
+
+        static func decode(_ r: inout ByteReader) throws -> Entry {
+            var e = Entry()
+            e.id = try r.int()
+            let flags = try r.int()
+            e.available = flags & 1 != 0
+            e.completed = flags & 2 != 0
+            e.adversary = flags & 4 != 0
+            e.samples = try r.int()
+            e.bytesUp = try r.int()
+            e.bytesDown = try r.int()
+            e.joules = try r.doubles().first ?? 0
+            e.delta = try r.floats()
+            return e
+        }
+    }
+
+    /// Executes the run on this process (a rank of `transport`). Every rank returns the same result.
+    public static func execute(_ run: ResolvedRun, transport: any FederationTransport = SingleProcess()) -> RunResult {
+        let clock = ContinuousClock()
+        let start = clock.now
+        var result = RunResult(run: run, status: .failed, message: "", outcome: nil, metrics: nil, costs: nil,
+                               experienceNames: [], experienceMetadata: [], featureNames: [], streamMetadata: [:],
+                               wallSeconds: 0)
+        do {
+            try simulate(run, transport: transport, into: &result)
+        } catch let error as TrainingError {
+            if case .diverged = error { result.status = .diverged }
+            result.message = error.description
+        } catch {
+            result.message = "\(error)"
+        }
+        result.wallSeconds = (clock.now - start).seconds
+        return result
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    static func simulate(_ run: ResolvedRun, transport: any FederationTransport, into result: inout RunResult) throws {
+        let config = run.config
+        guard let fed = config.federation, let population = config.population else {
+            throw Failure(description: "a federated run needs \"federation\" and \"population\" blocks")
+        }
+        guard let scenario = config.scenario.options as? any PopulationScenario else {
+            throw Failure(description: "scenario \"\(config.scenario.typeName)\" does not support populations, so it cannot give federated clients")
+        }
+        let N = population.users, R = fed.rounds
+        let rank = transport.rank, size = transport.size
+        let popSeed = population.seed ?? config.seed
+        let device = config.device ?? DeviceConfig()
+        let pass = TrainingPass(epochs: fed.localEpochs, shuffle: config.training.options.shuffle,
+                                maxSteps: fed.localSteps > 0 ? fed.localSteps : nil)
+        let workers = max(1, fed.jobs > 0 ? fed.jobs : ProcessInfo.processInfo.activeProcessorCount)
+
+        // The server's model: the run seed's initialisation, prepared by the strategy (adapters
+        // and LoRA blocks added), the same start for every phone.
+        var rootRNG = RandomSource(seed: config.seed, stream: "federation")
+        let adversaries: Set<Int> = {
+            var ids = Array(0..<N)
+            var rng = rootRNG.derived("adversaries")
+            rng.shuffle(&ids)
+            return Set(ids.prefix(Int((fed.adversaryFraction * Double(N)).rounded())))
+        }()
+        let evaluated: [Int] = {
+            guard fed.evaluateClients > 0, fed.evaluateClients < N else { return Array(0..<N) }
+            var ids = Array(0..<N)
+            var rng = rootRNG.derived("evaluate")
+            rng.shuffle(&ids)
+            return ids.prefix(fed.evaluateClients).sorted()
+        }()
+        let isEvaluated: Set<Int> = Set(evaluated)
+        _ = rootRNG.next()
+
+        // Build this rank's clients (in parallel; each from its index alone).
+        let mine = stride(from: rank, to: N, by: size).map { $0 }
+        var firstStream: ExperienceStream? = nil
+        var spec: MLPSpec? = nil
+        var prototype: Trainer? = nil
+        do {
+            // The prototype needs the stream's shape: client 0's options (any client would do).
+            var rng = RandomSource(seed: popSeed, stream: "population.user.0")
+            var modelRNG = rng.derived("model")
+            _ = modelRNG.next()
+            let stream = try scenario.user(0, spread: population.spread, rng: &rng).makeStream(seed: modelRNG.next())
+            let s = try config.model.spec(inputs: stream.dimension, head: stream.head, experiences: stream.experiences.count)
+            var p = Trainer(spec: s, optimizer: config.optimizer.spec, options: config.training.options,
+                            plugins: config.strategy.map { $0.options.makePlugin() }, seed: config.seed)
+            try RunExecutor.warmStart(&p.model, config, spec: s)
+            try p.prepareRounds(dimension: stream.dimension, head: stream.head, featureNames: stream.featureNames,
+                                experienceCount: R)
+            spec = s
+            prototype = p
+            firstStream = stream
+        }
+        guard let spec, let prototype, let firstStream else { throw Failure(description: "no prototype model") }
+        let T = firstStream.experiences.count
+        let trainSizes = firstStream.experiences.map(\.train.count)
+        let S = trainSizes.reduce(0, +)
+        let ends = trainSizes.reduce(into: [Int]()) { $0.append(($0.last ?? 0) + $1) }
+        let initialParameters = prototype.model.parameters
+        let classes = spec.head.classCount
+        let shared = sharedRanges(of: prototype.model, share: fed.share)
+        let sharedCount = shared.reduce(0) { $0 + $1.count }
+        let traffic = TrainingTraffic(model: prototype.model, optimizer: config.optimizer.spec)
+        let proximal = fed.proximalMu > 0
+
+        let errors = ErrorBox()
+        final class Built: @unchecked Sendable { var items: [FederatedClient?]; init(_ n: Int) { items = .init(repeating: nil, count: n) } }
+        let built = Built(mine.count)
+        DispatchQueue.concurrentPerform(iterations: min(workers, max(1, mine.count))) { w in
+            var k = w
+            while k < mine.count {
+                let id = mine[k]
+                do {
+                    built.items[k] = try makeClient(id, config: config, fed: fed, population: population, popSeed: popSeed,
+                                                    scenario: scenario, spec: spec, device: device, rounds: R,
+                                                    initial: initialParameters, trainSizes: trainSizes,
+                                                    adversary: adversaries.contains(id), proximal: proximal)
+                } catch {
+                    errors.record(id, "client \(id): \(error)")
+                }
+                k += min(workers, max(1, mine.count))
+            }
+        }
+        if let (_, message) = errors.first { throw Failure(description: message) }
+        let table = Table(built.items.map { $0! })
+
+        // Baselines of the evaluated clients: the initial model and an independently initialised one.
+        var baselineRNG = RandomSource(seed: config.seed, stream: "baseline.random")
+        let randomModel = MLP(spec: prototype.model.spec, rng: &baselineRNG)
+        let initialModel = prototype.model
+        forEach(table, where: { isEvaluated.contains($0.id) }, workers: workers) { c, _ in
+            let ws = initialModel.makeWorkspace(capacity: config.training.options.evaluationBatchSize)
+            c.initial = c.tests.map { initialModel.accuracy(on: $0.test, route: 0, workspace: ws) }
+            c.random = c.tests.map { randomModel.accuracy(on: $0.test, route: 0, workspace: ws) }
+        }
+
+        var global = initialModel
+        var serverState = ServerOptimizerState()
+        var accountant = RDPAccountant()
+        let q = fed.samplingRate(clients: N)
+        var outcome = FederationOutcome(config: fed, clients: N, samplingRate: q, sharedParameters: sharedCount,
+                                        totalParameters: global.parameterCount)
+        let encoding = fed.updateEncoding
+        let rule = fed.rule
+        let server = fed.server
+        func arrival(_ r: Int) -> Int { Int((Int64(r) * Int64(S)) / Int64(R)) }
+        func period(ofRound r: Int) -> Int {
+            let last = max(arrival(r + 1) - 1, 0)
+            return ends.firstIndex(where: { last < $0 }) ?? (T - 1)
+        }
+        // Row j of the personal matrix is taken after the round in which experience j's last sample arrived.
+        let rowRound: [Int] = ends.map { end in (0..<R).first(where: { arrival($0 + 1) >= end }) ?? (R - 1) }
+
+        for r in 0..<R {
+            // 1. Sampling (the same on every rank).
+            var sampler = RandomSource(seed: config.seed, stream: "federation.sample.\(r)")
+            var invited: [Int]
+            switch fed.sampling {
+            case .poisson:
+                let p = fed.clientFraction ?? 1
+                invited = (0..<N).filter { _ in sampler.bernoulli(p) }
+            case .uniform:
+                let k = fed.invitedPerRound(clients: N)
+                // Partial Fisher–Yates: the first k of a seeded permutation, sorted.
+                var ids = Array(0..<N)
+                for i in 0..<k {
+                    let j = i + sampler.uniformInt(below: N - i)
+                    ids.swapAt(i, j)
+                }
+                invited = ids.prefix(k).sorted()
+            }
+            let invitedSet = Set(invited)
+            let end = arrival(r + 1)
+            let p = period(ofRound: r)
+
+            // 2. Local work of this rank's clients: invited ones take part when their device
+            //    allows; with personal models, every other available client trains on its own.
+            let globalParameters = global.parameters
+            final class Entries: @unchecked Sendable { var items: [Entry?]; init(_ n: Int) { items = .init(repeating: nil, count: n) } }
+            let entries = Entries(table.clients.count)
+            forEach(table, where: { c in
+                invitedSet.contains(c.id) || (fed.personal == .local && c.available[r] && c.personalCursor < end)
+            }, workers: workers) { c, scratch in
+                var e = Entry()
+                e.id = c.id
+                e.adversary = c.adversary
+                do {
+                    if invitedSet.contains(c.id) {
+                        c.invitations += 1
+                        e.available = c.available[r]
+                        guard e.available, c.federatedCursor < end else {
+                            if e.available, fed.personal == .local, c.personalCursor < end {
+                                e.joules = try personalRound(&c, round: r, period: p, end: end, pass: pass, proximal: proximal,
+                                                             traffic: traffic, profile: device.profile, scratch: &scratch)
+                            }
+                            return e
+                        }
+                        if fed.share != .none {
+                            for range in shared {
+                                c.trainer.model.parameters.replaceSubrange(range, with: globalParameters[range])
+                            }
+                        }
+                        let data = c.data(c.federatedCursor, end,
+                                          flip: c.adversary && fed.attack == .labelFlip ? classes : nil)
+                        let record = try c.trainRound(on: data, period: p, round: r, pass: pass, scratch: &scratch)
+                        c.federatedCursor = end
+                        if fed.personal == .local { c.personalCursor = max(c.personalCursor, end) }
+                        var delta = [Float]()
+                        delta.reserveCapacity(sharedCount)
+                        for range in shared {
+                            for i in range { delta.append(c.trainer.model.parameters[i] - globalParameters[i]) }
+                        }
+                        if c.adversary {
+                            switch fed.attack {
+                            case .labelFlip: break
+                            case .scale: delta = delta.map { $0 * Float(fed.attackScale) }
+                            case .signFlip: delta = delta.map { -$0 * Float(fed.attackScale) }
+                            }
+                        }
+                        e.completed = true
+                        e.samples = data.count
+                        if fed.share != .none {
+                            let (decoded, bytes) = encoding.encode(delta)
+                            e.delta = decoded
+                            e.bytesUp = bytes
+                            e.bytesDown = 4 * sharedCount
+                        }
+                        e.joules = trainingJoules(record, traffic: traffic, profile: device.profile)
+                        c.participations += 1
+                    } else {
+                        e.joules = try personalRound(&c, round: r, period: p, end: end, pass: pass, proximal: proximal,
+                                                     traffic: traffic, profile: device.profile, scratch: &scratch)
+                    }
+                } catch let error as TrainingError {
+                    errors.record(c.id, "client \(c.id), round \(r): \(error.description)")
+                } catch {
+                    errors.record(c.id, "client \(c.id), round \(r): \(error)")
+                }
+                return e
+            } collect: { k, e in entries.items[k] = e }
+            if let (_, message) = errors.first { throw Failure(description: message) }
+
+            // 3. Every rank's entries, in client order.
+            var w = ByteWriter()
+            let local = entries.items.compactMap { $0 }
+            w.int(local.count)
+            for e in local { e.encode(into: &w) }
+            var all: [Entry] = []
+            for bytes in try transport.allGather(w.data) {
+                var reader = ByteReader(bytes)
+                let n = try reader.int()
+                for _ in 0..<n { all.append(try Entry.decode(&reader)) }
+            }
+            all.sort { $0.id < $1.id }
+
+            // 4. Secure aggregation's extra bytes (Bonawitz et al. 2017, without dropouts): each
+            //    participant advertises two 32-byte public keys and receives everyone's, sends an
+            //    encrypted pair of shares (≈ 80 B) to each other participant and receives theirs,
+            //    and uploads its masked update densely in a 32-bit ring (4 B per coordinate).
+            let completed = all.filter(\.completed)
+            if fed.secureAggregation, fed.share != .none {
+                let m = completed.count
+                for i in all.indices where all[i].completed {
+                    all[i].bytesUp = 64 + (m - 1) * 80 + 4 * sharedCount
+                    all[i].bytesDown += (m - 1) * (64 + 80)
+                }
+            }
+            for e in all where e.id % size == rank {
+                let k = e.id / size
+                table.clients[k].bytesUp += e.bytesUp
+                table.clients[k].bytesDown += e.bytesDown
+                table.clients[k].joules += e.joules + Double(e.bytesUp + e.bytesDown) * fed.radioJoulesPerByte
+            }
+
+            // 5. The server step.
+            var aggregatedThisRound = false
+            if fed.share != .none {
+                let updates = all.filter(\.completed).map { ClientUpdate(delta: $0.delta, samples: $0.samples) }
+                var aggregate: [Float]? = nil
+                if let clip = fed.clipNorm {
+                    // DP-FedAvg: the mechanism releases noise even when no client took part.
+                    var noise = RandomSource(seed: config.seed, stream: "federation.noise.\(r)")
+                    let dp = GaussianAggregation(clipNorm: clip, noiseMultiplier: fed.noiseMultiplier)
+                    if updates.isEmpty {
+                        let sd = fed.noiseMultiplier * clip
+                        aggregate = (0..<sharedCount).map { _ in Float((sd > 0 ? sd * noise.normal() : 0) / (q * Double(N))) }
+                    } else {
+                        aggregate = try dp.aggregate(updates, expectedClients: q * Double(N), random: &noise)
+                    }
+                } else if !updates.isEmpty {
+                    aggregate = try robustAggregate(rule, updates)
+                }
+                if let aggregate {
+                    var sharedParameters = [Float]()
+                    sharedParameters.reserveCapacity(sharedCount)
+                    for range in shared { sharedParameters.append(contentsOf: global.parameters[range]) }
+                    server.apply(aggregate, to: &sharedParameters, state: &serverState)
+                    var offset = 0
+                    for range in shared {
+                        global.parameters.replaceSubrange(range, with: sharedParameters[offset..<(offset + range.count)])
+                        offset += range.count
+                    }
+                    aggregatedThisRound = true
+                    if !global.parameters.allSatisfy({ $0.isFinite }) {
+                        throw TrainingError.diverged(experience: p, epoch: r, loss: .nan)
+                    }
+                }
+                if fed.noiseMultiplier > 0 { accountant.compose(samplingRate: q, noiseMultiplier: fed.noiseMultiplier) }
+            }
+            outcome.invited.append(invited.count)
+            outcome.available.append(all.filter { $0.available }.count)
+            outcome.completed.append(completed.count)
+            outcome.adversarial.append(completed.filter(\.adversary).count)
+            outcome.bytesUp.append(all.reduce(0) { $0 + $1.bytesUp })
+            outcome.bytesDown.append(all.reduce(0) { $0 + $1.bytesDown })
+            outcome.trainingJoules.append(all.reduce(0.0) { $0 + $1.joules })
+            outcome.radioJoules.append(Double(all.reduce(0) { $0 + $1.bytesUp + $1.bytesDown }) * fed.radioJoulesPerByte)
+            outcome.meanUpdateNorm.append(completed.isEmpty ? .nan
+                : completed.reduce(0.0) { $0 + ClientUpdate(delta: $1.delta, samples: $1.samples).l2Norm } / Double(completed.count))
+            outcome.epsilon.append(fed.noiseMultiplier > 0 ? accountant.epsilon(delta: fed.delta).epsilon
+                                   : (fed.clipNorm != nil ? .infinity : .nan))
+            outcome.aggregated.append(aggregatedThisRound)
+
+            // 6. Evaluation: every `evaluate_every` rounds and the last, on the current test data;
+            //    personal matrix rows after the rounds that end an experience.
+            let evaluateNow = (r + 1) % fed.evaluateEvery == 0 || r == R - 1
+            let rows = (0..<T).filter { rowRound[$0] == r }
+            if evaluateNow || !rows.isEmpty {
+                let g = global
+                forEach(table, where: { isEvaluated.contains($0.id) }, workers: workers) { c, _ in
+                    let ws = g.makeWorkspace(capacity: config.training.options.evaluationBatchSize)
+                    func personal(_ e: Experience) -> Double {
+                        if fed.personal == .global { return g.accuracy(on: e.test, route: 0, workspace: ws) }
+                        let model = c.trainer.model
+                        return Trainer.evaluate(model: model, plugins: &c.trainer.plugins, experiences: [e], workspace: ws)[0]
+                    }
+                    if evaluateNow {
+                        c.personalSeries.append(personal(c.tests[p]))
+                        c.globalSeries.append(fed.share == .all ? g.accuracy(on: c.tests[p].test, route: 0, workspace: ws) : .nan)
+                    }
+                    for _ in rows { c.matrix.append(c.tests.map(personal)) }
+                    if r == R - 1 && fed.share == .all {
+                        c.globalFinal = c.tests.map { g.accuracy(on: $0.test, route: 0, workspace: ws) }
+                    }
+                }
+                if evaluateNow { outcome.evaluatedRounds.append(r) }
+            }
+        }
+
+        // Gather every client's numbers (each rank holds its own), in client order.
+        var w = ByteWriter()
+        w.int(table.clients.count)
+        for c in table.clients { encodeFinal(c, into: &w) }
+        var finals: [ClientFinal] = []
+        for bytes in try transport.allGather(w.data) {
+            var reader = ByteReader(bytes)
+            let n = try reader.int()
+            for _ in 0..<n { finals.append(try ClientFinal.decode(&reader)) }
+        }
+        finals.sort { $0.id < $1.id }
+        guard finals.count == N else { throw Failure(description: "gathered \(finals.count) clients of \(N)") }
+
+        outcome.invitations = finals.map(\.invitations)
+        outcome.participations = finals.map(\.participations)
+        outcome.isAdversary = finals.map(\.adversary)
+        outcome.devicePattern = finals.map(\.pattern)
+        outcome.clientBytesUp = finals.map(\.bytesUp)
+        outcome.clientBytesDown = finals.map(\.bytesDown)
+        outcome.clientJoules = finals.map(\.joules)
+        outcome.evaluatedClients = evaluated
+        let evalFinals = finals.filter { isEvaluated.contains($0.id) }
+        if fed.share == .all { outcome.globalFinalAccuracy = evalFinals.map(\.globalFinal) }
+        for k in outcome.evaluatedRounds.indices {
+            let personal = evalFinals.map { $0.personalSeries[k] }.filter { !$0.isNaN }.sorted()
+            let global = evalFinals.map { $0.globalSeries[k] }.filter { !$0.isNaN }.sorted()
+            outcome.personalAccuracy.append(personal.isEmpty ? .nan : personal.reduce(0, +) / Double(personal.count))
+            outcome.globalAccuracy.append(global.isEmpty ? .nan : global.reduce(0, +) / Double(global.count))
+            outcome.personalQuantiles.append(population.quantiles.map { PopulationExecutor.quantile(personal, $0) })
+            outcome.globalQuantiles.append(population.quantiles.map { PopulationExecutor.quantile(global, $0) })
+        }
+
+        // The evaluated clients are the population's users: their personal matrices give the
+        // run's metrics exactly as a population run's users do.
+        let names = MetricSet(matrix: AccuracyMatrix([[0]]), randomBaseline: [0], initialBaseline: [0]).named
+        var users: [PopulationExecutor.UserResult] = []
+        for f in evalFinals {
+            var u = PopulationExecutor.UserResult()
+            u.dataSeed = f.dataSeed
+            u.modelSeed = f.modelSeed
+            u.status = f.matrix.count == T ? .completed : .failed
+            u.message = u.status == .completed ? "" : "client \(f.id): \(f.matrix.count) of \(T) matrix rows"
+            u.matrix = f.matrix
+            u.initial = f.initial
+            u.random = f.random
+            u.processed = f.processed
+            u.trainSeconds = f.trainSeconds
+            if u.status == .completed {
+                u.metrics = MetricSet(matrix: AccuracyMatrix(f.matrix), randomBaseline: f.random,
+                                      initialBaseline: f.initial).named.map(\.value)
+            } else {
+                u.metrics = names.map { _ in .nan }
+            }
+            if f.id == evalFinals.first?.id {
+                // The run-level stream description and curves: the first evaluated client's.
+                var progress = TrainingProgress()
+                progress.experiencesDone = T
+                progress.accuracy = f.matrix
+                progress.initialAccuracy = f.initial
+                progress.randomAccuracy = f.random
+                let nan = EvaluationRecord.nanRecord(classes: classes)
+                progress.evaluations = Array(repeating: Array(repeating: nan, count: T), count: T)
+                progress.initialEvaluation = Array(repeating: nan, count: T)
+                progress.randomEvaluation = Array(repeating: nan, count: T)
+                progress.trainSetSizes = trainSizes
+                progress.samplesProcessed = f.processed
+                progress.steps = f.steps
+                progress.lossCurve = (0..<T).map { f.lossCount[$0] > 0 ? [f.lossSum[$0] / Double(f.lossCount[$0])] : [.nan] }
+                progress.penaltyCurve = (0..<T).map { f.lossCount[$0] > 0 ? [f.penaltySum[$0] / Double(f.lossCount[$0])] : [0] }
+                progress.trainableParameters = Array(repeating: global.trainableCount, count: T)
+                progress.extraFLOPs = f.extraFLOPs
+                // The run's final parameters are the server's model (what a warm start takes).
+                let o = TrainingOutcome(progress: progress, testSizes: firstStream.experiences.map(\.test.count),
+                                        finalModel: global,
+                                        pluginReports: prototype.plugins.map { ($0.name, $0.report()) },
+                                        pluginResources: prototype.plugins.map(\.resources))
+                u.outcome = o
+                u.costs = CostModel(model: o.finalModel, optimizer: Optimizer(spec: config.optimizer.spec,
+                                                                              parameterCount: o.finalModel.parameterCount))
+                u.stream = firstStream
+            }
+            users.append(u)
+        }
+        PopulationExecutor.aggregate(users, population: population, seed: popSeed, userIds: evaluated, into: &result)
+        result.federation = outcome
+        result.streamMetadata["population_note"] = "accuracy_matrix, baselines and metrics are over the mean personal "
+            + "matrices of the evaluated clients (federation/evaluated_client); per-client values in population/, per round in federation/"
+        if let o = result.outcome {
+            result.device = RunExecutor.deviceReport(config, stream: firstStream, model: o.finalModel, outcome: o)
+        }
+    }
+
+    /// A round of personal training (no upload) on the data that arrived since the last one.
+    /// FedProx's proximal term belongs to federated rounds only, so it is set aside here.
+    static func personalRound(_ c: inout FederatedClient, round r: Int, period p: Int, end: Int, pass: TrainingPass,
+                              proximal: Bool, traffic: TrainingTraffic, profile: DeviceProfile,
+                              scratch: inout LoopScratch) throws -> Double {
+        let data = c.data(c.personalCursor, end, flip: nil)
+        var removed: (any StrategyPlugin)? = nil
+        if proximal { removed = c.trainer.plugins.removeLast() }
+        defer { if let removed { c.trainer.plugins.append(removed) } }
+        let record = try c.trainRound(on: data, period: p, round: r, pass: pass, scratch: &scratch)
+        c.personalCursor = end
+        return trainingJoules(record, traffic: traffic, profile: profile)
+    }
+
+    /// The rule's aggregate, or nil when the round has too few updates for it (a round without
+    /// aggregation, recorded as such); other aggregation errors end the run.
+    static func robustAggregate(_ rule: AggregationRule, _ updates: [ClientUpdate]) throws -> [Float]? {
+        let result: Result<[Float], AggregationError> = Result { () throws(AggregationError) -> [Float] in
+            try rule.aggregate(updates)
+        }
+        switch result {
+        case .success(let value): return value
+        case .failure(let error):
+            if case .tooFewClients = error { return nil }
+            throw Failure(description: error.description)
+        }
+    }
+
+    /// Energy of one local round on the device: training FLOPs and memory traffic.
+    static func trainingJoules(_ record: ExperienceRecord, traffic: TrainingTraffic, profile: DeviceProfile) -> Double {
+        EnergyEstimate(flops: traffic.flops(rows: record.samplesProcessed, steps: record.steps) + record.extraFLOPs,
+                       bytes: traffic.bytes(rows: record.samplesProcessed, steps: record.steps), profile: profile).joules
+    }
+
+    /// The parameter ranges that travel between phone and server.
+    static func sharedRanges(of model: MLP, share: FederationConfig.Share) -> [Range<Int>] {
+        switch share {
+        case .all: return [0..<model.parameterCount]
+        case .none: return []
+        case .core:
+            // Every layer but the output layer (dense layers; adapters inside the core too).
+            guard let output = model.layers.last(where: { $0.kind == .dense }) else { return [] }
+            let head = output.offset..<(output.offset + output.parameterCount)
+            var ranges: [Range<Int>] = []
+            if head.lowerBound > 0 { ranges.append(0..<head.lowerBound) }
+            var tail = head.upperBound..<model.parameterCount
+            // LoRA blocks of the output layer stay personal with it.
+            if let lr = output.lowRank {
+                let block = lr.offset..<(lr.offset + lr.copies * lr.rank * (output.inputs + output.outputs))
+                if block.lowerBound == tail.lowerBound { tail = block.upperBound..<tail.upperBound }
+                else if block.overlaps(tail) {
+                    ranges.append(tail.lowerBound..<block.lowerBound)
+                    tail = block.upperBound..<tail.upperBound
+                }
+            }
+            if !tail.isEmpty { ranges.append(tail) }
+            return ranges
+        case .adapters:
+            var ranges: [Range<Int>] = []
+            for layer in model.layers {
+                if case .adapter = layer.kind { ranges.append(layer.offset..<(layer.offset + layer.parameterCount)) }
+                if let lr = layer.lowRank {
+                    ranges.append(lr.offset..<(lr.offset + lr.copies * lr.rank * (layer.inputs + layer.outputs)))
+                }
+            }
+            return ranges.sorted { $0.lowerBound < $1.lowerBound }
+        }
+    }
+
+    /// Builds client `id`: its stream (the population's user `id`), device availability,
+    /// learner (the strategy prepared, parameters = the server's initial model).
+    static func makeClient(_ id: Int, config: RunConfig, fed: FederationConfig, population: PopulationConfig,
+                           popSeed: UInt64, scenario: any PopulationScenario, spec: MLPSpec, device: DeviceConfig,
+                           rounds R: Int, initial: [Float], trainSizes: [Int], adversary: Bool,
+                           proximal: Bool) throws -> FederatedClient {
+        // The same seeds as a population run's user `id`.
+        var rng = RandomSource(seed: popSeed, stream: "population.user.\(id)")
+        var modelRNG = rng.derived("model")
+        let modelSeed = modelRNG.next()
+        let options = scenario.user(id, spread: population.spread, rng: &rng)
+        let stream = try options.makeStream(seed: modelSeed)
+        guard stream.experiences.map(\.train.count) == trainSizes else {
+            throw Failure(description: "its experiences have \(stream.experiences.map(\.train.count)) training samples, "
+                + "client 0's \(trainSizes); federated rounds need every client's data to arrive on the same schedule")
+        }
+        var train = Samples(dimension: stream.dimension)
+        for e in stream.experiences { train.append(e.train) }
+        train.routes = nil
+        let tests = stream.experiences.map { Experience(index: $0.index, name: $0.name, train: Samples(dimension: stream.dimension),
+                                                         test: $0.test, metadata: $0.metadata) }
+        // Device: the configured pattern, or a seeded draw from the mix.
+        var state = device.state
+        var deviceRNG = RandomSource(seed: config.seed, stream: "federation.device.\(id)")
+        if let mix = fed.deviceMix {
+            let u = deviceRNG.uniform()
+            var acc = 0.0
+            for name in mix.keys.sorted() {
+                acc += mix[name]!
+                if u < acc || name == mix.keys.sorted().last {
+                    state.pattern = DeviceStateOptions.Pattern(rawValue: name)!
+                    break
+                }
+            }
+        }
+        let available: [Bool]
+        switch fed.availability {
+        case .always: available = [Bool](repeating: true, count: R)
+        case .device:
+            let days = state.makeDays(count: R, runSeed: (state.seed ?? config.seed) &+ deviceRNG.next())
+            available = days.map { fed.when.opens($0) }
+        }
+        var plugins = config.strategy.map { $0.options.makePlugin() }
+        if proximal { plugins.append(ProximalTerm(mu: fed.proximalMu)) }
+        var trainer = Trainer(spec: spec, optimizer: config.optimizer.spec, options: config.training.options,
+                              plugins: plugins, seed: modelSeed)
+        try trainer.prepareRounds(dimension: stream.dimension, head: stream.head, featureNames: stream.featureNames,
+                                  experienceCount: R)
+        guard trainer.model.parameterCount == initial.count else {
+            throw Failure(description: "the prepared model has \(trainer.model.parameterCount) parameters, the server's \(initial.count)")
+        }
+        trainer.model.parameters = initial
+        return FederatedClient(id: id, trainer: trainer, modelSeed: modelSeed,
+                               dataSeed: UInt64(stream.metadata["seed"] ?? "") ?? 0, train: train, tests: tests,
+                               adversary: adversary, available: available, pattern: state.pattern.rawValue)
+    }
+
+    /// Runs `body` on the clients that satisfy `filter`, in parallel (each client by one worker;
+    /// one `LoopScratch` per worker), collecting what it returns by table index.
+    static func forEach(_ table: Table, where filter: (FederatedClient) -> Bool, workers: Int,
+                        _ body: @escaping @Sendable (inout FederatedClient, inout LoopScratch) -> Void) {
+        forEach(table, where: filter, workers: workers, { (c: inout FederatedClient, s: inout LoopScratch) -> Int in
+            body(&c, &s)
+            return 0
+        }, collect: { _, _ in })
+    }
+
+    static func forEach<T>(_ table: Table, where filter: (FederatedClient) -> Bool, workers: Int,
+                           _ body: @escaping @Sendable (inout FederatedClient, inout LoopScratch) -> T,
+                           collect: @escaping @Sendable (Int, T) -> Void) {
+        let indices = table.clients.indices.filter { filter(table.clients[$0]) }
+        guard !indices.isEmpty else { return }
+        let n = min(workers, indices.count)
+        table.clients.withUnsafeMutableBufferPointer { buffer in
+            nonisolated(unsafe) let base = buffer.baseAddress!
+            DispatchQueue.concurrentPerform(iterations: n) { w in
+                var scratch = LoopScratch()
+                var k = w
+                while k < indices.count {
+                    let i = indices[k]
+                    collect(i, body(&base[i], &scratch))
+                    k += n
+                }
+            }
+        }
+    }
+
+    /// A client's numbers at the end of the run, as gathered from its rank.
+    struct ClientFinal {
+        var id = 0, invitations = 0, participations = 0, bytesUp = 0, bytesDown = 0
+        var adversary = false
+        var pattern = ""
+        var joules = 0.0, trainSeconds = 0.0
+        var dataSeed: UInt64 = 0, modelSeed: UInt64 = 0
+        var matrix: [[Double]] = []
+        var initial: [Double] = [], random: [Double] = []
+        var processed: [Int] = [], steps: [Int] = [], lossCount: [Int] = [], extraFLOPs: [Int] = []
+        var lossSum: [Double] = [], penaltySum: [Double] = []
+        var personalSeries: [Double] = [], globalSeries: [Double] = [], globalFinal: [Double] = []
+
+        static func decode(_ r: inout ByteReader) throws -> ClientFinal {
+            var f = ClientFinal()
+            f.id = try r.int()
+            f.invitations = try r.int()
+            f.participations = try r.int()
+            f.bytesUp = try r.int()
+            f.bytesDown = try r.int()
+            f.adversary = try r.int() != 0
+            f.pattern = String(decoding: try r.bytes(try r.int()), as: UTF8.self)
+            let d = try r.doubles()
+            f.joules = d[0]
+            f.trainSeconds = d[1]
+            f.dataSeed = UInt64(bitPattern: Int64(try r.int()))
+            f.modelSeed = UInt64(bitPattern: Int64(try r.int()))
+            let rows = try r.int()
+            for _ in 0..<rows { f.matrix.append(try r.doubles()) }
+            f.initial = try r.doubles()
+            f.random = try r.doubles()
+            func ints() throws -> [Int] { try r.doubles().map { Int($0) } }
+            f.processed = try ints()
+            f.steps = try ints()
+            f.lossCount = try ints()
+            f.extraFLOPs = try ints()
+            f.lossSum = try r.doubles()
+            f.penaltySum = try r.doubles()
+            f.personalSeries = try r.doubles()
+            f.globalSeries = try r.doubles()
+            f.globalFinal = try r.doubles()
+            return f
+        }
+    }
+
+    static func encodeFinal(_ c: FederatedClient, into w: inout ByteWriter) {
+        w.int(c.id)
+        w.int(c.invitations)
+        w.int(c.participations)
+        w.int(c.bytesUp)
+        w.int(c.bytesDown)
+        w.int(c.adversary ? 1 : 0)
+        let name = Array(c.pattern.utf8)
+        w.int(name.count)
+        w.bytes(name)
+        w.doubles([c.joules, c.trainSeconds])
+        w.int(Int(Int64(bitPattern: c.dataSeed)))
+        w.int(Int(Int64(bitPattern: c.modelSeed)))
+        w.int(c.matrix.count)
+        for row in c.matrix { w.doubles(row) }
+        w.doubles(c.initial)
+        w.doubles(c.random)
+        // Counts are far below 2^53, exact as doubles.
+        w.doubles(c.processed.map(Double.init))
+        w.doubles(c.steps.map(Double.init))
+        w.doubles(c.lossCount.map(Double.init))
+        w.doubles(c.extraFLOPs.map(Double.init))
+        w.doubles(c.lossSum)
+        w.doubles(c.penaltySum)
+        w.doubles(c.personalSeries)
+        w.doubles(c.globalSeries)
+        w.doubles(c.globalFinal)
+    }
+}

@@ -1,0 +1,97 @@
+import ContinualHDF5
+
+extension ResultsWriter {
+    /// `runs/<id>/federation/`: per round (participation, bytes, energy, ε, global and personal
+    /// accuracy), per client (invitations, participation, bytes, energy, adversary, device
+    /// pattern) and the final global model's accuracy per evaluated client. Per-client accuracy
+    /// matrices and metrics are in `population/` (its users are the evaluated clients).
+    static func writeFederation(_ f: FederationOutcome, into run: HDF5Group) throws {
+        let g = try run.createGroup("federation")
+        let a = g.attributes
+        try a.set("meaning", "federated simulation: datasets indexed by round, client or evaluation")
+        try a.set("clients", Int64(f.clients))
+        try a.set("rounds", Int64(f.config.rounds))
+        try a.set("sampling_rate", f.samplingRate)
+        try a.set("sampling", f.config.sampling.rawValue)
+        try a.set("availability", f.config.availability.rawValue)
+        try a.set("share", f.config.share.rawValue)
+        try a.set("personal", f.config.personal.rawValue)
+        try a.set("aggregation", f.config.aggregation.rawValue)
+        try a.set("server_optimizer", f.config.serverOptimizer.rawValue)
+        try a.set("encoding", f.config.encoding.rawValue)
+        try a.set("shared_parameters", Int64(f.sharedParameters))
+        try a.set("total_parameters", Int64(f.totalParameters))
+        try a.set("final_epsilon", f.finalEpsilon)
+        if f.config.noiseMultiplier > 0 {
+            try a.set("delta", f.config.delta)
+            try a.set("accountant", "RDP of the Poisson-subsampled Gaussian mechanism (Mironov et al. 2019), converted to "
+                + "(ε, δ) as in Google's dp-accounting; assumes each client is included independently with probability q")
+        }
+
+        let R = f.invited.count
+        let round = try g.write((0..<R).map { Int64($0) }, shape: [R], name: "round")
+        try round.makeDimensionScale(name: "round")
+        func perRound<T: HDF5Scalar>(_ v: [T], _ name: String, _ meaning: String, _ units: String? = nil) throws {
+            let d = try g.write(v, shape: [v.count], name: name)
+            try d.attributes.set("meaning", meaning)
+            if let units { try d.attributes.set("units", units) }
+            try d.attachDimensionScale(round, toDimension: 0)
+        }
+        try perRound(f.invited.map(Int64.init), "invited", "clients sampled in the round")
+        try perRound(f.available.map(Int64.init), "available", "invited clients whose device allowed training that day")
+        try perRound(f.completed.map(Int64.init), "completed", "clients whose update reached the aggregate")
+        try perRound(f.adversarial.map(Int64.init), "adversarial", "completed clients that were adversaries")
+        try perRound(f.bytesUp.map(Int64.init), "bytes_up", "bytes sent by all clients in the round", "bytes")
+        try perRound(f.bytesDown.map(Int64.init), "bytes_down", "bytes received by all clients in the round", "bytes")
+        try perRound(f.trainingJoules, "training_joules", "energy of all local training in the round", "J")
+        try perRound(f.radioJoules, "radio_joules", "energy of the round's transfers", "J")
+        try perRound(f.meanUpdateNorm, "mean_update_norm", "mean L2 norm of the received updates, before clipping")
+        try perRound(f.epsilon, "epsilon", "ε after the round at δ (NaN: no noise; inf: clipping without noise)")
+        try perRound(f.aggregated.map { Int8($0 ? 1 : 0) }, "aggregated", "1 if the server updated the model this round")
+
+        let E = f.evaluatedRounds.count
+        let evaluation = try g.write(f.evaluatedRounds.map(Int64.init), shape: [E], name: "evaluated_round")
+        try evaluation.attributes.set("meaning", "round after which each evaluation was taken")
+        try evaluation.makeDimensionScale(name: "evaluated_round")
+        func perEvaluation(_ v: [Double], _ name: String, _ meaning: String) throws {
+            let d = try g.write(v, shape: [v.count], name: name)
+            try d.attributes.set("meaning", meaning)
+            try d.attachDimensionScale(evaluation, toDimension: 0)
+        }
+        try perEvaluation(f.globalAccuracy, "global_accuracy", "mean accuracy of the global model on the evaluated clients' current test data (NaN unless share = all)")
+        try perEvaluation(f.personalAccuracy, "personal_accuracy", "mean accuracy of the model each phone predicts with, on its current test data")
+
+        let n = f.clients
+        let client = try g.write((0..<n).map { Int64($0) }, shape: [n], name: "client")
+        try client.makeDimensionScale(name: "client")
+        func perClient<T: HDF5Scalar>(_ v: [T], _ name: String, _ meaning: String, _ units: String? = nil) throws {
+            let d = try g.write(v, shape: [v.count], name: name)
+            try d.attributes.set("meaning", meaning)
+            if let units { try d.attributes.set("units", units) }
+            try d.attachDimensionScale(client, toDimension: 0)
+        }
+        try perClient(f.invitations.map(Int64.init), "invitations", "rounds the client was sampled in")
+        try perClient(f.participations.map(Int64.init), "participations", "rounds whose aggregate got the client's update")
+        try perClient(f.isAdversary.map { Int8($0 ? 1 : 0) }, "adversary", "1 if the client sends poisoned updates")
+        try perClient(f.clientBytesUp.map(Int64.init), "client_bytes_up", "bytes the client sent over the run", "bytes")
+        try perClient(f.clientBytesDown.map(Int64.init), "client_bytes_down", "bytes the client received over the run", "bytes")
+        try perClient(f.clientJoules, "client_joules", "energy of the client's training and transfers over the run", "J")
+        _ = try g.write(f.devicePattern, name: "device_pattern")
+
+        let m = f.evaluatedClients.count
+        let evaluated = try g.write(f.evaluatedClients.map(Int64.init), shape: [m], name: "evaluated_client")
+        try evaluated.attributes.set("meaning", "ids of the clients whose models are evaluated (population/ is indexed by them)")
+        let T = f.globalFinalAccuracy.first?.count ?? 0
+        if T > 0, f.globalFinalAccuracy.count == m {
+            let d = try g.write(f.globalFinalAccuracy.flatMap { $0 }, shape: [m, T], name: "global_final_accuracy")
+            try d.attributes.set("meaning", "accuracy of the final global model on each evaluated client's experience j")
+        }
+        let q = f.personalQuantiles.first?.count ?? 0
+        if E > 0, q > 0 {
+            let p = try g.write(f.personalQuantiles.flatMap { $0 }, shape: [E, q], name: "personal_accuracy_quantiles")
+            try p.attributes.set("meaning", "quantiles (population.quantiles levels) over evaluated clients, per evaluation")
+            let gq = try g.write(f.globalQuantiles.flatMap { $0 }, shape: [E, q], name: "global_accuracy_quantiles")
+            try gq.attributes.set("meaning", "quantiles (population.quantiles levels) over evaluated clients, per evaluation")
+        }
+    }
+}
