@@ -33,8 +33,10 @@ public enum MPISelfCheck {
 
     /// Runs every check on `world` and returns one outcome per check, in order.
     ///
-    /// - Parameter corruptRank: a rank that sends a wrong first byte in the byte checks (to show
-    ///   that the check can fail); nil for a real check.
+    /// - Parameters:
+    ///   - world: the world to check; every rank of it must call this.
+    ///   - corruptRank: a rank that sends a wrong first byte in the byte checks (to show that the
+    ///     check can fail); nil for a real check.
     public static func run(on world: MPIWorld, corruptRank: Int? = nil) throws -> [Outcome] {
         var outcomes: [Outcome] = []
         let rank = world.rank
