@@ -88,9 +88,11 @@ import Testing
     @Test("values are coded little-endian, bit for bit")
     func littleEndianCoding() {
         #expect(LittleEndianBits.encode([UInt32(0x0102_0304)]) == [4, 3, 2, 1])
+        #expect(LittleEndianBits.encode([Float(bitPattern: 0x7FA0_0001)]) == [0x01, 0x00, 0xA0, 0x7F])
         let floats: [Float] = [-0.0, .nan, Float(bitPattern: 0x7FA0_0001), .leastNonzeroMagnitude, -.infinity, 1.5]
-        let bits = floats.map(\.bitPattern)
-        #expect(LittleEndianBits.decode(LittleEndianBits.encode(bits), as: UInt32.self) == bits)
+        #expect(LittleEndianBits.decode(LittleEndianBits.encode(floats), as: Float.self)?.map(\.bitPattern) == floats.map(\.bitPattern))
+        let doubles = MPISelfCheck.doubles(rank: 7)
+        #expect(LittleEndianBits.decode(LittleEndianBits.encode(doubles), as: Double.self)?.map(\.bitPattern) == doubles.map(\.bitPattern))
         #expect(LittleEndianBits.decode([1, 2, 3], as: UInt32.self) == nil)
         #expect(LittleEndianBits.decode([], as: UInt64.self) == [])
     }

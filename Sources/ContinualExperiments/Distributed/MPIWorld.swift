@@ -149,11 +149,7 @@ public final class MPIWorld: @unchecked Sendable {
         var lengths = [Int64](repeating: 0, count: size)
         try MPILibrary.check(mpi.allgather(&myLength, 1, mpi.int64, &lengths, 1, mpi.int64, mpi.commWorld), "MPI_Allgather")
         let plan = MPIGatherPlan(lengths: lengths.map { Int($0) }, roundLimit: min(roundLimit, Self.maxRoundBytes))
-        var gathered = plan.lengths.map { length -> [UInt8] in
-            var part = [UInt8]()
-            part.reserveCapacity(length)
-            return part
-        }
+        var gathered = [[UInt8]](repeating: [], count: size)
         var buffer = [UInt8]()
         for round in 0..<plan.rounds {
             let (counts, displacements) = plan.countsAndDisplacements(round: round)
@@ -167,9 +163,17 @@ public final class MPIWorld: @unchecked Sendable {
                 }
             }
             try MPILibrary.check(code, "MPI_Allgatherv")
-            for r in 0..<size {
-                let start = Int(displacements[r])
-                gathered[r].append(contentsOf: buffer[start..<(start + Int(counts[r]))])
+            buffer.withUnsafeBytes { received in
+                for r in 0..<size {
+                    let start = Int(displacements[r])
+                    let part = UnsafeRawBufferPointer(rebasing: received[start..<(start + Int(counts[r]))])
+                    // The whole message in one round (the usual case) is one copy; rounds append.
+                    if gathered[r].isEmpty {
+                        gathered[r] = LittleEndianBits.copy(part)
+                    } else {
+                        gathered[r].append(contentsOf: part)
+                    }
+                }
             }
         }
         return gathered
