@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# CI check of the MPI transport (MPIWorld, issue 16): `continual mpi-check` alone (a world of one
+# that must not load MPI), then under Open MPI's mpirun with 2 and 3 ranks (every check on every
+# rank must pass), then with a planted fault (must fail). Installs openmpi-bin if mpirun is
+# missing; the package itself never needs MPI to build.
+#   bash Experiments/tools/mpi_check.sh          (CONTINUAL_CONFIG=debug builds a debug CLI)
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$root"
+
+if ! command -v mpirun >/dev/null; then
+    echo "mpi_check: installing openmpi-bin"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -qq openmpi-bin >/dev/null 2>&1 \
+        || { apt-get update -qq && apt-get install -y -qq openmpi-bin >/dev/null; }
+fi
+
+config=${CONTINUAL_CONFIG:-release}
+swift build -c "$config" --product continual
+bin=$(swift build -c "$config" --show-bin-path)/continual
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+fail() { echo "mpi_check: $*" >&2; exit 1; }
+
+# expect_ranks LOG N: N ranks, each with its summary line, an Open MPI world line and no FAIL.
+expect_ranks() {
+    local log=$1 n=$2 r
+    ! grep -q "FAIL" "$log" || fail "a check failed with $n ranks (see above)"
+    for ((r = 0; r < n; r++)); do
+        grep -q "^mpi-check rank $r/$n: all [0-9]* checks passed" "$log" || fail "rank $r/$n printed no summary"
+        grep -q "^mpi-check rank $r/$n: ok   world: .*transport Open MPI via libmpi" "$log" || fail "rank $r/$n did not load Open MPI"
+    done
+    [ "$(grep -c '^mpi-check rank ' "$log")" -eq $((12 * n)) ] || fail "expected 12 lines from each of $n ranks"
+}
+
+# Alone: a world of one, MPI not loaded (this is what machines without MPI see).
+"$bin" mpi-check > "$work/alone.log"
+cat "$work/alone.log"
+grep -q "^mpi-check rank 0/1: ok   world: .*MPI not loaded" "$work/alone.log" || fail "the single-process world loaded MPI"
+grep -q "^mpi-check rank 0/1: all [0-9]* checks passed" "$work/alone.log" || fail "the single-process check failed"
+
+mpi=(mpirun --allow-run-as-root --oversubscribe)
+for n in 2 3; do
+    start=$(date +%s.%N)
+    timeout 120 "${mpi[@]}" -np "$n" "$bin" mpi-check > "$work/np$n.log" || { cat "$work/np$n.log"; fail "mpirun -np $n failed"; }
+    end=$(date +%s.%N)
+    [ "$n" -eq 2 ] && cat "$work/np$n.log"
+    expect_ranks "$work/np$n.log" "$n"
+    echo "mpi_check: $n ranks passed (mpirun $(awk "BEGIN { printf \"%.2f\", $end - $start }") s)"
+done
+
+# A planted fault must be seen by every rank and fail the job.
+if timeout 120 "${mpi[@]}" -np 2 "$bin" mpi-check --corrupt-rank 1 > "$work/fault.log" 2>&1; then
+    cat "$work/fault.log"; fail "a corrupted payload passed"
+fi
+[ "$(grep -c '^mpi-check rank [01]/2: FAIL allgather bytes' "$work/fault.log")" -eq 2 ] || { cat "$work/fault.log"; fail "the fault was not reported by both ranks"; }
+echo "mpi_check: a planted fault fails on both ranks"
+echo "MPI transport check: OK"
