@@ -50,6 +50,16 @@ extension Trainer {
     /// for results independent of scheduling).
     public mutating func trainRound(context: ExperienceContext, pass: TrainingPass, shuffle: inout RandomSource,
                                     scratch: inout LoopScratch) throws -> ExperienceRecord {
+        // The data boundary of a round (as `run` checks a stream): shapes, labels in the head's range.
+        let set = context.experience.train
+        guard set.dimension == model.spec.inputs, set.features.count == set.count * set.dimension else {
+            throw TrainingError.invalid("round data has \(set.dimension) features per row (\(set.features.count) values for \(set.count) rows); the model takes \(model.spec.inputs)")
+        }
+        let classes = Int32(model.spec.head.classCount)
+        if let bad = set.labels.first(where: { $0 < 0 || $0 >= classes }) {
+            throw TrainingError.invalid("round data has label \(bad); the model's head has classes 0..<\(classes)")
+        }
+        guard options.batchSize > 0 else { throw TrainingError.invalid("batch size must be > 0") }
         let rows = options.batchSize * 2
         if scratch.work == nil || scratch.batch?.dimension != model.spec.inputs {
             scratch.work = StepWorkspace(network: model.makeWorkspace(capacity: max(rows, options.evaluationBatchSize)))

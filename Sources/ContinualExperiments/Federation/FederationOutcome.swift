@@ -29,6 +29,8 @@ public struct FederationOutcome: Sendable, Equatable {
     public var meanUpdateNorm: [Double] = []
     /// ε after this round at `config.delta` (NaN without noise; +∞ when clipping without noise).
     public var epsilon: [Double] = []
+    /// Rows the round's local training processed (all clients, incl. personal training).
+    public var samplesTrained: [Int] = []
     /// Whether the aggregation rule ran (false: no update, or too few for the rule).
     public var aggregated: [Bool] = []
 
@@ -58,6 +60,14 @@ public struct FederationOutcome: Sendable, Equatable {
     /// "all"; else empty).
     public var globalFinalAccuracy: [[Double]] = []
 
+    // Wall times (the only numbers that differ between two runs of the same config).
+    /// Building the clients (data generation, device days, learners), seconds.
+    public var setupSeconds = 0.0
+    /// The rounds (training, exchange, server step, evaluation), seconds.
+    public var roundSeconds = 0.0
+    /// Σ over clients of their local training time: the CPU time of training proper, seconds.
+    public var clientTrainSeconds = 0.0
+
     public init(config: FederationConfig, clients: Int, samplingRate: Double, sharedParameters: Int, totalParameters: Int) {
         self.config = config
         self.clients = clients
@@ -65,6 +75,9 @@ public struct FederationOutcome: Sendable, Equatable {
         self.sharedParameters = sharedParameters
         self.totalParameters = totalParameters
     }
+
+    /// Client updates that reached the server.
+    public var clientUpdates: Int { completed.reduce(0, +) }
 
     /// ε after the last round (NaN when no noise).
     public var finalEpsilon: Double { epsilon.last ?? .nan }

@@ -38,6 +38,7 @@ public enum FederationRunner {
         var completed = false
         var adversary = false
         var samples = 0
+        var processed = 0
         var bytesUp = 0
         var bytesDown = 0
         var joules = 0.0
@@ -47,6 +48,7 @@ public enum FederationRunner {
             w.int(id)
             w.int((available ? 1 : 0) | (completed ? 2 : 0) | (adversary ? 4 : 0))
             w.int(samples)
+            w.int(processed)
             w.int(bytesUp)
             w.int(bytesDown)
             w.doubles([joules])
@@ -61,6 +63,7 @@ public enum FederationRunner {
             e.completed = flags & 2 != 0
             e.adversary = flags & 4 != 0
             e.samples = try r.int()
+            e.processed = try r.int()
             e.bytesUp = try r.int()
             e.bytesDown = try r.int()
             e.joules = try r.doubles().first ?? 0
@@ -101,6 +104,8 @@ public enum FederationRunner {
             throw Failure(description: "scenario \"\(config.scenario.typeName)\" does not support populations, so it cannot give federated clients")
         }
         let N = population.users, R = fed.rounds
+        let clock = ContinuousClock()
+        let setupStart = clock.now
         let rank = transport.rank, size = transport.size
         let popSeed = population.seed ?? config.seed
         let device = config.device ?? DeviceConfig()
@@ -185,7 +190,7 @@ public enum FederationRunner {
         var baselineRNG = RandomSource(seed: config.seed, stream: "baseline.random")
         let randomModel = MLP(spec: prototype.model.spec, rng: &baselineRNG)
         let initialModel = prototype.model
-        forEach(table, where: { isEvaluated.contains($0.id) }, workers: workers) { c, _ in
+        forEach(table, where: { isEvaluated.contains(table.clients[$0].id) }, workers: workers) { c, _ in
             let ws = initialModel.makeWorkspace(capacity: config.training.options.evaluationBatchSize)
             c.initial = c.tests.map { initialModel.accuracy(on: $0.test, route: 0, workspace: ws) }
             c.random = c.tests.map { randomModel.accuracy(on: $0.test, route: 0, workspace: ws) }
@@ -208,6 +213,8 @@ public enum FederationRunner {
         // Row j of the personal matrix is taken after the round in which experience j's last sample arrived.
         let rowRound: [Int] = ends.map { end in (0..<R).first(where: { arrival($0 + 1) >= end }) ?? (R - 1) }
 
+        outcome.setupSeconds = (clock.now - setupStart).seconds
+        let roundStart = clock.now
         for r in 0..<R {
             // 1. Sampling (the same on every rank).
             var sampler = RandomSource(seed: config.seed, stream: "federation.sample.\(r)")
@@ -235,8 +242,9 @@ public enum FederationRunner {
             let globalParameters = global.parameters
             final class Entries: @unchecked Sendable { var items: [Entry?]; init(_ n: Int) { items = .init(repeating: nil, count: n) } }
             let entries = Entries(table.clients.count)
-            forEach(table, where: { c in
-                invitedSet.contains(c.id) || (fed.personal == .local && c.available[r] && c.personalCursor < end)
+            forEach(table, where: { k in
+                invitedSet.contains(table.clients[k].id)
+                    || (fed.personal == .local && table.clients[k].available[r] && table.clients[k].personalCursor < end)
             }, workers: workers) { c, scratch in
                 var e = Entry()
                 e.id = c.id
@@ -247,8 +255,9 @@ public enum FederationRunner {
                         e.available = c.available[r]
                         guard e.available, c.federatedCursor < end else {
                             if e.available, fed.personal == .local, c.personalCursor < end {
-                                e.joules = try personalRound(&c, round: r, period: p, end: end, pass: pass, proximal: proximal,
-                                                             traffic: traffic, profile: device.profile, scratch: &scratch)
+                                (e.joules, e.processed) = try personalRound(&c, round: r, period: p, end: end, pass: pass,
+                                                                            proximal: proximal, traffic: traffic,
+                                                                            profile: device.profile, scratch: &scratch)
                             }
                             return e
                         }
@@ -283,10 +292,12 @@ public enum FederationRunner {
                             e.bytesDown = 4 * sharedCount
                         }
                         e.joules = trainingJoules(record, traffic: traffic, profile: device.profile)
+                        e.processed = record.samplesProcessed
                         c.participations += 1
                     } else {
-                        e.joules = try personalRound(&c, round: r, period: p, end: end, pass: pass, proximal: proximal,
-                                                     traffic: traffic, profile: device.profile, scratch: &scratch)
+                        (e.joules, e.processed) = try personalRound(&c, round: r, period: p, end: end, pass: pass,
+                                                                    proximal: proximal, traffic: traffic,
+                                                                    profile: device.profile, scratch: &scratch)
                     }
                 } catch let error as TrainingError {
                     errors.record(c.id, "client \(c.id), round \(r): \(error.description)")
@@ -377,6 +388,7 @@ public enum FederationRunner {
             outcome.epsilon.append(fed.noiseMultiplier > 0 ? accountant.epsilon(delta: fed.delta).epsilon
                                    : (fed.clipNorm != nil ? .infinity : .nan))
             outcome.aggregated.append(aggregatedThisRound)
+            outcome.samplesTrained.append(all.reduce(0) { $0 + $1.processed })
 
             // 6. Evaluation: every `evaluate_every` rounds and the last, on the current test data;
             //    personal matrix rows after the rounds that end an experience.
@@ -384,7 +396,7 @@ public enum FederationRunner {
             let rows = (0..<T).filter { rowRound[$0] == r }
             if evaluateNow || !rows.isEmpty {
                 let g = global
-                forEach(table, where: { isEvaluated.contains($0.id) }, workers: workers) { c, _ in
+                forEach(table, where: { isEvaluated.contains(table.clients[$0].id) }, workers: workers) { c, _ in
                     let ws = g.makeWorkspace(capacity: config.training.options.evaluationBatchSize)
                     func personal(_ e: Experience) -> Double {
                         if fed.personal == .global { return g.accuracy(on: e.test, route: 0, workspace: ws) }
@@ -403,6 +415,8 @@ public enum FederationRunner {
                 if evaluateNow { outcome.evaluatedRounds.append(r) }
             }
         }
+
+        outcome.roundSeconds = (clock.now - roundStart).seconds
 
         // Gather every client's numbers (each rank holds its own), in client order.
         var w = ByteWriter()
@@ -425,6 +439,7 @@ public enum FederationRunner {
         outcome.clientBytesDown = finals.map(\.bytesDown)
         outcome.clientJoules = finals.map(\.joules)
         outcome.evaluatedClients = evaluated
+        outcome.clientTrainSeconds = finals.reduce(0.0) { $0 + $1.trainSeconds }
         let evalFinals = finals.filter { isEvaluated.contains($0.id) }
         if fed.share == .all { outcome.globalFinalAccuracy = evalFinals.map(\.globalFinal) }
         for k in outcome.evaluatedRounds.indices {
@@ -500,14 +515,14 @@ public enum FederationRunner {
     /// FedProx's proximal term belongs to federated rounds only, so it is set aside here.
     static func personalRound(_ c: inout FederatedClient, round r: Int, period p: Int, end: Int, pass: TrainingPass,
                               proximal: Bool, traffic: TrainingTraffic, profile: DeviceProfile,
-                              scratch: inout LoopScratch) throws -> Double {
+                              scratch: inout LoopScratch) throws -> (joules: Double, rows: Int) {
         let data = c.data(c.personalCursor, end, flip: nil)
         var removed: (any StrategyPlugin)? = nil
         if proximal { removed = c.trainer.plugins.removeLast() }
         defer { if let removed { c.trainer.plugins.append(removed) } }
         let record = try c.trainRound(on: data, period: p, round: r, pass: pass, scratch: &scratch)
         c.personalCursor = end
-        return trainingJoules(record, traffic: traffic, profile: profile)
+        return (trainingJoules(record, traffic: traffic, profile: profile), record.samplesProcessed)
     }
 
     /// The rule's aggregate, or nil when the round has too few updates for it (a round without
@@ -622,9 +637,9 @@ public enum FederationRunner {
                                adversary: adversary, available: available, pattern: state.pattern.rawValue)
     }
 
-    /// Runs `body` on the clients that satisfy `filter`, in parallel (each client by one worker;
+    /// Runs `body` on the clients whose table index satisfies `filter`, in parallel (each client by one worker;
     /// one `LoopScratch` per worker), collecting what it returns by table index.
-    static func forEach(_ table: Table, where filter: (FederatedClient) -> Bool, workers: Int,
+    static func forEach(_ table: Table, where filter: (Int) -> Bool, workers: Int,
                         _ body: @escaping @Sendable (inout FederatedClient, inout LoopScratch) -> Void) {
         forEach(table, where: filter, workers: workers, { (c: inout FederatedClient, s: inout LoopScratch) -> Int in
             body(&c, &s)
@@ -632,10 +647,10 @@ public enum FederationRunner {
         }, collect: { _, _ in })
     }
 
-    static func forEach<T>(_ table: Table, where filter: (FederatedClient) -> Bool, workers: Int,
+    static func forEach<T>(_ table: Table, where filter: (Int) -> Bool, workers: Int,
                            _ body: @escaping @Sendable (inout FederatedClient, inout LoopScratch) -> T,
                            collect: @escaping @Sendable (Int, T) -> Void) {
-        let indices = table.clients.indices.filter { filter(table.clients[$0]) }
+        let indices = table.clients.indices.filter(filter)
         guard !indices.isEmpty else { return }
         let n = min(workers, indices.count)
         table.clients.withUnsafeMutableBufferPointer { buffer in

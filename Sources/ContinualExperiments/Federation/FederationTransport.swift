@@ -22,3 +22,7 @@ extension FederationRunner {
     /// MPI (`continual run --mpi`) before running.
     nonisolated(unsafe) public static var transport: any FederationTransport = SingleProcess()
 }
+
+/// Open MPI as a federation transport: each rank simulates its slice of the clients
+/// (`continual run --mpi`, or any run launched by mpirun/srun).
+extension MPIWorld: FederationTransport {}

@@ -22,6 +22,10 @@ extension ResultsWriter {
         try a.set("shared_parameters", Int64(f.sharedParameters))
         try a.set("total_parameters", Int64(f.totalParameters))
         try a.set("final_epsilon", f.finalEpsilon)
+        try a.set("client_updates", Int64(f.clientUpdates))
+        try a.set("setup_seconds", f.setupSeconds)
+        try a.set("round_seconds", f.roundSeconds)
+        try a.set("client_train_seconds", f.clientTrainSeconds)
         if f.config.noiseMultiplier > 0 {
             try a.set("delta", f.config.delta)
             try a.set("accountant", "RDP of the Poisson-subsampled Gaussian mechanism (Mironov et al. 2019), converted to "
@@ -47,6 +51,7 @@ extension ResultsWriter {
         try perRound(f.radioJoules, "radio_joules", "energy of the round's transfers", "J")
         try perRound(f.meanUpdateNorm, "mean_update_norm", "mean L2 norm of the received updates, before clipping")
         try perRound(f.epsilon, "epsilon", "ε after the round at δ (NaN: no noise; inf: clipping without noise)")
+        try perRound(f.samplesTrained.map(Int64.init), "samples_trained", "rows processed by the round's local training (all clients)")
         try perRound(f.aggregated.map { Int8($0 ? 1 : 0) }, "aggregated", "1 if the server updated the model this round")
 
         let E = f.evaluatedRounds.count

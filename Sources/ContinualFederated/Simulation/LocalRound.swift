@@ -9,8 +9,9 @@ import ContinualCore
 ///   FedAvg and FedProx.
 /// - `proximalMu` > 0 adds FedProx's proximal term (`ProximalTerm`) after the given plugins;
 ///   at 0 no term is added, so FedProx(0) and FedAvg are the same computation.
-/// - The loop evaluates on a test set after the experience; a local round has none (its result is
-///   the parameters), so the experience's test set is empty and the round's accuracy is NaN.
+/// - The round is the loop's per-experience code (`Trainer.trainRound`): the same hooks as every
+///   run, no evaluation (a round's result is its parameters). `FederationRunner` drives the same
+///   call for every client of a federated experiment.
 /// - Deterministic: shuffling draws from `seed` (derive it from the run seed, round and client id).
 public struct LocalRound: Sendable {
     public var spec: MLPSpec
@@ -40,15 +41,18 @@ public struct LocalRound: Sendable {
                     plugins: [any StrategyPlugin] = []) throws -> ClientUpdate {
         var trainer = Trainer(spec: spec, optimizer: optimizer, options: options,
                               plugins: plugins + (proximalMu > 0 ? [ProximalTerm(mu: proximalMu)] : []), seed: seed)
+        try trainer.prepareRounds(dimension: data.dimension, head: head, featureNames: (0..<data.dimension).map { "x\($0)" },
+                                  experienceCount: 1)
         precondition(global.count == trainer.model.parameters.count,
                      "global model has \(global.count) parameters, the spec \(trainer.model.parameters.count)")
         trainer.model.parameters = global
-        let features = (0..<data.dimension).map { "x\($0)" }
         let experience = Experience(index: 0, name: "local round", train: data, test: Samples(dimension: data.dimension))
-        let stream = ExperienceStream(name: "client", featureNames: features, head: head, experiences: [experience])
-        let outcome = try trainer.run(stream, source: LocalRoundSource(steps: steps, epochs: epochs),
-                                      resumingFrom: nil, stopAfter: nil)
-        let local = outcome.finalModel.parameters
+        var shuffle = RandomSource(seed: seed, stream: "shuffle")
+        var scratch = LoopScratch()
+        _ = try trainer.trainRound(context: ExperienceContext(index: 0, experiences: [experience], route: 0),
+                                   pass: LocalRoundSource(steps: steps, epochs: epochs).pass(experience: 0, options: options),
+                                   shuffle: &shuffle, scratch: &scratch)
+        let local = trainer.model.parameters
         return ClientUpdate(delta: zip(local, global).map { $0 - $1 }, samples: data.count)
     }
 }
