@@ -56,4 +56,16 @@ if timeout 120 "${mpi[@]}" -np 2 "$bin" mpi-check --corrupt-rank 1 > "$work/faul
 fi
 [ "$(grep -c '^mpi-check rank [01]/2: FAIL allgather bytes' "$work/fault.log")" -eq 2 ] || { cat "$work/fault.log"; fail "the fault was not reported by both ranks"; }
 echo "mpi_check: a planted fault fails on both ranks"
+
+# A federated experiment: one process vs 2 and 3 ranks, bit for bit (issue 16).
+"$bin" run Experiments/tools/mpi_federated.json --output "$work/single.h5" --quiet > /dev/null
+for n in 2 3; do
+    start=$(date +%s.%N)
+    timeout 300 "${mpi[@]}" -np "$n" "$bin" run Experiments/tools/mpi_federated.json --output "$work/np$n.h5" \
+        > "$work/run$n.log" 2>&1 || { cat "$work/run$n.log"; fail "federated run under mpirun -np $n failed"; }
+    end=$(date +%s.%N)
+    grep -q "^mpi: $n ranks" "$work/run$n.log" || { cat "$work/run$n.log"; fail "the run did not spread its clients over $n ranks"; }
+    python3 Experiments/tools/same_results.py "$work/single.h5" "$work/np$n.h5" || fail "$n ranks differ from one process"
+    echo "mpi_check: federated run on $n ranks is bit-identical to one process (mpirun $(awk "BEGIN { printf \"%.2f\", $end - $start }") s)"
+done
 echo "MPI transport check: OK"

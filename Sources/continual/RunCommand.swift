@@ -62,6 +62,11 @@ struct RunCommand: ParsableCommand {
 
     @OptionGroup var resources: ResourceOptions
 
+    @Flag(help: ArgumentHelp(
+        "Spread every federated run's clients over the MPI ranks this process was started with (mpirun/srun).",
+        discussion: "Rank 0 writes the results; the numbers are bit-identical to a single-process run. Needs Open MPI at run time (libmpi.so.40). Implied when launched by mpirun or srun."))
+    var mpi = false
+
     @Flag(help: "Resume even if the scenario's data file changed since the checkpoint was written.")
     var allowDataChange = false
 
@@ -117,6 +122,9 @@ struct RunCommand: ParsableCommand {
         }
         // Everything checkable without training, before anything is written (exit 2 on a problem).
         _ = try resources.preflight(runs, file: file)
+        if mpi || MPIWorld.launchedUnderMPI() {
+            if try runDistributed(runs) { return }
+        }
         var session = SweepSession(experiment: experiment)
         session.selected = runs
         if let k = stopAfter, let checkpoint {
@@ -177,6 +185,37 @@ struct RunCommand: ParsableCommand {
             throw CLIFailure.runFailed("\(failed.count) of \(results.count) runs did not complete: "
                 + failed.map { "\($0.name) (\($0.status.rawValue): \($0.message))" }.joined(separator: "; "))
         }
+    }
+}
+
+extension RunCommand {
+    /// Under MPI: every rank computes every run in order (federated runs split their clients over
+    /// the ranks; other runs are refused); ranks other than 0 stop here (returns true), rank 0
+    /// goes on to write the results (returns false) and finishes MPI when the process exits.
+    func runDistributed(_ runs: [ResolvedRun]) throws -> Bool {
+        let world: MPIWorld
+        do { world = try MPIWorld.start() } catch { throw CLIFailure.badInput("--mpi: \(error)") }
+        guard world.size > 1 else { return false }
+        if let other = runs.first(where: { $0.config.federation == nil }) {
+            throw CLIFailure.badInput("--mpi splits the clients of federated runs over ranks; run \"\(other.config.name)\" has no \"federation\" block (run it without mpirun, or shard a sweep with --shard)")
+        }
+        if resume || stopAfter != nil || resumeFrom != nil {
+            throw CLIFailure.badInput("--mpi runs every run whole on every rank: --resume, --stop-after and --resume-from are not available")
+        }
+        FederationRunner.transport = world
+        atexit { try? MPIWorld.current?.finish() }
+        if world.rank == 0 {
+            print("mpi: \(world.size) ranks (\(world.libraryVersion?.split(separator: "\n").first.map(String.init) ?? "MPI")); "
+                + "each simulates the clients with id ≡ rank (mod \(world.size)); rank 0 writes the results")
+            return false
+        }
+        for run in runs {
+            let result = RunExecutor.execute(run)
+            if result.status != .completed {
+                FileHandle.standardError.write(Data("rank \(world.rank): run \(run.config.name) \(result.status.rawValue): \(result.message)\n".utf8))
+            }
+        }
+        return true
     }
 }
 

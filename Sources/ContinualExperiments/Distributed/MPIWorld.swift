@@ -92,6 +92,13 @@ public final class MPIWorld: @unchecked Sendable {
     private static let connectionLock = NSLock()
     nonisolated(unsafe) private static var connection: MPIWorld?
 
+    /// The world ``connect(libraryNames:)`` started in this process, if any (to finish it at exit).
+    public static var current: MPIWorld? {
+        connectionLock.lock()
+        defer { connectionLock.unlock() }
+        return connection
+    }
+
     /// Loads Open MPI and initialises it (`MPI_Init_thread`, `MPI_THREAD_SERIALIZED`) once per
     /// process; later calls return the same world. Without a launcher Open MPI starts a singleton
     /// world of size 1.
