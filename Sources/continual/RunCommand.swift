@@ -178,6 +178,7 @@ struct RunCommand: ParsableCommand {
             if !verbose { print("(balanced accuracy, macro-F1, AUROC, AUPRC per configuration: --verbose, or continual inspect \(path))") }
         } else if !results.isEmpty {
             print(SummaryText.comparison(results, width: width))
+            for r in results { if let line = SummaryText.federation(r) { print(line) } }
         }
         print("results: \(path) (\(outcome.written) written now, \(outcome.skipped) already there)")
         let failed = results.filter { $0.status != .completed }

@@ -237,6 +237,25 @@ extension RunEstimate {
             if users > 1 { estimate.flopsKey = params > 1e6 ? estimate.flopsKey : ".population.users" }
             if users > 1 { estimate.workKey = ".population.users" }
         }
+        if let population = config.population, let federation = config.federation {
+            // A federation keeps every client in memory for the whole run: its data (features,
+            // labels), its learner (parameters, optimizer moments, plugin state) and its tallies.
+            // Work: each round's local training over the data that arrived (≈ all data once per
+            // participation window, times local epochs), plus personal training and evaluations.
+            let users = Double(population.users)
+            let R = Double(federation.rounds)
+            let perClient = size.samples * (D * 4 + 4) + params * perParameter + R * 40 + T * T * 16 + 4096
+                + (memory.first { $0.1.hasSuffix(".capacity") || $0.1.hasSuffix(".capacity_bytes") }?.0 ?? 0)
+            estimate.memoryBytes = users * perClient + estimate.memoryBytes
+            estimate.memoryKey = ".population.users"
+            let evaluated = Double(federation.evaluateClients > 0 ? min(federation.evaluateClients, population.users) : population.users)
+            let evaluations = (R / Double(federation.evaluateEvery) + T) * size.test / T * evaluated + T * size.test * evaluated
+            let rows = users * size.train * Double(federation.localEpochs) * (federation.personal == .local ? 2 : 1)
+            estimate.work = rows + evaluations + users * size.generated + users * R
+            estimate.workKey = ".population.users"
+            estimate.flops = 6 * params * rows + 2 * params * evaluations
+            estimate.flopsKey = ".population.users"
+        }
         if !estimate.memoryBytes.isFinite { estimate.memoryBytes = .infinity }
         if !estimate.work.isFinite { estimate.work = .infinity }
         if !estimate.flops.isFinite { estimate.flops = .infinity }

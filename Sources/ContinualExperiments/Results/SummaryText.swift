@@ -71,6 +71,21 @@ public enum SummaryText {
     /// A compact comparison table of several runs, at most `width` columns: name, strategy, ACC,
     /// BWT, FWT, forgetting (points) and training time; a run that did not complete shows its
     /// status. Names are never shortened: one too long for its column gets a line of its own.
+    /// One line about a federated run (nil otherwise): rounds, client updates and their rate,
+    /// traffic and energy per client, and ε when the run is differentially private.
+    public static func federation(_ r: RunResult) -> String? {
+        guard let f = r.federation else { return nil }
+        let n = Double(max(f.clients, 1))
+        let traffic = Double(f.clientBytesUp.reduce(0, +) + f.clientBytesDown.reduce(0, +)) / n
+        let energy = f.clientJoules.reduce(0, +) / n
+        let rate = f.roundSeconds > 0 ? Double(f.clientUpdates) / f.roundSeconds : .nan
+        var line = "\(r.name): \(f.invited.count) rounds, \(f.clientUpdates) updates"
+        if rate.isFinite { line += " (\(Int(rate.rounded()))/s)" }
+        line += String(format: ", %.1f kB and %.2f mJ per client", traffic / 1000, energy * 1000)
+        if f.config.noiseMultiplier > 0 { line += String(format: ", ε = %.2f", f.finalEpsilon) }
+        return line
+    }
+
     public static func comparison(_ results: [RunResult], width: Int = 80) -> String {
         let values = "   ACC%     BWT     FWT  forget  train s"
         let strategyWidth = min(16, max(8, results.map(\.run.config.strategyLabel.count).max() ?? 0))
