@@ -68,4 +68,21 @@ for n in 2 3; do
     python3 Experiments/tools/same_results.py "$work/single.h5" "$work/np$n.h5" || fail "$n ranks differ from one process"
     echo "mpi_check: federated run on $n ranks is bit-identical to one process (mpirun $(awk "BEGIN { printf \"%.2f\", $end - $start }") s)"
 done
+
+# The README's Slurm batch script for an MPI run, on the repository's one-node cluster: 2 tasks,
+# mpirun inside the allocation, compared with the single-process file (CK_SKIP_SLURM=1 skips).
+if [ "${CK_SKIP_SLURM:-}" != 1 ]; then
+    export CK_SLURM_DIR=$work/slurm CK_SLURM_CPUS=${CK_SLURM_CPUS:-4} CONTINUAL=$bin
+    # shellcheck source=../cluster/one-node-slurm
+    source Experiments/cluster/one-node-slurm
+    trap 'ck_slurm_down; rm -rf "$work"' EXIT
+    ck_slurm_up
+    mkdir -p "$work/logs"
+    jid=$(cd "$work" && sbatch --parsable --ntasks=2 "$root/Experiments/cluster/federated_mpi.sbatch" \
+        "$root/Experiments/tools/mpi_federated.json" "$work/slurm.h5")
+    ck_slurm_wait "$jid" || { tail -n 30 "$work"/logs/* >&2 || true; fail "the Slurm MPI job did not complete"; }
+    grep -q "^mpi: 2 ranks" "$work"/logs/ck-federated_"$jid".out || { cat "$work"/logs/*; fail "the Slurm job did not run on 2 ranks"; }
+    python3 Experiments/tools/same_results.py "$work/single.h5" "$work/slurm.h5" || fail "the Slurm MPI run differs from one process"
+    echo "mpi_check: federated_mpi.sbatch (sbatch --ntasks=2, mpirun in the allocation) is bit-identical to one process"
+fi
 echo "MPI transport check: OK"
