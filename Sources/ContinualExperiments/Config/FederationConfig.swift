@@ -33,7 +33,8 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         case core
         /// Only adapter and LoRA parameters (needs an adapters or lora plugin).
         case adapters
-        /// Nothing: local-only continual learning on each phone (the baseline).
+        /// Nothing: local-only continual learning on each phone (the baseline): no client is
+        /// invited; every phone trains on its new data whenever its device allows.
         case none
     }
     public enum Personal: String, Codable, CaseIterable, Sendable { case global, local }

@@ -220,6 +220,10 @@ public enum FederationRunner {
             var sampler = RandomSource(seed: config.seed, stream: "federation.sample.\(r)")
             var invited: [Int]
             switch fed.sampling {
+            case _ where fed.share == .none:
+                // Local-only: no server, nobody is invited; every phone trains on its own when its
+                // device allows (the personal rounds below).
+                invited = []
             case .poisson:
                 let p = fed.clientFraction ?? 1
                 invited = (0..<N).filter { _ in sampler.bernoulli(p) }
