@@ -66,7 +66,7 @@ let package = Package(
         .testTarget(name: "ContinualScenariosTests", dependencies: ["ContinualScenarios"]),
         .testTarget(name: "ContinualStrategiesTests", dependencies: ["ContinualStrategies", "ContinualScenarios"]),
         .testTarget(name: "ContinualFederatedTests", dependencies: ["ContinualFederated"]),
-        .testTarget(name: "ContinualExperimentsTests", dependencies: ["ContinualExperiments"]),
+        .testTarget(name: "ContinualExperimentsTests", dependencies: ["ContinualExperiments", "ContinualExport"]),
         .testTarget(name: "ContinualExportTests", dependencies: ["ContinualExport", "ContinualCore"]),
     ]
 )

@@ -2,6 +2,14 @@ import ContinualCore
 import Testing
 @testable import ContinualExport
 
+/// The personal model as ONNX and as a Core ML spec whose output layer trains on the phone.
+func exportPersonalModel(_ model: MLP) throws -> (onnx: [UInt8], coreML: [UInt8]) {
+    let network = try ExportedNetwork(model: model, route: 0)    // int8: add `int8: .perChannel`
+    let onnx = ONNXExport.modelProto(network)
+    let coreML = try CoreMLExport.modelSpec(network, updatable: .init(denseLayers: [network.denseStages.count - 1]))
+    return (onnx, coreML)
+}
+
 /// The protobuf writer/reader, the exported graph (LoRA merged, adapters, int8) against the
 /// toolkit's own forward pass, and the field numbers of the ONNX and Core ML messages.
 @Suite struct ExportTests {
@@ -177,6 +185,12 @@ import Testing
         #expect(back.layerSizes == [4, 6, 5, 1])
         #expect(back.adapterCount == 1)
         #expect(back.parameters == net.denseStages.flatMap { $0.weights + $0.bias })
+    }
+
+    @Test func docsExampleWritesBothFormats() throws {
+        let (onnx, coreML) = try exportPersonalModel(Self.model())
+        #expect(try ONNXWeights(onnx: onnx).layerSizes == [4, 6, 5, 3])
+        #expect(Self.field(try ProtobufReader.fields(of: coreML), 10).first?.scalar == 1)
     }
 
     @Test func plainOnnxRoundTripsTheFlatVector() throws {
