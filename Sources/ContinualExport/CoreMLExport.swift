@@ -26,9 +26,13 @@ public enum CoreMLExport {
     public struct Updatable: Sendable, Equatable {
         /// Indices of dense stages (0 = first hidden layer; the output layer is the last).
         public var denseLayers: [Int]
+        /// SGD's default learning rate (the app may override it; Core ML allows 0…1).
         public var learningRate: Double
+        /// Samples per update step.
         public var miniBatchSize: Int
+        /// Passes over the update data per `MLUpdateTask`.
         public var epochs: Int
+        /// Update parameters for the dense layers `denseLayers`.
         public init(denseLayers: [Int], learningRate: Double = 0.01, miniBatchSize: Int = 16, epochs: Int = 1) {
             self.denseLayers = denseLayers
             self.learningRate = learningRate

@@ -19,11 +19,15 @@ public struct ExportedNetwork: Sendable, Equatable {
 
     /// A dense stage.
     public struct Dense: Sendable, Equatable {
+        /// Input width.
         public var inputs: Int
+        /// Output width.
         public var outputs: Int
         /// [inputs × outputs], row-major: row k holds the weights from input k.
         public var weights: [Float]
+        /// [outputs].
         public var bias: [Float]
+        /// Applied after the affine map (the identity for the output layer).
         public var activation: Activation
         /// Symmetric int8 weights (`QuantizedMLP`): `weights` then equals q·scale column-wise.
         public var int8: Int8Weights?
@@ -36,23 +40,33 @@ public struct ExportedNetwork: Sendable, Equatable {
         public var values: [Int8]
         /// [outputs].
         public var scales: [Float]
+        /// Whether one scale serves the whole tensor (`QuantizedMLP.Granularity.perTensor`).
         public var perTensor: Bool
     }
 
     /// An adapter stage (width `width`, bottleneck `bottleneck`).
     public struct Adapter: Sendable, Equatable {
+        /// Width h of the hidden layer the adapter follows (its input and output width).
         public var width: Int
+        /// Bottleneck width r.
         public var bottleneck: Int
+        /// Applied to the bottleneck.
         public var activation: Activation
         /// [width × bottleneck], [bottleneck], [bottleneck × width], [width].
         public var down: [Float]
+        /// b_down [r].
         public var downBias: [Float]
+        /// W_up [r × h] row-major.
         public var up: [Float]
+        /// b_up [h].
         public var upBias: [Float]
     }
 
+    /// Number of input features.
     public var inputs: Int
+    /// The output head (binary: one logit; multiclass: one per class).
     public var head: OutputHead
+    /// The stages in computation order.
     public var stages: [Stage]
     /// The route (task/context index) whose copies were exported.
     public var route: Int
@@ -175,6 +189,7 @@ public enum ExportError: Error, CustomStringConvertible, Sendable, Equatable {
     /// A file is not what it should be (e.g. not an ONNX model written by this toolkit).
     case invalidFile(String)
 
+    /// The message.
     public var description: String {
         switch self {
         case .unsupported(let m): return m

@@ -4,12 +4,15 @@
 public struct ProtobufReader: Sendable {
     /// A decoding error: where and what.
     public struct Failure: Error, CustomStringConvertible, Sendable {
+        /// What is wrong, and where.
         public var description: String
     }
 
     /// One field of a message.
     public struct Field: Sendable {
+        /// The field number.
         public var number: Int
+        /// How the value is encoded.
         public var wireType: ProtobufWriter.WireType
         /// The value of varint, fixed32 and fixed64 fields (raw bits for the fixed types).
         public var scalar: UInt64

@@ -17,6 +17,7 @@ public struct ProtobufWriter: Sendable {
     /// The bytes written so far.
     public private(set) var bytes: [UInt8] = []
 
+    /// An empty message.
     public init() {}
 
     mutating func appendVarint(_ value: UInt64) {

@@ -1,7 +1,7 @@
 """`continual export` checked with the maintained runtimes (issue 17, item 4).
 
-A small experiment is trained with the real CLI (plain, adapter, LoRA, last-layer, BitFit and a
-multiclass run; int8 per channel and per tensor), each model is exported to ONNX and Core ML, and:
+A small experiment is trained with the real CLI (plain, adapter, LoRA, last-layer, BitFit,
+multi-head and a multiclass run; int8 per channel and per tensor), each model is exported to ONNX and Core ML, and:
 - ONNX: `onnx.checker` (full check) accepts it and ONNX Runtime's logits and probabilities match
   the toolkit's own outputs (`continual export --reference`, the toolkit's forward pass with LoRA
   unmerged and adapters as trained, or its int8 model) within 1e-5 on every test set;
@@ -49,6 +49,7 @@ EXPERIMENT = {
             {"type": "lora", "layers": "all", "rank": 2, "alpha": 2, "freeze_core_after": 0, "routing": "task_id"}]},
         {"name": "last_layer", "strategy": [{"type": "last_layer", "freeze_core_after": 0}]},
         {"name": "bitfit", "strategy": [{"type": "bitfit", "freeze_core_after": 0}]},
+        {"name": "multihead", "model": {"multi_head": True}, "allow_task_labels": True, "strategy": ["naive"]},
         {"name": "apps", "scenario": {"type": "app_usage", "train_per_experience": 300, "test_per_experience": 80},
          "model": {"activation": "sigmoid"}, "strategy": ["naive"]},
     ],
@@ -58,12 +59,14 @@ EXPERIMENT = {
 ONNX_CASES = [
     ("plain", "plain", []), ("adapters", "adapters", []), ("lora", "lora", []),
     ("lora_route0", "lora", ["--route", "0"]), ("last_layer", "last_layer", []), ("bitfit", "bitfit", []),
+    ("multihead", "multihead", []), ("multihead_route0", "multihead", ["--route", "0"]),
     ("apps", "apps", []), ("plain_int8", "plain", ["--int8"]), ("plain_tensor_int8", "plain_tensor", ["--int8"]),
     ("apps_int8", "apps", ["--int8"]),
 ]
 COREML_CASES = [
     ("plain", "plain", [], None), ("adapters", "adapters", [], None), ("lora", "lora", [], None),
     ("last_layer", "last_layer", [], ["dense2"]), ("bitfit", "bitfit", [], ["dense0", "dense1", "dense2"]),
+    ("multihead_route1", "multihead", ["--route", "1"], None),
     ("apps", "apps", [], None), ("plain_int8", "plain", ["--int8"], None), ("apps_int8", "apps", ["--int8"], None),
 ]
 
@@ -290,3 +293,5 @@ def test_export_errors_name_what_is_wrong(exported):
     fails(["--run", "plain", "--format", "coreml", "--updatable", "-o", os.devnull], "last_layer and bitfit")
     fails(["--run", "plain", "--format", "onnx", "--route", "7", "-o", os.devnull], "route 7 is out of range")
     fails(["--format", "onnx", "-o", os.devnull], "choose one with --run")
+    fails(["--run", "plain", "--format", "coreml", "--int8", "--updatable", "-o", os.devnull], "last_layer and bitfit")
+    fails(["--run", "bitfit", "--format", "coreml", "--int8", "--updatable", "-o", os.devnull], "cannot update quantised layers")

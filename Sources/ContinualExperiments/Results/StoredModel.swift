@@ -17,6 +17,7 @@ public struct StoredModel: Sendable {
 
     /// Why a stored model cannot be rebuilt (the message names the file and run).
     public struct Failure: Error, CustomStringConvertible, Sendable {
+        /// What is wrong (names the file and run).
         public var description: String
     }
 
@@ -57,6 +58,12 @@ public struct StoredModel: Sendable {
             config = try JSONDecoder().decode(RunConfig.self, from: Data(configJSON.utf8)).resolvingFiles(against: base)
         } catch {
             throw Failure(description: "\(what): its config_json does not decode with this toolkit version (\(error))")
+        }
+        if config.population != nil {
+            // Each user trains on its own data; the file keeps user 0's final model only, and this
+            // stream is not that user's.
+            throw Failure(description: "\(what) is a population run: its final_parameters are user 0's model, trained on "
+                + "that user's own data; export a run without a population block (e.g. the global model)")
         }
         do {
             let stream = try config.scenario.options.makeStream(seed: config.seed)
