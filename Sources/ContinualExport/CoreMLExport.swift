@@ -26,7 +26,7 @@ public enum CoreMLExport {
     public struct Updatable: Sendable, Equatable {
         /// Indices of dense stages (0 = first hidden layer; the output layer is the last).
         public var denseLayers: [Int]
-        /// SGD's default learning rate (the app may override it; Core ML allows 0…1).
+        /// SGD's default learning rate (the app may override it within 0…max(1, this)).
         public var learningRate: Double
         /// Samples per update step.
         public var miniBatchSize: Int
@@ -53,7 +53,7 @@ public enum CoreMLExport {
             return "updatable layer \(bad) does not exist (the model has \(n) dense layers)"
         }
         if network.isQuantized { return "Core ML cannot update quantised layers: export int8 models without --updatable" }
-        if !(u.learningRate > 0 && u.learningRate <= 1) { return "the learning rate must be in (0, 1], got \(u.learningRate)" }
+        if !(u.learningRate > 0 && u.learningRate.isFinite) { return "the learning rate must be positive, got \(u.learningRate)" }
         if u.miniBatchSize < 1 || u.epochs < 1 { return "mini-batch size and epochs must be ≥ 1" }
         return nil
     }
@@ -183,7 +183,7 @@ public enum CoreMLExport {
                     o.message(10) { sgd in                        // sgdOptimizer = 10 (SGDOptimizer)
                         sgd.message(1) { lr in                    // learningRate = 1 (DoubleParameter)
                             lr.double(1, u.learningRate)          // defaultValue = 1
-                            lr.message(10) { r in r.double(1, 0); r.double(2, 1) }   // range = 10 (DoubleRange min = 1, max = 2)
+                            lr.message(10) { r in r.double(1, 0); r.double(2, max(1, u.learningRate)) }   // range = 10 (DoubleRange min = 1, max = 2)
                         }
                         sgd.message(2) { b in                     // miniBatchSize = 2 (Int64Parameter)
                             b.int(1, Int64(u.miniBatchSize))      // defaultValue = 1
