@@ -3,7 +3,8 @@ import ContinualCore
 /// Writes an `ExportedNetwork` as a Core ML model specification (`.mlmodel`, specification
 /// version 4): a `NeuralNetworkClassifier` with `innerProduct` layers, activation layers, `add`
 /// layers for adapters and a `softmax` layer; inputs `features` (multi-array float32 [d]),
-/// outputs `classLabel` (int64) and `probabilities` (int64 → double dictionary).
+/// outputs `classLabel` (int64) and `probabilities` (int64 → double dictionary). A core-only
+/// graph (`ExportedNetwork.core()`) is a plain `NeuralNetwork` with the output `embedding`.
 ///
 /// A binary head (one logit z) becomes a two-class softmax over [0, z], which equals
 /// [1 − σ(z), σ(z)]: the output layer gets a zero row of weights and a zero bias first.
@@ -53,6 +54,7 @@ public enum CoreMLExport {
             return "updatable layer \(bad) does not exist (the model has \(n) dense layers)"
         }
         if network.isQuantized { return "Core ML cannot update quantised layers: export int8 models without --updatable" }
+        if !network.includesHead { return "a core-only model has no loss to train: export all parts to make it updatable" }
         if !(u.learningRate > 0 && u.learningRate.isFinite) { return "the learning rate must be positive, got \(u.learningRate)" }
         if u.miniBatchSize < 1 || u.epochs < 1 { return "mini-batch size and epochs must be ≥ 1" }
         return nil
@@ -70,8 +72,22 @@ public enum CoreMLExport {
                         shortDescription: shortDescription, metadata: metadata)
         }
         if updatable != nil { model.bool(10, true) }              // Model.isUpdatable = 10
-        model.message(403) { nn in                                // Model.neuralNetworkClassifier = 403
-            classifier(&nn, network, updatable: updatable)
+        if network.includesHead {
+            model.message(403) { nn in                            // Model.neuralNetworkClassifier = 403
+                classifier(&nn, network, updatable: updatable)
+            }
+        } else {
+            model.message(500) { nn in                            // Model.neuralNetwork = 500
+                let last = layers(&nn, network, updatable: nil)   // NeuralNetwork.layers = 1
+                // The output blob must carry the output feature's name: a linear activation
+                // (ActivationParams.linear = 5: alpha = 1, beta = 2) y = 1·x + 0 renames it.
+                nn.message(1) { l in
+                    l.string(1, "embedding")
+                    l.string(2, last)
+                    l.string(3, "embedding")
+                    l.message(130) { $0.message(5) { lin in lin.float(1, 1); lin.float(2, 0) } }
+                }
+            }
         }
         return model.bytes
     }
@@ -99,10 +115,14 @@ public enum CoreMLExport {
     static func description(_ d: inout ProtobufWriter, _ network: ExportedNetwork, updatable: Bool, version: String,
                             shortDescription: String, metadata: [(String, String)]) {
         feature(&d, 1, "features", "the \(network.inputs) input features, in the scenario's column order", kind: 0, width: network.inputs)
-        feature(&d, 10, "classLabel", "predicted class", kind: 1)
-        feature(&d, 10, "probabilities", "class probabilities", kind: 2)
-        d.string(11, "classLabel")
-        d.string(12, "probabilities")
+        if network.includesHead {
+            feature(&d, 10, "classLabel", "predicted class", kind: 1)
+            feature(&d, 10, "probabilities", "class probabilities", kind: 2)
+            d.string(11, "classLabel")
+            d.string(12, "probabilities")
+        } else {
+            feature(&d, 10, "embedding", "the last hidden layer's activations", kind: 0, width: network.outputWidth)
+        }
         if updatable {
             feature(&d, 50, "features", "the \(network.inputs) input features, in the scenario's column order", kind: 0, width: network.inputs)
             feature(&d, 50, "classLabel", "true class (the training target)", kind: 1)
@@ -113,7 +133,8 @@ public enum CoreMLExport {
             m.string(3, "ContinualKit")
             let sizes = [network.inputs] + network.denseStages.map(\.outputs)
             let all = [("continualkit.layer_sizes", sizes.map(String.init).joined(separator: ",")),
-                       ("continualkit.route", String(network.route))] + metadata
+                       ("continualkit.route", String(network.route)),
+                       ("continualkit.parts", network.includesHead ? "all" : "core")] + metadata
             for (k, v) in all {
                 m.message(100) { e in e.string(1, k); e.string(2, v) }
             }
@@ -123,6 +144,12 @@ public enum CoreMLExport {
     /// NeuralNetworkClassifier: layers = 1, updateParams = 10, int64ClassLabels = 101
     /// (Int64Vector.vector = 1), labelProbabilityLayerName = 200.
     static func classifier(_ nn: inout ProtobufWriter, _ network: ExportedNetwork, updatable: Updatable?) {
+        let logits = layers(&nn, network, updatable: updatable)
+        softmaxAndUpdate(&nn, network, logits: logits, updatable: updatable)
+    }
+
+    /// The layers of every stage (NeuralNetwork(Classifier).layers = 1); returns the last blob.
+    static func layers(_ nn: inout ProtobufWriter, _ network: ExportedNetwork, updatable: Updatable?) -> String {
         var current = "features"
         let dense = network.denseStages.count
         var denseIndex = 0, adapterIndex = 0
@@ -130,7 +157,7 @@ public enum CoreMLExport {
             switch stage {
             case .dense(var d):
                 let name = "dense\(denseIndex)"
-                let isOutput = denseIndex == dense - 1
+                let isOutput = network.includesHead && denseIndex == dense - 1
                 if isOutput, network.head == .binary {
                     // Two logits [0, z]: softmax = [1 − σ(z), σ(z)]. Weights are [outputs × inputs].
                     d = ExportedNetwork.Dense(inputs: d.inputs, outputs: 2, weights: binaryWeights(d),
@@ -163,7 +190,11 @@ public enum CoreMLExport {
                 adapterIndex += 1
             }
         }
-        let logits = current
+        return current
+    }
+
+    /// The softmax, the update parameters and the class labels of the classifier.
+    static func softmaxAndUpdate(_ nn: inout ProtobufWriter, _ network: ExportedNetwork, logits: String, updatable: Updatable?) {
         nn.message(1) { l in
             l.string(1, "softmax")
             l.string(2, logits)

@@ -70,6 +70,9 @@ public struct ExportedNetwork: Sendable, Equatable {
     public var stages: [Stage]
     /// The route (task/context index) whose copies were exported.
     public var route: Int
+    /// False for the core only (`core()`): the graph ends at the last hidden layer (and its
+    /// adapter), whose activations are the output `embedding`.
+    public private(set) var includesHead = true
     /// Whether the dense weights are int8 (`Dense.int8` set on every dense stage).
     public var isQuantized: Bool { stages.contains { if case .dense(let d) = $0 { return d.int8 != nil } else { return false } } }
 
@@ -138,12 +141,36 @@ public struct ExportedNetwork: Sendable, Equatable {
         self.stages = stages
     }
 
+    /// The network without its output layer: a feature extractor whose output is the last
+    /// hidden layer's activations (after its adapter, if any), for an app that trains its own
+    /// head on top. Throws for a model without hidden layers.
+    public func core() throws -> ExportedNetwork {
+        guard includesHead else { return self }
+        guard let last = stages.lastIndex(where: { if case .dense = $0 { return true } else { return false } }),
+              denseStages.count >= 2 else {
+            throw ExportError.unsupported("the model has no hidden layer, so it has no core to export (use all parts)")
+        }
+        var c = self
+        c.stages.remove(at: last)
+        c.includesHead = false
+        return c
+    }
+
+    /// Width of the graph's output: logits, or the embedding of a core-only graph.
+    public var outputWidth: Int {
+        guard let last = stages.last else { return inputs }
+        switch last {
+        case .dense(let d): return d.outputs
+        case .adapter(let a): return a.width
+        }
+    }
+
     /// The dense stages in order (hidden layers, then the output layer).
     public var denseStages: [Dense] {
         stages.compactMap { if case .dense(let d) = $0 { return d } else { return nil } }
     }
 
-    /// Logits of one sample, computed stage by stage in float32 from the exported weights (the
+    /// Logits (or, for a core-only graph, the embedding) of one sample, computed stage by stage in float32 from the exported weights (the
     /// reference the exporters' graphs implement; int8 stages use q·scale).
     public func logits(_ x: [Float]) -> [Float] {
         var h = x

@@ -15,7 +15,9 @@ import ContinualCore
 ///
 /// Initializer names: `dense<i>.weight` [in, out], `dense<i>.bias` [out] (int8: `dense<i>.weight_int8`
 /// and `dense<i>.weight_scale`), `adapter<i>.down.weight` … `adapter<i>.up.bias`; the metadata
-/// holds `continualkit.layer_sizes` and whatever the caller adds.
+/// holds `continualkit.layer_sizes`, `continualkit.parts` and whatever the caller adds. A core-only
+/// graph (`ExportedNetwork.core()`) has the single output `embedding` instead of `logits` and
+/// `probabilities`.
 ///
 /// Field numbers are those of onnx/onnx `onnx/onnx.proto` (IR version 7 and later).
 public enum ONNXExport {
@@ -50,6 +52,7 @@ public enum ONNXExport {
             ("continualkit.layer_sizes", sizes.map(String.init).joined(separator: ",")),
             ("continualkit.head", headText(network.head)),
             ("continualkit.route", String(network.route)),
+            ("continualkit.parts", network.includesHead ? "all" : "core"),
         ]
         props += metadata
         for (k, v) in props {
@@ -73,7 +76,8 @@ public enum ONNXExport {
         var nodes: [(String, [String], [String], [(String, Int64)])] = []   // op, inputs, outputs, int attributes
         var initializers: [(String, [Int], [Float]?, [Int8]?)] = []
         var current = "features"
-        let lastDense = network.stages.lastIndex { if case .dense = $0 { return true } else { return false } } ?? -1
+        // The output layer's result is `logits`; a core-only graph ends in `embedding` (below).
+        let lastDense = network.includesHead ? network.stages.lastIndex { if case .dense = $0 { return true } else { return false } } ?? -1 : -1
         func activation(_ act: Activation, _ input: String, _ output: String) -> String {
             let op: String
             switch act {
@@ -127,10 +131,13 @@ public enum ONNXExport {
                 adapterIndex += 1
             }
         }
-        switch network.head {
-        case .multiclass:
+        switch network.includesHead ? network.head : nil {
+        case nil:
+            // Core only: the last hidden activations, under a name of their own.
+            nodes.append(("Identity", [current], ["embedding"], []))
+        case .multiclass?:
             nodes.append(("Softmax", ["logits"], ["probabilities"], [("axis", 1)]))
-        case .binary:
+        case .binary?:
             initializers.append(("one", [], [1], nil))
             nodes.append(("Sigmoid", ["logits"], ["p_positive"], []))
             nodes.append(("Sub", ["one", "p_positive"], ["p_negative"], []))
@@ -166,8 +173,12 @@ public enum ONNXExport {
             }
         }
         valueInfo(&g, 11, "features", width: network.inputs)     // GraphProto.input = 11
-        valueInfo(&g, 12, "logits", width: network.head.logitCount)          // GraphProto.output = 12
-        valueInfo(&g, 12, "probabilities", width: network.head.classCount)
+        if network.includesHead {
+            valueInfo(&g, 12, "logits", width: network.head.logitCount)      // GraphProto.output = 12
+            valueInfo(&g, 12, "probabilities", width: network.head.classCount)
+        } else {
+            valueInfo(&g, 12, "embedding", width: network.outputWidth)
+        }
     }
 
     /// ValueInfoProto (name = 1, type = 2) of a float32 [N, width] tensor: TypeProto.tensor_type = 1

@@ -14,6 +14,9 @@ public struct ONNXWeights: Sendable, Equatable {
     public var metadata: [String: String]
     /// Adapter stages found (their parameters are not in `parameters`).
     public var adapterCount: Int
+    /// False when the file was exported without its output layer (`continualkit.parts` = core):
+    /// then the last size is the last hidden layer's.
+    public var includesHead: Bool { metadata["continualkit.parts"] != "core" }
 
     struct Tensor {
         var dims: [Int]

@@ -40,6 +40,11 @@ struct ExportCommand: ParsableCommand {
     @Option(help: "Route (task or context index) whose heads/adapters/LoRA copies are exported; default: the last experience's.")
     var route: Int?
 
+    @Option(help: "all: the whole network; core: without the output layer (output `embedding`, the last hidden activations), for an app that trains its own head.")
+    var parts: Parts = .all
+
+    enum Parts: String, ExpressibleByArgument, CaseIterable { case all, core }
+
     @Flag(help: "Quantise the dense weights to int8 as the toolkit's int8 evaluation does (scales per channel, or the run's quantization.granularity).")
     var int8 = false
 
@@ -57,7 +62,10 @@ struct ExportCommand: ParsableCommand {
         if let e = model.routeError(route) { throw CLIFailure.badInput("--route: \(e)") }
         let granularity: QuantizedMLP.Granularity? = int8 ? (stored.config.quantization?.granularity ?? .perChannel) : nil
         let network: ExportedNetwork
-        do { network = try ExportedNetwork(model: model, route: route, int8: granularity) } catch {
+        do {
+            let whole = try ExportedNetwork(model: model, route: route, int8: granularity)
+            network = parts == .core ? try whole.core() : whole
+        } catch {
             throw CLIFailure.badInput("cannot export \(sourceName): \(error)")
         }
         let metadata: [(String, String)] = [
@@ -74,11 +82,14 @@ struct ExportCommand: ParsableCommand {
         case .coreml:
             var update: CoreMLExport.Updatable? = nil
             let trainable = stored.onDeviceTrainableLayers
+            if updatable == true && parts == .core {
+                throw CLIFailure.badInput("--updatable: a core-only model (--parts core) has no output layer or loss to train")
+            }
             if updatable == true && trainable == nil {
                 throw CLIFailure.badInput("--updatable: strategy \(stored.config.strategyLabel) does not train a fixed set of dense layers on device; "
                     + "Core ML updatable models are exported for last_layer and bitfit runs")
             }
-            if updatable != false, let layers = trainable, !(int8 && updatable == nil) {
+            if updatable != false, parts == .all, let layers = trainable, !(int8 && updatable == nil) {
                 update = CoreMLExport.Updatable(denseLayers: layers, learningRate: Double(stored.config.optimizer.learningRate),
                                                 miniBatchSize: stored.config.training.options.batchSize,
                                                 epochs: max(stored.config.training.options.epochs, 1))
@@ -98,7 +109,8 @@ struct ExportCommand: ParsableCommand {
             if case .adapter = stage { return "adapter" } else { return "dense" }
         }
         print("wrote \(output): \(format.rawValue), route \(route), \(kinds.count) stages (\(kinds.joined(separator: ", "))), "
-              + "\(granularity.map { "int8 " + $0.rawValue } ?? "float32")\(model.spec.lowRank.isEmpty ? "" : ", LoRA merged"), \(bytes.count) bytes")
+              + "\(granularity.map { "int8 " + $0.rawValue } ?? "float32")\(model.spec.lowRank.isEmpty ? "" : ", LoRA merged")"
+              + "\(parts == .core ? ", core only (output embedding)" : ""), \(bytes.count) bytes")
         if let reference { try writeReference(stored, network: network, granularity: granularity, route: route, to: reference) }
     }
 
@@ -129,7 +141,8 @@ struct ExportCommand: ParsableCommand {
     }
 
     /// The toolkit's outputs through `route` on every test set: the float model's own forward
-    /// pass (LoRA unmerged, adapters as trained) or, with int8, `QuantizedMLP`.
+    /// pass (LoRA unmerged, adapters as trained) or, with int8, `QuantizedMLP`. Core only: the
+    /// forward pass's activations entering the output layer (int8: the exported graph's).
     func writeReference(_ stored: StoredModel, network: ExportedNetwork, granularity: QuantizedMLP.Granularity?,
                         route: Int, to path: String) throws {
         let model = stored.model
@@ -138,8 +151,21 @@ struct ExportCommand: ParsableCommand {
         var experiences: [[String: Any]] = []
         for e in stored.stream.experiences {
             var features: [[Double]] = [], logits: [[Double]] = [], probabilities: [[Double]] = []
+            var embeddings: [[Double]] = []
             for i in 0..<e.test.count {
                 let x = Array(e.test.row(i))
+                if !network.includesHead {
+                    features.append(x.map(Double.init))
+                    if q != nil {
+                        embeddings.append(network.logits(x).map(Double.init))
+                    } else {
+                        x.withUnsafeBufferPointer { model.forward($0.baseAddress!, count: 1, route: route, workspace: ws) }
+                        // The output of layer L−2 (the last hidden layer, or its adapter) enters the output layer.
+                        let h = model.layers.count - 2
+                        embeddings.append(UnsafeBufferPointer(start: ws.hiddenActivations(h), count: model.layers[h].outputs).map(Double.init))
+                    }
+                    continue
+                }
                 var z: [Float]
                 if let q {
                     z = q.logits(x, route: route)
@@ -151,10 +177,16 @@ struct ExportCommand: ParsableCommand {
                 logits.append(z.map(Double.init))
                 probabilities.append(z.withUnsafeBufferPointer { Loss.probabilities(head: model.spec.head, logits: $0.baseAddress!) })
             }
-            experiences.append(["name": e.name, "index": e.index, "features": features, "labels": e.test.labels.map(Int.init),
-                                "logits": logits, "probabilities": probabilities])
+            var entry: [String: Any] = ["name": e.name, "index": e.index, "features": features, "labels": e.test.labels.map(Int.init)]
+            if network.includesHead {
+                entry["logits"] = logits
+                entry["probabilities"] = probabilities
+            } else {
+                entry["embedding"] = embeddings
+            }
+            experiences.append(entry)
         }
-        let object: [String: Any] = ["route": route, "precision": granularity?.rawValue ?? "float32",
+        let object: [String: Any] = ["route": route, "precision": granularity?.rawValue ?? "float32", "parts": parts.rawValue,
                                      "strategy": stored.config.strategyLabel, "experiences": experiences]
         do {
             let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])

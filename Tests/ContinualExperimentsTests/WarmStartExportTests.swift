@@ -17,6 +17,7 @@ import Testing
         try Data(ONNXExport.modelProto(network)).write(to: URL(fileURLWithPath: dir.path("global.onnx")))
         let int8 = try ExportedNetwork(model: joint.finalModel, route: 0, int8: .perChannel)
         try Data(ONNXExport.modelProto(int8)).write(to: URL(fileURLWithPath: dir.path("global_int8.onnx")))
+        try Data(ONNXExport.modelProto(try network.core())).write(to: URL(fileURLWithPath: dir.path("global_core.onnx")))
         return joint
     }
 
@@ -48,6 +49,10 @@ import Testing
         let n = 10 * 8 + 8
         #expect(Array(core.parameters.prefix(n)) == Array(joint.finalModel.parameters.prefix(n)))
         #expect(Array(core.parameters.suffix(9)) == Array(fresh.parameters.suffix(9)))
+        // A core-only export loads as "core".
+        let (fresh2, fromCore) = try Self.loaded(WarmStartTests.warm(dir, initFrom: #"{"onnx": "global_core.onnx", "parts": "core"}"#))
+        #expect(Array(fromCore.parameters.prefix(n)) == Array(joint.finalModel.parameters.prefix(n)))
+        #expect(Array(fromCore.parameters.suffix(9)) == Array(fresh2.parameters.suffix(9)))
         // int8: the dequantised weights q·scale, i.e. what the int8 model computes with.
         let int8 = try Self.loaded(WarmStartTests.warm(dir, initFrom: #"{"onnx": "global_int8.onnx"}"#)).1
         let expected = try ExportedNetwork(model: joint.finalModel, route: 0, int8: .perChannel).denseStages.flatMap { $0.weights + $0.bias }
@@ -85,6 +90,8 @@ import Testing
             (#"{"onnx": "global.onnx", "parts": "core"}"#, "[16]", ".model.init_from.onnx", "(10→8 vs 10→16)"),
             (#"{"onnx": "global.onnx", "run": "joint"}"#, "[8]", ".model.init_from.run", "run goes with results"),
             (#"{"onnx": ""}"#, "[8]", ".model.init_from.onnx", "must not be empty"),
+            (#"{"onnx": "global_core.onnx"}"#, "[8]", ".model.init_from.parts", "without its output layer"),
+            (#"{"onnx": "global_core.onnx", "parts": "core"}"#, "[16]", ".model.init_from.onnx", "(10→8 vs 10→16)"),
             (#"{"results": "global.h5", "run": "joint", "onnx": "global.onnx"}"#, "[8]", ".model.init_from.onnx", "give one source"),
             (#"{"checkpoint": "nope.h5"}"#, "[8]", ".model.init_from.checkpoint", "no such checkpoint"),
             (#"{"checkpoint": "global.h5"}"#, "[8]", ".model.init_from.checkpoint", "cannot read checkpoint"),

@@ -187,6 +187,31 @@ func exportPersonalModel(_ model: MLP) throws -> (onnx: [UInt8], coreML: [UInt8]
         #expect(back.parameters == net.denseStages.flatMap { $0.weights + $0.bias })
     }
 
+    @Test func coreOnlyEndsAtTheLastHiddenLayer() throws {
+        let m = Self.model(adapters: true)
+        let core = try ExportedNetwork(model: m, route: 1).core()
+        #expect(!core.includesHead && core.outputWidth == 5 && core.denseStages.count == 2)
+        let ws = m.makeWorkspace(capacity: 1)
+        for x in Self.inputs(20) {
+            x.withUnsafeBufferPointer { m.forward($0.baseAddress!, count: 1, route: 1, workspace: ws) }
+            let h = Array(UnsafeBufferPointer(start: ws.hiddenActivations(m.layers.count - 2), count: 5))
+            #expect(Self.maxDiff(core.logits(x), h) < 1e-5)
+        }
+        let graph = try Self.field(try ProtobufReader.fields(of: ONNXExport.modelProto(core)), 7).first!.message()
+        let outputs = try Self.field(graph, 12).map { try $0.message() }.map { Self.field($0, 1).first!.string }
+        #expect(outputs == ["embedding"])
+        let back = try ONNXWeights(onnx: ONNXExport.modelProto(core))
+        #expect(!back.includesHead && back.layerSizes == [4, 6, 5])
+        // Core ML: a plain NeuralNetwork (500), no classifier, not updatable.
+        let spec = try ProtobufReader.fields(of: try CoreMLExport.modelSpec(core))
+        #expect(Self.field(spec, 500).count == 1 && Self.field(spec, 403).isEmpty)
+        #expect(throws: ExportError.self) { try CoreMLExport.modelSpec(core, updatable: .init(denseLayers: [0])) }
+        var rng = RandomSource(seed: 1, stream: "flat")
+        #expect(throws: ExportError.self) {
+            try ExportedNetwork(model: MLP(spec: MLPSpec(inputs: 4, hidden: []), rng: &rng), route: 0).core()
+        }
+    }
+
     @Test func docsExampleWritesBothFormats() throws {
         let (onnx, coreML) = try exportPersonalModel(Self.model())
         #expect(try ONNXWeights(onnx: onnx).layerSizes == [4, 6, 5, 3])

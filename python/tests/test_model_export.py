@@ -62,12 +62,15 @@ ONNX_CASES = [
     ("multihead", "multihead", []), ("multihead_route0", "multihead", ["--route", "0"]),
     ("apps", "apps", []), ("plain_int8", "plain", ["--int8"]), ("plain_tensor_int8", "plain_tensor", ["--int8"]),
     ("apps_int8", "apps", ["--int8"]),
+    ("plain_core", "plain", ["--parts", "core"]), ("adapters_core", "adapters", ["--parts", "core"]),
+    ("apps_int8_core", "apps", ["--parts", "core", "--int8"]),
 ]
 COREML_CASES = [
     ("plain", "plain", [], None), ("adapters", "adapters", [], None), ("lora", "lora", [], None),
     ("last_layer", "last_layer", [], ["dense2"]), ("bitfit", "bitfit", [], ["dense0", "dense1", "dense2"]),
     ("multihead_route1", "multihead", ["--route", "1"], None),
     ("apps", "apps", [], None), ("plain_int8", "plain", ["--int8"], None), ("apps_int8", "apps", ["--int8"], None),
+    ("plain_core", "plain", ["--parts", "core"], None), ("adapters_core", "adapters", ["--parts", "core"], None),
 ]
 
 
@@ -140,6 +143,16 @@ def test_onnxruntime_matches_the_toolkit(exported, name):
     ref = json.load(open(ref_path))
     worst_logit = worst_probability = 0.0
     n = 0
+    if name.endswith("_core"):           # --parts core: the last hidden activations only
+        assert [o.name for o in model.graph.output] == ["embedding"]
+        for e in ref["experiences"]:
+            X = np.asarray(e["features"], dtype=np.float32)
+            (embedding,) = session.run(["embedding"], {"features": X})
+            worst_logit = max(worst_logit, float(np.abs(embedding - np.asarray(e["embedding"])).max()))
+            n += len(X)
+        print(f"{name}: {n} test samples, max |Δembedding| {worst_logit:.3g}")
+        assert n > 0 and worst_logit <= TOLERANCE
+        return
     for e in ref["experiences"]:
         X = np.asarray(e["features"], dtype=np.float32)
         logits, probabilities = session.run(["logits", "probabilities"], {"features": X})
@@ -188,7 +201,8 @@ def test_lora_is_merged_and_routes_differ(exported):
 def coreml_forward(spec, X):
     """The classifier's probabilities computed in numpy from the spec's layers."""
     blobs = {"features": X.astype(np.float64)}
-    for layer in spec.neuralNetworkClassifier.layers:
+    nn = spec.neuralNetworkClassifier if spec.WhichOneof("Type") == "neuralNetworkClassifier" else spec.neuralNetwork
+    for layer in nn.layers:
         kind = layer.WhichOneof("layer")
         x = blobs[layer.input[0]]
         if kind == "innerProduct":
@@ -205,7 +219,8 @@ def coreml_forward(spec, X):
             y = x @ W.T + (np.asarray(p.bias.floatValue) if p.hasBias else 0)
         elif kind == "activation":
             a = layer.activation.WhichOneof("NonlinearityType")
-            y = {"ReLU": lambda v: np.maximum(v, 0), "tanh": np.tanh, "sigmoid": lambda v: 1 / (1 + np.exp(-v))}[a](x)
+            y = {"ReLU": lambda v: np.maximum(v, 0), "tanh": np.tanh, "sigmoid": lambda v: 1 / (1 + np.exp(-v)),
+                 "linear": lambda v: layer.activation.linear.alpha * v + layer.activation.linear.beta}[a](x)
         elif kind == "add":
             y = blobs[layer.input[0]] + blobs[layer.input[1]]
         elif kind == "softmax":
@@ -214,6 +229,8 @@ def coreml_forward(spec, X):
         else:
             raise AssertionError(f"unexpected layer {kind}")
         blobs[layer.output[0]] = y
+    if nn is spec.neuralNetwork:
+        return blobs["embedding"]
     return blobs[spec.neuralNetworkClassifier.labelProbabilityLayerName]
 
 
@@ -257,9 +274,17 @@ def test_coreml_spec_loads_validates_and_holds_the_toolkits_weights(exported, na
     path, ref_path = exported[("coreml", name)]
     spec = ct.utils.load_spec(path)
     ct.models.MLModel(spec, skip_model_load=True)   # coremltools accepts it (Linux cannot compile/predict)
+    ref = json.load(open(ref_path))
+    if name.endswith("_core"):           # a plain NeuralNetwork with the output `embedding`
+        assert spec.WhichOneof("Type") == "neuralNetwork" and not spec.isUpdatable
+        assert [o.name for o in spec.description.output] == ["embedding"]
+        worst = max(float(np.abs(coreml_forward(spec, np.asarray(e["features"], dtype=np.float32))
+                                 - np.asarray(e["embedding"])).max()) for e in ref["experiences"])
+        print(f"{name}: Core ML layers in numpy vs toolkit, max |Δembedding| {worst:.3g}")
+        assert worst <= TOLERANCE
+        return
     assert spec.WhichOneof("Type") == "neuralNetworkClassifier"
     check_updatable(spec, updatable)
-    ref = json.load(open(ref_path))
     classes = len(ref["experiences"][0]["probabilities"][0])
     assert classes == (2 if not name.startswith("apps") else 8)
     assert list(spec.neuralNetworkClassifier.int64ClassLabels.vector) == list(range(classes))
@@ -295,3 +320,4 @@ def test_export_errors_name_what_is_wrong(exported):
     fails(["--format", "onnx", "-o", os.devnull], "choose one with --run")
     fails(["--run", "plain", "--format", "coreml", "--int8", "--updatable", "-o", os.devnull], "last_layer and bitfit")
     fails(["--run", "bitfit", "--format", "coreml", "--int8", "--updatable", "-o", os.devnull], "cannot update quantised layers")
+    fails(["--run", "bitfit", "--format", "coreml", "--parts", "core", "--updatable", "-o", os.devnull], "core-only")

@@ -140,6 +140,10 @@ public struct WarmStart: Codable, Sendable, Equatable {
         let outputLayerOffset = spec.layers()[spec.denseLayerCount - 1].offset
         switch parts {
         case .all:
+            guard source.hasHead else {
+                throw Failure(key: ".parts", message: "\(sourceName) was exported without its output layer (--parts core; "
+                    + "\(shape(source.sizes))): load it with \"parts\": \"core\"")
+            }
             let needed = spec.parameterCount
             guard source.sizes == target, source.parameters.count == needed else {
                 throw Failure(key: sourceKey, message: "\(sourceName) has a \(shape(source.sizes)) network "
@@ -149,7 +153,7 @@ public struct WarmStart: Codable, Sendable, Equatable {
             }
             return source.parameters
         case .core:
-            let sourceCore = Array(source.sizes.dropLast()), targetCore = Array(target.dropLast())
+            let sourceCore = source.hasHead ? Array(source.sizes.dropLast()) : source.sizes, targetCore = Array(target.dropLast())
             guard sourceCore == targetCore, targetCore.count >= 2 else {
                 throw Failure(key: sourceKey, message: "\(sourceName) has a \(shape(source.sizes)) network; "
                     + "this run's model is \(shape(target)): "
@@ -167,6 +171,8 @@ public struct WarmStart: Codable, Sendable, Equatable {
     struct Source {
         var sizes: [Int]
         var parameters: [Float]
+        /// False for an ONNX model exported without its output layer (`--parts core`).
+        var hasHead = true
         /// The run's config JSON and the experiment file it came from (results files only).
         var configJSON = ""
         var experimentPath = ""
@@ -201,7 +207,7 @@ public struct WarmStart: Codable, Sendable, Equatable {
         }
         do {
             let weights = try ONNXWeights(onnx: [UInt8](data))
-            return Source(sizes: weights.layerSizes, parameters: weights.parameters)
+            return Source(sizes: weights.layerSizes, parameters: weights.parameters, hasHead: weights.includesHead)
         } catch {
             throw Failure(key: ".onnx", message: "\(path): \(error)")
         }
