@@ -57,8 +57,7 @@ struct ExportCommand: ParsableCommand {
     func run() throws {
         let stored = try load()
         let model = stored.model
-        let T = stored.stream.experiences.count
-        let route = self.route ?? stored.route(forExperience: max(T - 1, 0))
+        let route = self.route ?? stored.lastRoute
         if let e = model.routeError(route) { throw CLIFailure.badInput("--route: \(e)") }
         let granularity: QuantizedMLP.Granularity? = int8 ? (stored.config.quantization?.granularity ?? .perChannel) : nil
         let network: ExportedNetwork

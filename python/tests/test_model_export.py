@@ -306,6 +306,29 @@ def test_coreml_spec_loads_validates_and_holds_the_toolkits_weights(exported, na
             assert np.array_equal(cw, W.T) and np.array_equal(cb, b), f"{name} layer {i}"
 
 
+def test_scheduled_lora_run_exports_its_last_sessions_copy(exported, tmp_path):
+    """A scheduled run trains sessions, so LoRA has one copy per session; the default route is
+    the last session's."""
+    exp = dict(EXPERIMENT, name="scheduled", variants=[v for v in EXPERIMENT["variants"] if v["name"] == "lora"],
+               schedule={"type": "daily", "samples_per_day": 20,
+                         "when": {"charging": True, "idle": True, "wifi": False, "min_battery": 0, "max_thermal": "fair"}})
+    (tmp_path / "s.json").write_text(json.dumps(exp))
+    b = exported["_bin"]
+    r = subprocess.run([b, "run", str(tmp_path / "s.json"), "-o", str(tmp_path / "s.h5"), "-q", "--plain"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    r = subprocess.run([b, "export", str(tmp_path / "s.h5"), "--format", "onnx", "-o", str(tmp_path / "s.onnx"),
+                        "--reference", str(tmp_path / "s.json.ref")], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    ref = json.load(open(tmp_path / "s.json.ref"))
+    assert ref["route"] > 2                  # a session copy, beyond the stream's 3 experiences
+    session = ort.InferenceSession(str(tmp_path / "s.onnx"), providers=["CPUExecutionProvider"])
+    worst = max(float(np.abs(session.run(["logits"], {"features": np.asarray(e["features"], dtype=np.float32)})[0]
+                             - np.asarray(e["logits"])).max()) for e in ref["experiences"])
+    print(f"scheduled lora (route {ref['route']}): max |Δlogit| {worst:.3g}")
+    assert worst <= TOLERANCE
+
+
 def test_export_errors_name_what_is_wrong(exported):
     b, results = exported["_bin"], exported["_results"]
 

@@ -14,6 +14,9 @@ public struct StoredModel: Sendable {
     public var stream: ExperienceStream
     /// The run's name (or id) as given.
     public var run: String
+    /// Experiences the learner went through: the stream's, or a scheduled run's training
+    /// sessions (each session is an experience of the training loop, and of the plugins).
+    public var trainedExperiences: Int
 
     /// Why a stored model cannot be rebuilt (the message names the file and run).
     public struct Failure: Error, CustomStringConvertible, Sendable {
@@ -67,8 +70,12 @@ public struct StoredModel: Sendable {
         }
         do {
             let stream = try config.scenario.options.makeStream(seed: config.seed)
-            let T = stream.experiences.count
-            let spec = try config.model.spec(inputs: stream.dimension, head: stream.head, experiences: T)
+            let spec = try config.model.spec(inputs: stream.dimension, head: stream.head, experiences: stream.experiences.count)
+            // A scheduled run trains sessions, not the stream's experiences (RunExecutor.executeScheduled).
+            let T = config.schedule.map { schedule in
+                ScheduledRunner.plan(stream: stream, schedule: schedule, device: (config.device ?? DeviceConfig()).state,
+                                     seed: config.seed).sessions.count
+            } ?? stream.experiences.count
             var rng = RandomSource(seed: config.seed, stream: "init")
             var model = MLP(spec: spec, rng: &rng)
             var plugins = config.strategy.map { $0.options.makePlugin() }
@@ -83,7 +90,7 @@ public struct StoredModel: Sendable {
                     + "network with \(model.parameterCount) (strategy \(config.strategyLabel)); was it written by another toolkit version?")
             }
             model.parameters = parameters
-            return StoredModel(config: config, model: model, stream: stream, run: run)
+            return StoredModel(config: config, model: model, stream: stream, run: run, trainedExperiences: T)
         } catch let f as Failure {
             throw f
         } catch {
@@ -106,4 +113,7 @@ public struct StoredModel: Sendable {
     public func route(forExperience index: Int) -> Int {
         model.routeCount > 1 ? index % model.routeCount : 0
     }
+
+    /// The route of the last experience (or session) trained: the personal model's current copy.
+    public var lastRoute: Int { route(forExperience: max(trainedExperiences - 1, 0)) }
 }
