@@ -77,6 +77,7 @@ import Testing
         // StoredModel rebuilds the same network from the checkpoint's config.
         let stored = try StoredModel.load(checkpoint: dir.path("joint.ckpt.h5"))
         #expect(stored.model.parameters == checkpoint.parameters && stored.config.name == "joint")
+        #expect(stored.trainedExperiences == 2)
     }
 
     @Test func everyProblemIsAKeyPathError() throws {

@@ -49,8 +49,12 @@ public struct StoredModel: Sendable {
         guard !json.isEmpty else {
             throw Failure(description: "checkpoint \(path) records no config, so its network cannot be rebuilt")
         }
-        return try rebuild(configJSON: json, base: FilePaths.directory(of: path), parameters: checkpoint.parameters,
-                           what: "checkpoint \(path)", run: "")
+        var stored = try rebuild(configJSON: json, base: FilePaths.directory(of: path), parameters: checkpoint.parameters,
+                                 what: "checkpoint \(path)", run: "")
+        // The learner stopped after `experiencesDone` experiences (or sessions): its current copy
+        // is the last one it trained.
+        stored.trainedExperiences = max(checkpoint.experiencesDone, 1)
+        return stored
     }
 
     /// Rebuilds the network of `configJSON` exactly as the runner builds it (model spec from the
