@@ -59,6 +59,10 @@ struct ExportCommand: ParsableCommand {
         let model = stored.model
         let route = self.route ?? stored.lastRoute
         if let e = model.routeError(route) { throw CLIFailure.badInput("--route: \(e)") }
+        if let routing = stored.perSampleRouting {
+            printError("note: the run routes each sample by \(routing) to one of \(model.routeCount) routes; this file holds route "
+                + "\(route) only. Export each route (--route 0…\(model.routeCount - 1)) and choose in the app (docs/export.md, Routing).")
+        }
         let granularity: QuantizedMLP.Granularity? = int8 ? (stored.config.quantization?.granularity ?? .perChannel) : nil
         let network: ExportedNetwork
         do {

@@ -1,4 +1,5 @@
 import ContinualCore
+import ContinualStrategies
 import Foundation
 
 /// A run's trained model rebuilt from what a results file (or a checkpoint) stores: the run's
@@ -110,6 +111,16 @@ public struct StoredModel: Sendable {
         let dense = model.spec.denseLayerCount
         if names.contains("bitfit") { return Array(0..<dense) }
         if names.contains("last_layer") { return [dense - 1] }
+        return nil
+    }
+
+    /// The routing mode when the strategy picks adapter/LoRA copies per sample at test time
+    /// (`context`, `entropy`), which an exported single-route graph cannot do; nil otherwise.
+    public var perSampleRouting: String? {
+        for s in config.strategy {
+            let routing = (s.options as? Adapters.Options)?.routing ?? (s.options as? LoRA.Options)?.routing
+            if let routing, routing != .taskId { return routing.rawValue }
+        }
         return nil
     }
 
