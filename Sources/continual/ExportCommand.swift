@@ -56,6 +56,7 @@ struct ExportCommand: ParsableCommand {
 
     func run() throws {
         let stored = try load()
+        let sourceName = sourceName(stored)
         let model = stored.model
         let route = self.route ?? stored.lastRoute
         if let e = model.routeError(route) { throw CLIFailure.badInput("--route: \(e)") }
@@ -117,9 +118,10 @@ struct ExportCommand: ParsableCommand {
         if let reference { try writeReference(stored, network: network, granularity: granularity, route: route, to: reference) }
     }
 
-    var sourceName: String {
+    /// The exported model's source, as named in messages and metadata.
+    func sourceName(_ stored: StoredModel) -> String {
         if let checkpoint { return "checkpoint \(checkpoint)" }
-        return "run \"\(runName ?? "")\" of \(results ?? "")"
+        return "run \"\(stored.run)\" of \(results ?? "")"
     }
 
     func load() throws -> StoredModel {
