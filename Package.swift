@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "ContinualFederated", targets: ["ContinualFederated"]),
         .library(name: "ContinualHDF5", targets: ["ContinualHDF5"]),
         .library(name: "ContinualExperiments", targets: ["ContinualExperiments"]),
+        .library(name: "ContinualExport", targets: ["ContinualExport"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -40,18 +41,22 @@ let package = Package(
         // Federated pieces (aggregation rules, DP clipping and noise, the privacy accountant):
         // portable like Core, so the client side can ship in an app.
         .target(name: "ContinualFederated", dependencies: ["ContinualCore"]),
+        // Export to ONNX and Core ML (file formats, an outer layer like ContinualHDF5): writes the
+        // protobuf wire format itself, so it needs nothing but Core. Not linked into the portable
+        // targets.
+        .target(name: "ContinualExport", dependencies: ["ContinualCore"]),
         .target(
             name: "ContinualExperiments",
             dependencies: [
                 "ContinualCore", "ContinualMetrics", "ContinualScenarios",
-                "ContinualStrategies", "ContinualFederated", "ContinualHDF5",
+                "ContinualStrategies", "ContinualFederated", "ContinualHDF5", "ContinualExport",
             ]
         ),
         .executableTarget(
             name: "continual",
             // Every target the CLI imports, declared (not reached through ContinualExperiments).
             dependencies: [
-                "ContinualExperiments", "ContinualCore", "ContinualFederated",
+                "ContinualExperiments", "ContinualCore", "ContinualFederated", "ContinualExport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -61,6 +66,7 @@ let package = Package(
         .testTarget(name: "ContinualScenariosTests", dependencies: ["ContinualScenarios"]),
         .testTarget(name: "ContinualStrategiesTests", dependencies: ["ContinualStrategies", "ContinualScenarios"]),
         .testTarget(name: "ContinualFederatedTests", dependencies: ["ContinualFederated"]),
-        .testTarget(name: "ContinualExperimentsTests", dependencies: ["ContinualExperiments"]),
+        .testTarget(name: "ContinualExperimentsTests", dependencies: ["ContinualExperiments", "ContinualExport"]),
+        .testTarget(name: "ContinualExportTests", dependencies: ["ContinualExport", "ContinualCore"]),
     ]
 )

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing of the parsers with libFuzzer + AddressSanitizer.
 #
-#   Fuzz/run.sh TARGET SECONDS [extra libFuzzer flags]     TARGET: json_config csv checkpoint hdf5_scenario results
+#   Fuzz/run.sh TARGET SECONDS [extra libFuzzer flags]     TARGET: json_config csv checkpoint onnx hdf5_scenario results
 #   Fuzz/run.sh build                                       build every target only
 #
 # The library modules are compiled with -sanitize=fuzzer,address at -Onone (at -O Swift showed
@@ -40,7 +40,7 @@ build_module() {
 
 build_all() {
     local built=()
-    for m in ContinualCore ContinualHDF5 ContinualMetrics ContinualScenarios ContinualStrategies ContinualExperiments; do
+    for m in ContinualCore ContinualHDF5 ContinualMetrics ContinualScenarios ContinualStrategies ContinualExport ContinualExperiments; do
         build_module "$m" "${built[@]}"
         built+=("$m")
     done
@@ -55,7 +55,7 @@ build_target() {
         $hdf5_libs -lhdf5_hl -o "$bin"
 }
 
-targets=(json_config csv checkpoint hdf5_scenario results)
+targets=(json_config csv checkpoint onnx hdf5_scenario results)
 # One build at a time: two run.sh started together (CI runs targets side by side) would
 # otherwise compile the same module objects at once and swiftc fails with "modified during
 # the build". The lock is released before fuzzing starts.

@@ -88,7 +88,7 @@ import Testing
             (#"{"results": "source.json", "run": "joint"}"#, "[8]", ".model.init_from.results", "cannot read"),
             (#"{"results": "global.h5"}"#, "[8]", ".model.init_from.run", "required key is missing"),
             (#"{"results": "global.h5", "run": "joint", "parts": "head"}"#, "[8]", ".model.init_from.parts", "allowed values: all, core"),
-            (#"{"results": "global.h5", "run": "joint", "from": 1}"#, "[8]", ".model.init_from.from", "allowed keys: parts, results, run"),
+            (#"{"results": "global.h5", "run": "joint", "from": 1}"#, "[8]", ".model.init_from.from", "allowed keys: checkpoint, onnx, parts, results, run"),
             (#"{"results": "", "run": "joint"}"#, "[8]", ".model.init_from.results", "must not be empty"),
         ]
         for c in cases {

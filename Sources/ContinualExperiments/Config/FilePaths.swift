@@ -47,6 +47,8 @@ extension RunConfig {
         var c = self
         if var w = c.model.initFrom {
             w.results = FilePaths.resolve(w.results, against: base)
+            w.onnx = w.onnx.map { FilePaths.resolve($0, against: base) }
+            w.checkpoint = w.checkpoint.map { FilePaths.resolve($0, against: base) }
             c.model.initFrom = w
         }
         switch scenario.options {

@@ -1,0 +1,134 @@
+import ContinualCore
+import ContinualStrategies
+import Foundation
+
+/// A run's trained model rebuilt from what a results file (or a checkpoint) stores: the run's
+/// config decides the network (model block, scenario sizes, the strategy's adapters or LoRA
+/// blocks), the stored flat vector fills it. Used by `continual export` and by warm starts from
+/// checkpoints.
+public struct StoredModel: Sendable {
+    /// The run's config, its file paths resolved.
+    public var config: RunConfig
+    /// The model with the stored parameters, in the run's full (possibly extended) spec.
+    public var model: MLP
+    /// The run's experience stream, rebuilt from the config (same seed: the same test sets).
+    public var stream: ExperienceStream
+    /// The run's name (or id) as given.
+    public var run: String
+    /// Experiences the learner went through: the stream's, or a scheduled run's training
+    /// sessions (each session is an experience of the training loop, and of the plugins).
+    public var trainedExperiences: Int
+
+    /// Why a stored model cannot be rebuilt (the message names the file and run).
+    public struct Failure: Error, CustomStringConvertible, Sendable {
+        /// What is wrong (names the file and run).
+        public var description: String
+    }
+
+    /// The final model of run `run` (id or unique name) of the results file `results`.
+    public static func load(results: String, run: String) throws -> StoredModel {
+        let source: WarmStart.Source
+        do { source = try WarmStart.readFile(results: results, run: run) } catch let f as WarmStart.Failure {
+            throw Failure(description: f.message)
+        }
+        let base = FilePaths.directory(of: source.experimentPath.isEmpty ? results : source.experimentPath)
+        return try rebuild(configJSON: source.configJSON, base: base, parameters: source.parameters,
+                           what: "run \"\(run)\" of \(results)", run: run)
+    }
+
+    /// The model of a checkpoint file written by `continual run --checkpoint` (its config JSON
+    /// decides the network; paths resolve against the checkpoint's directory when relative).
+    public static func load(checkpoint path: String) throws -> StoredModel {
+        let checkpoint: TrainerCheckpoint
+        let json: String
+        do {
+            checkpoint = try CheckpointFile.read(path: path)
+            json = try CheckpointFile.configJSON(path: path)
+        } catch {
+            throw Failure(description: "cannot read checkpoint \(path): \(error)")
+        }
+        guard !json.isEmpty else {
+            throw Failure(description: "checkpoint \(path) records no config, so its network cannot be rebuilt")
+        }
+        var stored = try rebuild(configJSON: json, base: FilePaths.directory(of: path), parameters: checkpoint.parameters,
+                                 what: "checkpoint \(path)", run: "")
+        // The learner stopped after `experiencesDone` experiences (or sessions): its current copy
+        // is the last one it trained.
+        stored.trainedExperiences = max(checkpoint.experiencesDone, 1)
+        return stored
+    }
+
+    /// Rebuilds the network of `configJSON` exactly as the runner builds it (model spec from the
+    /// stream's sizes, then every plugin's `prepare`) and loads `parameters` into it.
+    static func rebuild(configJSON: String, base: String, parameters: [Float], what: String, run: String) throws -> StoredModel {
+        let config: RunConfig
+        do {
+            config = try JSONDecoder().decode(RunConfig.self, from: Data(configJSON.utf8)).resolvingFiles(against: base)
+        } catch {
+            throw Failure(description: "\(what): its config_json does not decode with this toolkit version (\(error))")
+        }
+        if config.population != nil {
+            // Each user trains on its own data; the file keeps user 0's final model only, and this
+            // stream is not that user's.
+            throw Failure(description: "\(what) is a population run: its final_parameters are user 0's model, trained on "
+                + "that user's own data; export a run without a population block (e.g. the global model)")
+        }
+        do {
+            let stream = try config.scenario.options.makeStream(seed: config.seed)
+            let spec = try config.model.spec(inputs: stream.dimension, head: stream.head, experiences: stream.experiences.count)
+            // A scheduled run trains sessions, not the stream's experiences (RunExecutor.executeScheduled).
+            let T = config.schedule.map { schedule in
+                ScheduledRunner.plan(stream: stream, schedule: schedule, device: (config.device ?? DeviceConfig()).state,
+                                     seed: config.seed).sessions.count
+            } ?? stream.experiences.count
+            var rng = RandomSource(seed: config.seed, stream: "init")
+            var model = MLP(spec: spec, rng: &rng)
+            var plugins = config.strategy.map { $0.options.makePlugin() }
+            for i in plugins.indices {
+                let context = RunContext(seed: config.seed, pluginIndex: i, experienceCount: T, dimension: stream.dimension,
+                                         head: stream.head, training: config.training.options, featureNames: stream.featureNames)
+                try plugins[i].prepare(model: &model, context: context)
+            }
+            guard parameters.count == model.parameterCount else {
+                let sizes = ([spec.inputs] + spec.hidden + [spec.head.logitCount]).map(String.init).joined(separator: "→")
+                throw Failure(description: "\(what) stores \(parameters.count) parameters, but its config builds a \(sizes) "
+                    + "network with \(model.parameterCount) (strategy \(config.strategyLabel)); was it written by another toolkit version?")
+            }
+            model.parameters = parameters
+            return StoredModel(config: config, model: model, stream: stream, run: run, trainedExperiences: T)
+        } catch let f as Failure {
+            throw f
+        } catch {
+            throw Failure(description: "\(what): cannot rebuild its model: \(error)")
+        }
+    }
+
+    /// The dense layers (0-based, hidden then output) that the run's strategy trains on the
+    /// device after the core is frozen: the output layer for `last_layer`, every layer for
+    /// `bitfit` (its biases); nil for other strategies.
+    public var onDeviceTrainableLayers: [Int]? {
+        let names = config.strategy.map(\.typeName)
+        let dense = model.spec.denseLayerCount
+        if names.contains("bitfit") { return Array(0..<dense) }
+        if names.contains("last_layer") { return [dense - 1] }
+        return nil
+    }
+
+    /// The routing mode when the strategy picks adapter/LoRA copies per sample at test time
+    /// (`context`, `entropy`), which an exported single-route graph cannot do; nil otherwise.
+    public var perSampleRouting: String? {
+        for s in config.strategy {
+            let routing = (s.options as? Adapters.Options)?.routing ?? (s.options as? LoRA.Options)?.routing
+            if let routing, routing != .taskId { return routing.rawValue }
+        }
+        return nil
+    }
+
+    /// The route a prediction of experience `index` uses (as the runner's int8 evaluation does).
+    public func route(forExperience index: Int) -> Int {
+        model.routeCount > 1 ? index % model.routeCount : 0
+    }
+
+    /// The route of the last experience (or session) trained: the personal model's current copy.
+    public var lastRoute: Int { route(forExperience: max(trainedExperiences - 1, 0)) }
+}

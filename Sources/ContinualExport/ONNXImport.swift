@@ -1,0 +1,142 @@
+/// Reads the dense weights back from an ONNX model written by `ONNXExport` (for warm starts).
+///
+/// Only the toolkit's own initializer names are understood (`dense<i>.weight` or
+/// `dense<i>.weight_int8` + `dense<i>.weight_scale`, and `dense<i>.bias`); int8 weights are
+/// dequantised (q·scale). Adapter stages, if the file has any, are not part of the plain network
+/// and are reported in `adapterCount`.
+public struct ONNXWeights: Sendable, Equatable {
+    /// Widths: inputs, then every dense stage's outputs.
+    public var layerSizes: [Int]
+    /// The plain network's flat parameter vector in the toolkit's layout (per layer W [in × out]
+    /// row-major, then b).
+    public var parameters: [Float]
+    /// `metadata_props` of the model.
+    public var metadata: [String: String]
+    /// Adapter stages found (their parameters are not in `parameters`).
+    public var adapterCount: Int
+    /// False when the file was exported without its output layer (`continualkit.parts` = core):
+    /// then the last size is the last hidden layer's.
+    public var includesHead: Bool { metadata["continualkit.parts"] != "core" }
+
+    struct Tensor {
+        var dims: [Int]
+        var type: Int64
+        var floats: [Float]
+        var raw: ArraySlice<UInt8>
+        var int32s: [Int64]
+    }
+
+    /// Parses `bytes` (a serialised ModelProto).
+    public init(onnx bytes: [UInt8]) throws {
+        let model: [ProtobufReader.Field]
+        do { model = try ProtobufReader.fields(of: bytes) } catch {
+            throw ExportError.invalidFile("not an ONNX model (protobuf: \(error))")
+        }
+        var metadata: [String: String] = [:]
+        var tensors: [String: Tensor] = [:]
+        var adapters = Set<String>()
+        var sawGraph = false
+        do {
+            for f in model {
+                if f.number == 14, f.wireType == .lengthDelimited {          // ModelProto.metadata_props
+                    var k = "", v = ""
+                    for e in try f.message() {
+                        if e.number == 1 { k = e.string } else if e.number == 2 { v = e.string }
+                    }
+                    metadata[k] = v
+                } else if f.number == 7, f.wireType == .lengthDelimited {    // ModelProto.graph
+                    sawGraph = true
+                    for g in try f.message() where g.number == 5 && g.wireType == .lengthDelimited {  // GraphProto.initializer
+                        var t = Tensor(dims: [], type: 0, floats: [], raw: [], int32s: [])
+                        var name = ""
+                        for x in try g.message() {
+                            switch x.number {
+                            case 1: t.dims += try x.ints().map { Int($0) }        // TensorProto.dims
+                            case 2: t.type = x.int                                 // TensorProto.data_type
+                            case 4: t.floats += try x.floats()                     // TensorProto.float_data
+                            case 5: t.int32s += try x.ints()                       // TensorProto.int32_data
+                            case 8: name = x.string                                // TensorProto.name
+                            case 9: t.raw = x.payload                              // TensorProto.raw_data
+                            default: break
+                            }
+                        }
+                        if name.hasPrefix("adapter") { adapters.insert(String(name.prefix { $0 != "." })) }
+                        tensors[name] = t
+                    }
+                }
+            }
+        } catch let e as ProtobufReader.Failure {
+            throw ExportError.invalidFile("not an ONNX model (protobuf: \(e))")
+        }
+        guard sawGraph else { throw ExportError.invalidFile("not an ONNX model (no graph)") }
+
+        func count(_ dims: [Int]) -> Int { dims.reduce(1) { $0 &* max($1, 0) } }
+        func floats(_ name: String, _ t: Tensor) throws -> [Float] {
+            guard t.type == 1 else { throw ExportError.invalidFile("initializer \(name) is not float32 (data_type \(t.type))") }
+            var v = t.floats
+            if v.isEmpty && !t.raw.isEmpty {
+                guard t.raw.count % 4 == 0 else { throw ExportError.invalidFile("initializer \(name): raw_data is not a float32 array") }
+                v = []
+                v.reserveCapacity(t.raw.count / 4)
+                var i = t.raw.startIndex
+                while i < t.raw.endIndex {
+                    var bits: UInt32 = 0
+                    for k in 0..<4 { bits |= UInt32(t.raw[i + k]) << (8 * UInt32(k)) }
+                    v.append(Float(bitPattern: bits))
+                    i += 4
+                }
+            }
+            guard v.count == count(t.dims) else {
+                throw ExportError.invalidFile("initializer \(name) has \(v.count) values for shape \(t.dims)")
+            }
+            return v
+        }
+
+        var sizes: [Int] = []
+        var parameters: [Float] = []
+        var i = 0
+        while true {
+            let p = "dense\(i)"
+            guard let bias = tensors[p + ".bias"] else { break }
+            var w: [Float]
+            let dims: [Int]
+            if let t = tensors[p + ".weight"] {
+                w = try floats(p + ".weight", t)
+                dims = t.dims
+            } else if let q = tensors[p + ".weight_int8"], let s = tensors[p + ".weight_scale"] {
+                guard q.type == 3, q.dims.count == 2, q.raw.count == count(q.dims) else {
+                    throw ExportError.invalidFile("initializer \(p).weight_int8 is not an int8 matrix")
+                }
+                let scales = try floats(p + ".weight_scale", s)
+                dims = q.dims
+                guard scales.count == 1 || scales.count == dims[1] else {
+                    throw ExportError.invalidFile("initializer \(p).weight_scale has \(scales.count) scales for \(dims[1]) outputs")
+                }
+                w = q.raw.enumerated().map { k, byte in Float(Int8(bitPattern: byte)) * scales[scales.count == 1 ? 0 : k % dims[1]] }
+            } else {
+                throw ExportError.invalidFile("the model has \(p).bias but no \(p).weight")
+            }
+            guard dims.count == 2, dims[0] >= 1, dims[1] >= 1 else {
+                throw ExportError.invalidFile("initializer \(p).weight has shape \(dims), expected [inputs, outputs]")
+            }
+            if sizes.isEmpty { sizes = [dims[0]] }
+            guard dims[0] == sizes.last! else {
+                throw ExportError.invalidFile("\(p).weight has \(dims[0]) inputs; the previous layer has \(sizes.last!) outputs")
+            }
+            let b = try floats(p + ".bias", bias)
+            guard b.count == dims[1] else { throw ExportError.invalidFile("\(p).bias has \(b.count) values for \(dims[1]) outputs") }
+            sizes.append(dims[1])
+            parameters += w
+            parameters += b
+            i += 1
+        }
+        guard i > 0 else {
+            throw ExportError.invalidFile("the ONNX model has no dense0.weight/dense0.bias initializers (was it exported by `continual export`?)")
+        }
+        guard parameters.allSatisfy(\.isFinite) else { throw ExportError.invalidFile("the ONNX model has non-finite weights") }
+        layerSizes = sizes
+        self.parameters = parameters
+        self.metadata = metadata
+        adapterCount = adapters.count
+    }
+}

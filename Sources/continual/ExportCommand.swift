@@ -1,0 +1,203 @@
+import ArgumentParser
+import ContinualCore
+import ContinualExperiments
+import ContinualExport
+import Foundation
+
+/// `continual export RESULTS.h5 --run NAME --format onnx|coreml --output FILE`.
+struct ExportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "export",
+        abstract: "Write a run's trained model as an ONNX model or a Core ML model spec.",
+        discussion: """
+        The model is rebuilt from the run's config and final_parameters (or from a checkpoint with \
+        --checkpoint). ONNX: inference graph with outputs logits and probabilities; LoRA updates are \
+        merged into their weights, adapters exported as their own nodes. Core ML: a neural-network \
+        classifier (outputs classLabel, probabilities); for last_layer and bitfit runs the layers \
+        they train are marked updatable (categorical cross-entropy, SGD) unless --no-updatable. \
+        --int8 writes int8 weights with their scales (plain dense models). A model with one copy \
+        per task or context is exported one route at a time (--route). See docs/export.md.
+        """
+    )
+
+    enum Format: String, ExpressibleByArgument, CaseIterable { case onnx, coreml }
+
+    @Argument(help: "Results file (.h5) written by `continual run` (omit with --checkpoint).")
+    var results: String?
+
+    @Option(name: .customLong("run"), help: "The run to export, by name or run id (required with a results file that has several runs).")
+    var runName: String?
+
+    @Option(help: "Export a checkpoint file (written by `continual run --checkpoint`) instead of a results file's run.")
+    var checkpoint: String?
+
+    @Option(help: "onnx or coreml.")
+    var format: Format
+
+    @Option(name: [.short, .long], help: "File to write (.onnx or .mlmodel).")
+    var output: String
+
+    @Option(help: "Route (task or context index) whose heads/adapters/LoRA copies are exported; default: the last experience's.")
+    var route: Int?
+
+    @Option(help: "all: the whole network; core: without the output layer (output `embedding`, the last hidden activations), for an app that trains its own head.")
+    var parts: Parts = .all
+
+    enum Parts: String, ExpressibleByArgument, CaseIterable { case all, core }
+
+    @Flag(help: "Quantise the dense weights to int8 as the toolkit's int8 evaluation does (scales per channel, or the run's quantization.granularity).")
+    var int8 = false
+
+    @Flag(inversion: .prefixedNo, help: "Core ML: mark the layers the run's strategy trains on device (last_layer, bitfit) as updatable (default: yes for those strategies).")
+    var updatable: Bool? = nil
+
+    @Option(help: "Also write the toolkit's own outputs (features, labels, logits, probabilities) on every test set through the exported route, as JSON, to compare runtimes against.")
+    var reference: String?
+
+    func run() throws {
+        let stored = try load()
+        let sourceName = sourceName(stored)
+        let model = stored.model
+        let route = self.route ?? stored.lastRoute
+        if let e = model.routeError(route) { throw CLIFailure.badInput("--route: \(e)") }
+        if let routing = stored.perSampleRouting {
+            printError("note: the run routes each sample by \(routing) to one of \(model.routeCount) routes; this file holds route "
+                + "\(route) only. Export each route (--route 0…\(model.routeCount - 1)) and choose in the app (docs/export.md, Routing).")
+        }
+        let granularity: QuantizedMLP.Granularity? = int8 ? (stored.config.quantization?.granularity ?? .perChannel) : nil
+        let network: ExportedNetwork
+        do {
+            let whole = try ExportedNetwork(model: model, route: route, int8: granularity)
+            network = parts == .core ? try whole.core() : whole
+        } catch {
+            throw CLIFailure.badInput("cannot export \(sourceName): \(error)")
+        }
+        let metadata: [(String, String)] = [
+            ("continualkit.source", sourceName),
+            ("continualkit.strategy", stored.config.strategyLabel),
+            ("continualkit.features", stored.stream.featureNames.joined(separator: ",")),
+            ("continualkit.precision", granularity.map { "int8 (\($0.rawValue))" } ?? "float32"),
+        ]
+        let bytes: [UInt8]
+        switch format {
+        case .onnx:
+            if updatable == true { throw CLIFailure.badInput("--updatable applies to --format coreml only") }
+            bytes = ONNXExport.modelProto(network, producerVersion: ResultsSchema.toolkitVersion, metadata: metadata)
+        case .coreml:
+            var update: CoreMLExport.Updatable? = nil
+            let trainable = stored.onDeviceTrainableLayers
+            if updatable == true && parts == .core {
+                throw CLIFailure.badInput("--updatable: a core-only model (--parts core) has no output layer or loss to train")
+            }
+            if updatable == true && trainable == nil {
+                throw CLIFailure.badInput("--updatable: strategy \(stored.config.strategyLabel) does not train a fixed set of dense layers on device; "
+                    + "Core ML updatable models are exported for last_layer and bitfit runs")
+            }
+            if updatable != false, parts == .all, let layers = trainable, !(int8 && updatable == nil) {
+                update = CoreMLExport.Updatable(denseLayers: layers, learningRate: Double(stored.config.optimizer.learningRate),
+                                                miniBatchSize: stored.config.training.options.batchSize,
+                                                epochs: max(stored.config.training.options.epochs, 1))
+            }
+            do {
+                bytes = try CoreMLExport.modelSpec(network, updatable: update, version: ResultsSchema.toolkitVersion,
+                                                   shortDescription: "ContinualKit \(stored.config.strategyLabel) model (\(sourceName))",
+                                                   metadata: metadata + [("continualkit.updatable_layers", update.map { $0.denseLayers.map(String.init).joined(separator: ",") } ?? "")])
+            } catch {
+                throw CLIFailure.badInput("cannot export \(sourceName) to Core ML: \(error)")
+            }
+        }
+        do { try Data(bytes).write(to: URL(fileURLWithPath: output)) } catch {
+            throw CLIFailure.badInput("cannot write \(output): \(error.localizedDescription)")
+        }
+        let kinds = network.stages.map { stage -> String in
+            if case .adapter = stage { return "adapter" } else { return "dense" }
+        }
+        print("wrote \(output): \(format.rawValue), route \(route), \(kinds.count) stages (\(kinds.joined(separator: ", "))), "
+              + "\(granularity.map { "int8 " + $0.rawValue } ?? "float32")\(model.spec.lowRank.isEmpty ? "" : ", LoRA merged")"
+              + "\(parts == .core ? ", core only (output embedding)" : ""), \(bytes.count) bytes")
+        if let reference { try writeReference(stored, network: network, granularity: granularity, route: route, to: reference) }
+    }
+
+    /// The exported model's source, as named in messages and metadata.
+    func sourceName(_ stored: StoredModel) -> String {
+        if let checkpoint { return "checkpoint \(checkpoint)" }
+        return "run \"\(stored.run)\" of \(results ?? "")"
+    }
+
+    func load() throws -> StoredModel {
+        if let checkpoint {
+            guard results == nil, runName == nil else {
+                throw CLIFailure.badInput("give either a results file with --run, or --checkpoint, not both")
+            }
+            do { return try StoredModel.load(checkpoint: checkpoint) } catch { throw CLIFailure.badInput("\(error)") }
+        }
+        guard let results else { throw CLIFailure.badInput("give a results file (.h5) and --run, or --checkpoint FILE") }
+        guard FileManager.default.fileExists(atPath: results) else { throw CLIFailure.badInput("\(results): no such file") }
+        var name = runName
+        if name == nil {
+            let runs = (try? ResultsReader.read(path: results))?.runs ?? []
+            guard runs.count == 1 else {
+                throw CLIFailure.badInput("\(results) has \(runs.count) runs; choose one with --run (names: "
+                    + runs.prefix(8).map(\.name).joined(separator: ", ") + (runs.count > 8 ? ", …" : "") + ")")
+            }
+            name = runs[0].runId
+        }
+        do { return try StoredModel.load(results: results, run: name!) } catch { throw CLIFailure.badInput("\(error)") }
+    }
+
+    /// The toolkit's outputs through `route` on every test set: the float model's own forward
+    /// pass (LoRA unmerged, adapters as trained) or, with int8, `QuantizedMLP`. Core only: the
+    /// forward pass's activations entering the output layer (int8: the exported graph's).
+    func writeReference(_ stored: StoredModel, network: ExportedNetwork, granularity: QuantizedMLP.Granularity?,
+                        route: Int, to path: String) throws {
+        let model = stored.model
+        let ws = model.makeWorkspace(capacity: 1)
+        let q = granularity.map { QuantizedMLP(model, granularity: $0) }
+        var experiences: [[String: Any]] = []
+        for e in stored.stream.experiences {
+            var features: [[Double]] = [], logits: [[Double]] = [], probabilities: [[Double]] = []
+            var embeddings: [[Double]] = []
+            for i in 0..<e.test.count {
+                let x = Array(e.test.row(i))
+                if !network.includesHead {
+                    features.append(x.map(Double.init))
+                    if q != nil {
+                        embeddings.append(network.logits(x).map(Double.init))
+                    } else {
+                        x.withUnsafeBufferPointer { model.forward($0.baseAddress!, count: 1, route: route, workspace: ws) }
+                        // The output of layer L−2 (the last hidden layer, or its adapter) enters the output layer.
+                        let h = model.layers.count - 2
+                        embeddings.append(UnsafeBufferPointer(start: ws.hiddenActivations(h), count: model.layers[h].outputs).map(Double.init))
+                    }
+                    continue
+                }
+                var z: [Float]
+                if let q {
+                    z = q.logits(x, route: route)
+                } else {
+                    x.withUnsafeBufferPointer { model.forward($0.baseAddress!, count: 1, route: route, workspace: ws) }
+                    z = Array(UnsafeBufferPointer(start: ws.logits, count: model.logitCount))
+                }
+                features.append(x.map(Double.init))
+                logits.append(z.map(Double.init))
+                probabilities.append(z.withUnsafeBufferPointer { Loss.probabilities(head: model.spec.head, logits: $0.baseAddress!) })
+            }
+            var entry: [String: Any] = ["name": e.name, "index": e.index, "features": features, "labels": e.test.labels.map(Int.init)]
+            if network.includesHead {
+                entry["logits"] = logits
+                entry["probabilities"] = probabilities
+            } else {
+                entry["embedding"] = embeddings
+            }
+            experiences.append(entry)
+        }
+        let object: [String: Any] = ["route": route, "precision": granularity?.rawValue ?? "float32", "parts": parts.rawValue,
+                                     "strategy": stored.config.strategyLabel, "experiences": experiences]
+        do {
+            let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+            try data.write(to: URL(fileURLWithPath: path))
+        } catch {
+            throw CLIFailure.badInput("cannot write \(path): \(error.localizedDescription)")
+        }
+    }
+}
