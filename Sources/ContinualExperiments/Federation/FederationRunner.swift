@@ -508,6 +508,8 @@ public enum FederationRunner {
         }
         PopulationExecutor.aggregate(users, population: population, seed: popSeed, userIds: evaluated, into: &result)
         result.federation = outcome
+        // Training time of the run: every client's local and personal rounds (not only the evaluated).
+        result.outcome?.trainSeconds = outcome.clientTrainSeconds
         result.streamMetadata["population_note"] = "accuracy_matrix, baselines and metrics are over the mean personal "
             + "matrices of the evaluated clients (federation/evaluated_client); per-client values in population/, per round in federation/"
         if let o = result.outcome {
