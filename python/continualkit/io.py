@@ -477,3 +477,47 @@ def local_only_configuration(runs: pd.DataFrame) -> str | None:
     if not confs:
         return None
     return "local_only" if "local_only" in confs else confs[0]
+
+
+def personalisation_gains(path: str, baseline: str | None = None, summary: pd.DataFrame | None = None,
+                          metric: str = "acc") -> pd.DataFrame:
+    """Per client: its personal `metric` (population/metrics, default ACC) under each federated
+    configuration minus the same client's value under `baseline` (default: the local-only
+    configuration, `local_only_configuration`), matched on seed and client id (clients with one
+    id in runs of one seed hold the same data). Columns: configuration, seed, client, value,
+    baseline_value, gain (fractions, not %). `attrs["baseline"]` names the baseline. Raises
+    ValueError when the file has no such baseline."""
+    runs = federation_runs(path, summary)
+    base = baseline or local_only_configuration(runs)
+    if base is None or base not in set(runs.get("configuration", [])):
+        raise ValueError(f"{path}: no local-only configuration (share = none) to measure personalisation gains against"
+                         if baseline is None else f"{path}: baseline {baseline!r} is not a federated configuration")
+
+    def per_client(f, rid):
+        p = f["runs"][rid].get("population")
+        if p is None or "metrics" not in p or metric not in p["metrics"]:
+            return None
+        v = np.asarray(p["metrics"][metric][()], dtype=float)
+        ids = np.asarray(p["user"][()]) if "user" in p else np.arange(len(v))
+        if "status" in p:
+            done = np.array([_str(s) == "completed" for s in p["status"][()]])
+            v, ids = v[done], ids[done]
+        return pd.Series(v, index=ids)
+
+    frames = []
+    with h5py.File(path, "r") as f:
+        base_runs = {int(r["seed"]): per_client(f, r["run_id"]) for _, r in runs[runs["configuration"] == base].iterrows()}
+        for _, r in runs[runs["configuration"] != base].iterrows():
+            b = base_runs.get(int(r["seed"]))
+            v = per_client(f, r["run_id"])
+            if b is None or v is None:
+                continue
+            common = v.index.intersection(b.index)
+            frames.append(pd.DataFrame({"configuration": r["configuration"], "seed": int(r["seed"]), "client": common,
+                                        "value": v.loc[common].to_numpy(), "baseline_value": b.loc[common].to_numpy()}))
+    cols = ["configuration", "seed", "client", "value", "baseline_value", "gain"]
+    out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols[:-1])
+    out["gain"] = out["value"] - out["baseline_value"]
+    out = out[cols]
+    out.attrs.update(baseline=base, metric=metric, experiment_name=runs.attrs.get("experiment_name", ""))
+    return out
