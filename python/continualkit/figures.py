@@ -762,7 +762,9 @@ def personalisation_gain(path, baseline=None, df=None, metric="acc"):
     for y, d, conf in zip(ys, data, confs):
         ax.scatter(d, y + rng.uniform(-0.28, 0.28, len(d)), s=2.5, color=OKABE_ITO[0], alpha=0.25, lw=0,
                    rasterized=True)
-    ax.boxplot(data, positions=ys, vert=False, widths=0.6, showfliers=False, patch_artist=True,
+    horizontal = {"orientation": "horizontal"} if tuple(int(v) for v in matplotlib.__version__.split(".")[:2]) >= (3, 10) \
+        else {"vert": False}
+    ax.boxplot(data, positions=ys, widths=0.6, showfliers=False, patch_artist=True, **horizontal,
                boxprops=dict(facecolor="none", edgecolor="black", lw=0.9), medianprops=dict(color=OKABE_ITO[1], lw=1.6),
                whiskerprops=dict(lw=0.8), capprops=dict(lw=0.8))
     ax.axvline(0, color="0.3", lw=0.8, ls="--")

@@ -418,7 +418,8 @@ def federation_runs(path: str, summary: pd.DataFrame | None = None) -> pd.DataFr
     clients and experiences; NaN unless share = all), `bytes_per_client` (mean over clients of
     client_bytes_up + client_bytes_down), `joules_per_client` (mean of client_joules),
     `epsilon` (ε after the last round; NaN without noise, inf for clipping without noise),
-    `delta`, `rounds_per_client` (mean participations), `share`, `personal`, `aggregation`.
+    `delta`, `rounds_per_client` (mean participations; NaN for share = none, which has no server
+    rounds), `share`, `personal`, `aggregation`.
     The summary's attrs are kept (so `stats.aggregate` groups it as usual)."""
     df = summary if summary is not None else load_summary(path)
     ok = df[df["status"] == "completed"] if "status" in df.columns else df
@@ -453,7 +454,9 @@ def federation_runs(path: str, summary: pd.DataFrame | None = None) -> pd.DataFr
                 "joules_per_client": float(np.mean(fg["client_joules"][()])) if "client_joules" in fg else np.nan,
                 "epsilon": float(eps[-1]) if len(eps) else float(fg.attrs.get("final_epsilon", np.nan)),
                 "delta": float(fg.attrs["delta"]) if "delta" in fg.attrs else np.nan,
-                "rounds_per_client": float(np.mean(fg["participations"][()])) if "participations" in fg else np.nan,
+                # share = none has no server rounds (files written before cf91947 counted its local rounds)
+                "rounds_per_client": float(np.mean(fg["participations"][()])) if "participations" in fg
+                and share != "none" else np.nan,
                 "share": share, "personal": _str(fg.attrs.get("personal", "")),
                 "aggregation": _str(fg.attrs.get("aggregation", "")),
             })

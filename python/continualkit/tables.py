@@ -221,7 +221,8 @@ def federation_table(path, df=None, numeric=False) -> pd.DataFrame:
     if runs.empty:
         raise KeyError(f"{path} has no federated run")
     cols = [c for c, *_ in FEDERATION_COLUMNS]
-    agg = aggregate(runs, cols)
+    with np.errstate(invalid="ignore"):      # ε = inf (clipping without noise) has no std
+        agg = aggregate(runs, cols)
     if numeric:
         flat = agg.copy()
         flat.columns = [f"{m}_{s}" for m, s in flat.columns]
