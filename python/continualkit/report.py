@@ -93,7 +93,8 @@ def figure_list(path, df):
     if ok["run_id"].size and F.is_federated(path, ok["run_id"]):
         # the federation's own figures first: they are what a federated file is about
         fed_figs = []
-        fed = list(dict.fromkeys(F.federation_runs(path, df)["configuration"]))
+        fed_runs = F.federation_runs(path, df)
+        fed = list(dict.fromkeys(fed_runs["configuration"]))
         for k, page in enumerate(F.pages(fed)):
             sfx = "" if len(fed) <= F.MAX_PANELS else f" ({k + 1})"
             fed_figs.append((f"federation_rounds{k + 1}",
@@ -101,10 +102,11 @@ def figure_list(path, df):
                              "the global model over rounds, against the local-only reference; ε over rounds for the "
                              "DP configurations" + sfx,
                              lambda page=page: F.federation_rounds(path, page, df=df)))
-        fed_figs.append(("personalisation_gain",
-                         "Personalisation gain per client: personal ACC minus the same client's ACC under the "
-                         "local-only configuration (same seed and client id)",
-                         lambda: F.personalisation_gain(path, df=df)))
+        if F.local_only_configuration(fed_runs) is not None:      # gains need a local-only baseline
+            fed_figs.append(("personalisation_gain",
+                             "Personalisation gain per client: personal ACC minus the same client's ACC under "
+                             "the local-only configuration (same seed and client id)",
+                             lambda: F.personalisation_gain(path, df=df)))
         out = fed_figs + out
     if len(confs) >= 2:
         acc = F.pareto_metric(ok)
