@@ -110,7 +110,10 @@ def figure_list(path, df):
         out = fed_figs + out
     if len(confs) >= 2:
         acc = F.pareto_metric(ok)
-        if "energy_j" in ok and (ok["energy_j"] > 0).any():
+        if ok["run_id"].size and F.is_federated(path, ok["run_id"]):
+            out.append(("pareto_energy", "Accuracy against energy per client (local training and transfers)",
+                        lambda: F.pareto(path, "joules_per_client", acc, df=F.federation_runs(path, df))))
+        elif "energy_j" in ok and (ok["energy_j"] > 0).any():
             out.append(("pareto_energy", "Accuracy against training energy",
                         lambda: F.pareto(path, "energy_j", acc, df=df)))
         if "peak_memory_bytes" in ok and (ok["peak_memory_bytes"] > 0).any():
