@@ -229,3 +229,4 @@ def test_plot_check_and_report(fed, synthetic, tmp_path):
     assert r["figures"][:2] == ["federation_rounds1", "personalisation_gain"]
     assert "federation (mean ± std over seeds)" in html and "ε (δ = 1e-05)" in html
     assert "id='fig-personalisation_gain' data-width='page'" in html
+    assert "Accuracy against energy per client" in html       # the federation's energy, not the summary's energy_j
