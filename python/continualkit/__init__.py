@@ -12,7 +12,8 @@ def __getattr__(name):
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'continualkit' has no attribute {name!r}")
 
-from .io import (configuration_name, curves, experiment_json, load_run, load_summary, metric_matrix,  # noqa: F401
+from .io import (configuration_name, curves, experiment_json, federation, federation_runs, is_federated,  # noqa: F401
+                 load_run, load_summary, local_only_configuration, metric_matrix, personalisation_gains,
                  population, prequential, provenance, run_config, swept_values)
 from .metrics import (acc, all_metrics, bwt, forgetting, forgetting_per_experience, fwt,  # noqa: F401
                       learning_accuracy)

@@ -124,7 +124,7 @@ def main(argv=None):
     s = sub.add_parser("table", help="the experiment's tables (+ paired comparison against a baseline)")
     s.add_argument("file")
     s.add_argument("--baseline", help="configuration to compare against, matched on seed (default: the "
-                                      "experiment's, e.g. naive)")
+                                      "experiment's, e.g. naive; for federated files the local-only one)")
     s.add_argument("--metrics", help="comma-separated summary columns, e.g. acc,bwt,forgetting")
     s.add_argument("--format", default="markdown", choices=["markdown", "csv", "latex"])
     s.set_defaults(fn=cmd_table)

@@ -19,7 +19,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from . import metrics as M  # noqa: E402
-from .io import load_summary, metric_matrix, population, prequential  # noqa: E402
+from .io import (federation, federation_runs, is_federated, load_summary, local_only_configuration,  # noqa: E402
+                 metric_matrix, personalisation_gains, population, prequential)
 from .stats import aggregate, seed_stats  # noqa: E402
 
 #: Okabe & Ito (2008) colour-blind-safe palette, yellow last (weak on white).
@@ -439,7 +440,8 @@ def population_fan(path, run_id=None, df=None, levels=((0.05, 0.95), (0.25, 0.75
 
 
 # ---------------------------------------------------------------------------------------------
-COSTS = {"energy_j": ("training energy", "J"), "peak_memory_bytes": ("peak training memory", "B"),
+COSTS = {"energy_j": ("training energy", "J"),
+         "joules_per_client": ("energy per client (training + transfers)", "J"), "peak_memory_bytes": ("peak training memory", "B"),
          "model_bytes": ("model size", "B"), "buffer_bytes": ("replay buffer", "B"),
          "train_seconds": ("training time", "s"), "flops_per_prediction": ("FLOPs per prediction", "")}
 
@@ -614,6 +616,178 @@ def pareto(path, cost="energy_j", metric="acc", df=None, configurations=None):
     return fig
 
 
+# --------------------------------------------------------------------------------------------- federation
+def _federation_series(path, runs, conf):
+    """Per-seed series of one configuration: (evaluation x as rounds done, personal (run, E),
+    global (run, E) or None, epsilon x, epsilon (run, R) or None, attrs of the first run)."""
+    pers, glob, eps, ex, rx, attrs = [], [], [], None, None, None
+    for rid in runs[runs["configuration"] == conf]["run_id"]:
+        ds = federation(path, rid)
+        if ds is None or "personal_accuracy" not in ds:
+            continue
+        x = ds["evaluated_round"].values + 1
+        if ex is not None and len(x) != len(ex):
+            continue
+        ex, attrs = x, attrs or dict(ds.attrs)
+        pers.append(ds["personal_accuracy"].values * 100)
+        if "global_accuracy" in ds:
+            glob.append(ds["global_accuracy"].values * 100)
+        if "epsilon" in ds:
+            rx = ds["round"].values + 1
+            eps.append(ds["epsilon"].values)
+    pers = np.array(pers)
+    glob = np.array(glob) if glob and np.isfinite(glob).any() else None
+    eps = np.array(eps) if eps and np.isfinite(eps).any() else None
+    return ex, pers, glob, rx, eps, attrs or {}
+
+
+def _mean_band(ax, x, Y, color, ls="-", label=None, lw=1.3, marker=None):
+    st = [seed_stats(Y[:, k]) for k in range(Y.shape[1])]
+    mean = np.array([s["mean"] for s in st])
+    h, = ax.plot(x, mean, color=color, ls=ls, lw=lw, label=label, marker=marker, ms=2.5)
+    if Y.shape[0] >= MIN_N_BAND:
+        ax.fill_between(x, [s["ci_low"] for s in st], [s["ci_high"] for s in st], color=color, alpha=0.15, lw=0)
+    return h
+
+
+def federation_rounds(path, configurations=None, df=None):
+    """Federated runs: accuracy over rounds, one panel per configuration (at most MAX_PANELS:
+    pass `configurations` or use `pages`): the personal models' accuracy (what each phone
+    predicts with) and, where the server model is the whole model (share = all) and phones do
+    not simply predict with it, the global model's, each the mean over the evaluated clients'
+    current test data, mean over seeds with a 95 % CI band (n ≥ MIN_N_BAND); the local-only
+    configuration's personal accuracy is drawn in grey in every other panel as the reference.
+    A last panel shows ε (at the file's δ) over rounds for the configurations with DP noise."""
+    df = _summary(path, df)
+    runs = federation_runs(path, df)
+    if runs.empty:
+        raise ValueError(f"{path} has no federated run")
+    confs = list(dict.fromkeys(runs["configuration"]))
+    if configurations:
+        missing = [c for c in configurations if c not in confs]
+        if missing:
+            raise KeyError(f"unknown configuration(s) {missing}; have {confs}")
+        confs = list(configurations)
+    confs = confs[:MAX_PANELS]
+    base = local_only_configuration(runs)
+    series = {c: _federation_series(path, runs, c) for c in confs}
+    ref = series[base] if base in series else (_federation_series(path, runs, base) if base else None)
+    dp = [c for c in confs if series[c][4] is not None]
+    cols = min(len(confs), 3)
+    rows = math.ceil(len(confs) / cols)
+    fig = plt.figure(figsize=(2.9 * cols + 0.6, 2.3 * rows + (2.3 if dp else 0) + 1.3))
+    gs = fig.add_gridspec(rows + (1 if dp else 0), cols, height_ratios=[1] * rows + ([1.0] if dp else []),
+                          hspace=0.7, wspace=0.12)
+    # one y range for every panel, wide enough for the bands (with 3 seeds t(0.975, 2) = 4.3
+    # makes them wide): a band cut by the axis would hide how uncertain a dip is
+    ext = []
+    for s_ in series.values():
+        for Y in (s_[1], s_[2]):
+            if Y is not None and len(Y):
+                st = [seed_stats(Y[:, k]) for k in range(Y.shape[1])]
+                ext += [v for s2 in st for v in (s2["mean"], s2["ci_low"], s2["ci_high"])]
+    ext = np.array([v for v in ext if np.isfinite(v)])
+    lo, hi = (max(0, np.floor(ext.min() / 10) * 10), min(100, np.ceil(ext.max() / 10) * 10)) if len(ext) else (0, 100)
+    handles = {}
+    for p, conf in enumerate(confs):
+        ax = fig.add_subplot(gs[p // cols, p % cols])
+        x, pers, glob, _, _, attrs = series[conf]
+        if ref is not None and conf != base and ref[0] is not None and len(ref[1]):
+            h, = ax.plot(ref[0], ref[1].mean(0), color="0.6", lw=1.0, label=f"{base} (personal, reference)")
+            handles.setdefault("ref", h)
+        same = attrs.get("personal") == "global" and attrs.get("share") == "all"
+        if len(pers):
+            h = _mean_band(ax, x, pers, OKABE_ITO[0], label="personal model" if not same else None, marker="o")
+            handles.setdefault("personal", h)
+        if glob is not None and not same:
+            h = _mean_band(ax, x, glob, OKABE_ITO[1], ls="--", label="global model", marker="s")
+            handles.setdefault("global", h)
+        n = len(pers)
+        share = attrs.get("share", "?")
+        note = "phones predict with the global model" if same else \
+            "phones fine-tune a copy of the global model" if share == "all" and glob is not None else \
+            f"share = {share}" + ("" if glob is not None else ": no global model")
+        ax.set_title(f"{_wrap(conf, 30)} (n={n})\n{note}", fontsize=7.5, linespacing=1.3)
+        ax.set_ylim(lo, hi)
+        ax.grid(alpha=0.3)
+        if p % cols == 0:
+            ax.set_ylabel("accuracy (%)")
+        else:
+            ax.set_yticklabels([])
+        if p + cols >= len(confs):
+            ax.set_xlabel("round")
+    labels = {"personal": "personal model (what each phone predicts with)", "global": "global model",
+              "ref": f"{base}: personal model (reference)"}
+    keys = [k for k in ("personal", "global", "ref") if k in handles]
+    if dp:
+        ax = fig.add_subplot(gs[rows, :])
+        for k, conf in enumerate(dp):
+            _, _, _, rx, eps, attrs = series[conf]
+            st = style(k + 2)
+            ax.plot(rx, np.nanmean(eps, axis=0), color=st["color"], ls=st["linestyle"], lw=1.4, label=conf)
+            ax.annotate(f"{conf}: ε = {np.nanmean(eps[:, -1]):.2f}", (rx[-1], np.nanmean(eps[:, -1])),
+                        xytext=(-4, 4), textcoords="offset points", ha="right", va="bottom", fontsize=6.5,
+                        color=st["color"])
+        deltas = sorted({series[c][5].get("delta") for c in dp if series[c][5].get("delta") is not None})
+        ax.set_ylabel("ε" + (f" at δ = {deltas[0]:g}" if len(deltas) == 1 else ""))
+        ax.set_xlabel("round")
+        top = max(np.nanmax(series[c][4]) for c in dp)
+        ax.set_ylim(0, top * 1.18 if np.isfinite(top) and top > 0 else None)   # room for the end labels
+        ax.grid(alpha=0.3)
+        ax.set_title("privacy spent: ε after each round (DP configurations; mean over seeds)", fontsize=8)
+    fig.legend([handles[k] for k in keys], [labels[k] for k in keys], loc="upper center", ncol=len(keys),
+               frameon=False, bbox_to_anchor=(0.5, 1 - 0.4 / fig.get_figheight()))
+    fig.suptitle(f"{_experiment(df)}: accuracy on the evaluated clients' current test data over rounds "
+                 f"(mean over seeds; band: 95% CI where n ≥ {MIN_N_BAND})", fontsize=9, y=1 - 0.1 / fig.get_figheight())
+    # inches from the top: suptitle, then the legend, then the panels' two-line titles
+    fig.subplots_adjust(top=1 - 1.3 / fig.get_figheight(), left=0.08, right=0.98, bottom=0.6 / fig.get_figheight())
+    return fig
+
+
+def personalisation_gain(path, baseline=None, df=None, metric="acc"):
+    """Per client: personal ACC under each federated configuration minus the same client's ACC
+    under the local-only configuration (matched on seed and client id; `personalisation_gains`),
+    in points, one row per configuration: every client of every seed as a jittered dot, a box
+    (quartiles, whiskers at 1.5 IQR) and, at the right, the median gain and the share of clients
+    that gain. Raises ValueError without a local-only configuration."""
+    df = _summary(path, df)
+    g = personalisation_gains(path, baseline, df, metric)
+    base = g.attrs["baseline"]
+    confs = list(dict.fromkeys(g["configuration"]))
+    if not confs:
+        raise ValueError(f"{path}: no configuration to compare with {base}")
+    data = [g[g["configuration"] == c]["gain"].to_numpy() * 100 for c in confs]
+    fig, ax = plt.subplots(figsize=(6.6, 0.42 * len(confs) + 1.5))
+    rng = np.random.default_rng(0)
+    ys = np.arange(len(confs))[::-1]
+    for y, d, conf in zip(ys, data, confs):
+        ax.scatter(d, y + rng.uniform(-0.28, 0.28, len(d)), s=2.5, color=OKABE_ITO[0], alpha=0.25, lw=0,
+                   rasterized=True)
+    horizontal = {"orientation": "horizontal"} if tuple(int(v) for v in matplotlib.__version__.split(".")[:2]) >= (3, 10) \
+        else {"vert": False}
+    ax.boxplot(data, positions=ys, widths=0.6, showfliers=False, patch_artist=True, **horizontal,
+               boxprops=dict(facecolor="none", edgecolor="black", lw=0.9), medianprops=dict(color=OKABE_ITO[1], lw=1.6),
+               whiskerprops=dict(lw=0.8), capprops=dict(lw=0.8))
+    ax.axvline(0, color="0.3", lw=0.8, ls="--")
+    ax.set_yticks(ys)
+    ax.set_yticklabels([_wrap(c, 24) for c in confs])
+    ax.set_ylim(-0.6, len(confs) - 0.4)
+    for y, d in zip(ys, data):
+        ax.annotate(f"median {np.median(d):+.1f} pts\n{np.mean(d > 0):.0%} of clients better", (1.01, y),
+                    xycoords=("axes fraction", "data"), va="center", fontsize=6.5)
+    seeds = g["seed"].nunique()
+    clients = g.groupby("seed")["client"].nunique().max() if len(g) else 0
+    ax.set_xlabel(f"personal {METRIC_LABELS.get(metric, metric).split(' (')[0]} − the same client's under {base} "
+                  "(points)")
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_title(f"{_experiment(df)}: personalisation gain of each client over {base}\n(baseline: the same client "
+                 f"and seed under {base}; {clients} clients × {seeds} seeds per row)", fontsize=9)
+    fig.tight_layout()
+    fig.text(0.99, 0.005, "dots: clients · box: quartiles, whiskers 1.5 IQR · orange: median", ha="right",
+             va="bottom", fontsize=6, color="0.35")
+    return fig
+
+
 # ---------------------------------------------------------------------------------------------
 #: Bounds `check_png` enforces (what CI checks on every figure).
 MAX_PX = 4200
@@ -679,9 +853,20 @@ def draw_all(path, out_dir, formats=("pdf", "svg", "png"), df=None, verbose=Fals
     for rid in sorted(pop_ids, key=lambda r: list(ok["run_id"]).index(r))[:4]:
         name = "population" if len(pop_ids) == 1 else f"population_{ok.set_index('run_id').loc[rid, 'configuration']}"
         emit(name, lambda rid=rid: population_fan(path, rid, df=df))
+    if is_federated(path, ok["run_id"]):
+        fed = list(dict.fromkeys(federation_runs(path, df)["configuration"]))
+        fed_pages = pages(fed)
+        for k, page in enumerate(fed_pages):
+            suffix = "" if len(fed_pages) == 1 else f"_{k + 1}"
+            emit(f"federation_rounds{suffix}", lambda page=page: federation_rounds(path, page, df=df))
+        emit("personalisation_gain", lambda: personalisation_gain(path, df=df))
     if len(dict.fromkeys(ok["configuration"])) >= 2:
         acc = pareto_metric(ok)
-        if "energy_j" in ok and ok["energy_j"].notna().any() and (ok["energy_j"] > 0).any():
+        if is_federated(path, ok["run_id"]):
+            # a federated run's summary energy_j is not what its phones spend: use the federation's
+            # per-client energy (local training + transfers), the table's mJ / client
+            emit("pareto_energy", lambda: pareto(path, "joules_per_client", acc, df=federation_runs(path, df)))
+        elif "energy_j" in ok and ok["energy_j"].notna().any() and (ok["energy_j"] > 0).any():
             emit("pareto_energy", lambda: pareto(path, "energy_j", acc, df=df))
         if "peak_memory_bytes" in ok and (ok["peak_memory_bytes"] > 0).any():
             emit("pareto_memory", lambda: pareto(path, "peak_memory_bytes", acc, df=df))

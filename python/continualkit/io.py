@@ -311,6 +311,8 @@ def population(path: str, run_id: str) -> xr.Dataset | None:
                 data["final_accuracy"] = (("user", "evaluated"), arr)
         if "status" in p:
             data["status"] = (("user",), np.array([_str(s) for s in p["status"][()]]))
+        if "user" in p and n_users is not None and len(p["user"]) == n_users:
+            coords["user"] = np.asarray(p["user"][()])   # the user (federated: client) ids
         if "aggregate" in p:
             ag = p["aggregate"]
             if "metric" in ag and "quantiles" in ag and "quantile_levels" in ag:
@@ -326,3 +328,199 @@ def population(path: str, run_id: str) -> xr.Dataset | None:
     if names:
         ds.attrs["experience_names"] = names
     return ds
+
+
+#: Per-round, per-evaluation and per-client datasets of `runs/<id>/federation/` and their dims.
+FEDERATION_ROUND = ("invited", "available", "completed", "adversarial", "bytes_up", "bytes_down", "training_joules",
+                    "radio_joules", "mean_update_norm", "epsilon", "samples_trained", "aggregated")
+FEDERATION_EVALUATION = ("global_accuracy", "personal_accuracy")
+FEDERATION_CLIENT = ("invitations", "participations", "adversary", "client_bytes_up", "client_bytes_down",
+                     "client_joules", "device_pattern")
+
+
+def is_federated(path: str, run_ids: Iterable[str] | None = None) -> bool:
+    """True when any of the runs (default: all) has a `federation/` group."""
+    with h5py.File(path, "r") as f:
+        ids = list(run_ids) if run_ids is not None else list(f["runs"].keys())
+        return any(rid in f["runs"] and "federation" in f["runs"][rid] for rid in ids)
+
+
+def federation(path: str, run_id: str) -> xr.Dataset | None:
+    """A federated run's `federation/` group as a Dataset (None for a run without one).
+
+    Dims: `round` (0-based index of the round: invited, available, completed, adversarial,
+    bytes_up, bytes_down, training_joules, radio_joules, mean_update_norm, epsilon — NaN without
+    noise, inf for clipping without noise —, samples_trained, aggregated), `evaluated_round` (the
+    round after which an evaluation was taken: global_accuracy — NaN unless share = all —,
+    personal_accuracy, and `personal_accuracy_quantiles` / `global_accuracy_quantiles` over
+    `level`), `client` (invitations, participations, adversary, client_bytes_up,
+    client_bytes_down, client_joules, device_pattern) and `evaluated_client` (the ids of the
+    clients whose models are evaluated, i.e. `population()`'s users: `global_final_accuracy`
+    over (evaluated_client, evaluated)). Each variable keeps its `meaning` and `units`; the
+    group's attributes (clients, rounds, sampling_rate, share, personal, aggregation, encoding,
+    final_epsilon, delta, shared_parameters, …) are the Dataset's attrs."""
+    with h5py.File(path, "r") as f:
+        g = f["runs"][run_id]
+        if "federation" not in g:
+            return None
+        fg = g["federation"]
+        attrs = {k: (_str(v).item() if isinstance(_str(v), np.generic) else _str(v)) for k, v in fg.attrs.items()}
+        data, coords = {}, {}
+
+        def var(name, dims, values):
+            a = {k: _str(fg[name].attrs[k]) for k in ("meaning", "units") if k in fg[name].attrs}
+            data[name] = xr.Variable(dims, values, attrs=a)
+
+        def values(name):
+            v = fg[name][()]
+            return np.array([_str(x) for x in v]) if v.dtype.kind in "SO" else np.asarray(v)
+
+        if "round" in fg:
+            coords["round"] = np.asarray(fg["round"][()])
+        for k in FEDERATION_ROUND:
+            if k in fg:
+                var(k, ("round",), values(k))
+        if "evaluated_round" in fg:
+            coords["evaluated_round"] = np.asarray(fg["evaluated_round"][()])
+        for k in FEDERATION_EVALUATION:
+            if k in fg:
+                var(k, ("evaluated_round",), values(k))
+        levels = None
+        if "population" in g and "aggregate" in g["population"] and "quantile_levels" in g["population"]["aggregate"]:
+            levels = np.asarray(g["population"]["aggregate"]["quantile_levels"][()], dtype=float)
+        for k in ("personal_accuracy_quantiles", "global_accuracy_quantiles"):
+            if k in fg:
+                v = values(k)
+                if levels is not None and len(levels) == v.shape[1]:
+                    coords["level"] = levels
+                var(k, ("evaluated_round", "level"), v)
+        if "client" in fg:
+            coords["client"] = np.asarray(fg["client"][()])
+        for k in FEDERATION_CLIENT:
+            if k in fg:
+                var(k, ("client",), values(k))
+        if "evaluated_client" in fg:
+            coords["evaluated_client"] = np.asarray(fg["evaluated_client"][()])
+        if "global_final_accuracy" in fg:
+            var("global_final_accuracy", ("evaluated_client", "evaluated"), values("global_final_accuracy"))
+            names = _exp_names(g, fg["global_final_accuracy"].shape[1])
+            coords["evaluated_name"] = ("evaluated", _unique_labels(names))
+    ds = xr.Dataset(data, coords=coords, attrs=attrs)
+    ds.attrs["run_id"] = run_id
+    return ds
+
+
+def federation_runs(path: str, summary: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per completed federated run (the summary's columns plus what the federation table
+    aggregates), in sweep order: `personal_acc` and `forgetting` (the summary's `acc` and
+    `forgetting`: means over the evaluated clients, or of `population/metrics` when absent),
+    `global_acc` (mean of `global_final_accuracy`: the final global model's ACC over the same
+    clients and experiences; NaN unless share = all), `bytes_per_client` (mean over clients of
+    client_bytes_up + client_bytes_down), `joules_per_client` (mean of client_joules),
+    `epsilon` (ε after the last round; NaN without noise, inf for clipping without noise),
+    `delta`, `rounds_per_client` (mean participations; NaN for share = none, which has no server
+    rounds), `share`, `personal`, `aggregation`.
+    The summary's attrs are kept (so `stats.aggregate` groups it as usual)."""
+    df = summary if summary is not None else load_summary(path)
+    ok = df[df["status"] == "completed"] if "status" in df.columns else df
+    rows = []
+    with h5py.File(path, "r") as f:
+        for _, r in ok.iterrows():
+            g = f["runs"][r["run_id"]]
+            if "federation" not in g:
+                continue
+            fg = g["federation"]
+            pm = g["population"]["metrics"] if "population" in g and "metrics" in g["population"] else {}
+
+            def pop_mean(name):
+                # the summary's value (what `continual inspect` prints: the mean over the
+                # population's users) when present, else the mean of population/metrics
+                if name in r and pd.notna(r[name]):
+                    return float(r[name])
+                return float(np.nanmean(pm[name][()])) if name in pm else np.nan
+
+            share = _str(fg.attrs.get("share", ""))
+            gfa = np.asarray(fg["global_final_accuracy"][()], dtype=float) if "global_final_accuracy" in fg else None
+            eps = np.asarray(fg["epsilon"][()], dtype=float) if "epsilon" in fg else np.array([])
+            up = np.asarray(fg["client_bytes_up"][()], dtype=float) if "client_bytes_up" in fg else None
+            down = np.asarray(fg["client_bytes_down"][()], dtype=float) if "client_bytes_down" in fg else None
+            rows.append({
+                **r.to_dict(),
+                "personal_acc": pop_mean("acc"),
+                "forgetting": pop_mean("forgetting"),
+                "global_acc": float(np.nanmean(gfa)) if share == "all" and gfa is not None and np.isfinite(gfa).any()
+                else np.nan,
+                "bytes_per_client": float(np.mean(up + down)) if up is not None and down is not None else np.nan,
+                "joules_per_client": float(np.mean(fg["client_joules"][()])) if "client_joules" in fg else np.nan,
+                "epsilon": float(eps[-1]) if len(eps) else float(fg.attrs.get("final_epsilon", np.nan)),
+                "delta": float(fg.attrs["delta"]) if "delta" in fg.attrs else np.nan,
+                # share = none has no server rounds (files written before cf91947 counted its local rounds)
+                "rounds_per_client": float(np.mean(fg["participations"][()])) if "participations" in fg
+                and share != "none" else np.nan,
+                "share": share, "personal": _str(fg.attrs.get("personal", "")),
+                "aggregation": _str(fg.attrs.get("aggregation", "")),
+            })
+    out = pd.DataFrame(rows)
+    # 12 decimals: a mean taken in another order (global ACC of a run whose phones predict with
+    # the global model vs the summary's ACC) must not print differently by 1e-16 at a .xx5 edge
+    for c in ("personal_acc", "forgetting", "global_acc", "epsilon"):
+        if c in out:
+            out[c] = out[c].round(12)
+    out.attrs.update(df.attrs)
+    return out
+
+
+def local_only_configuration(runs: pd.DataFrame) -> str | None:
+    """The configuration that shares nothing (share = none: every phone learns alone), the
+    baseline of personalisation gains: `local_only` when so named, else the first such; None
+    when there is none."""
+    if runs.empty or "share" not in runs:
+        return None
+    confs = list(dict.fromkeys(runs[runs["share"] == "none"]["configuration"]))
+    if not confs:
+        return None
+    return "local_only" if "local_only" in confs else confs[0]
+
+
+def personalisation_gains(path: str, baseline: str | None = None, summary: pd.DataFrame | None = None,
+                          metric: str = "acc") -> pd.DataFrame:
+    """Per client: its personal `metric` (population/metrics, default ACC) under each federated
+    configuration minus the same client's value under `baseline` (default: the local-only
+    configuration, `local_only_configuration`), matched on seed and client id (clients with one
+    id in runs of one seed hold the same data). Columns: configuration, seed, client, value,
+    baseline_value, gain (fractions, not %). `attrs["baseline"]` names the baseline. Raises
+    ValueError when the file has no such baseline."""
+    runs = federation_runs(path, summary)
+    base = baseline or local_only_configuration(runs)
+    if base is None or base not in set(runs.get("configuration", [])):
+        raise ValueError(f"{path}: no local-only configuration (share = none) to measure personalisation gains against"
+                         if baseline is None else f"{path}: baseline {baseline!r} is not a federated configuration")
+
+    def per_client(f, rid):
+        p = f["runs"][rid].get("population")
+        if p is None or "metrics" not in p or metric not in p["metrics"]:
+            return None
+        v = np.asarray(p["metrics"][metric][()], dtype=float)
+        ids = np.asarray(p["user"][()]) if "user" in p else np.arange(len(v))
+        if "status" in p:
+            done = np.array([_str(s) == "completed" for s in p["status"][()]])
+            v, ids = v[done], ids[done]
+        return pd.Series(v, index=ids)
+
+    frames = []
+    with h5py.File(path, "r") as f:
+        base_runs = {int(r["seed"]): per_client(f, r["run_id"]) for _, r in runs[runs["configuration"] == base].iterrows()}
+        for _, r in runs[runs["configuration"] != base].iterrows():
+            b = base_runs.get(int(r["seed"]))
+            v = per_client(f, r["run_id"])
+            if b is None or v is None:
+                continue
+            common = v.index.intersection(b.index)
+            frames.append(pd.DataFrame({"configuration": r["configuration"], "seed": int(r["seed"]), "client": common,
+                                        "value": v.loc[common].to_numpy(), "baseline_value": b.loc[common].to_numpy()}))
+    cols = ["configuration", "seed", "client", "value", "baseline_value", "gain"]
+    out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols[:-1])
+    out["gain"] = out["value"] - out["baseline_value"]
+    out = out[cols]
+    out.attrs.update(baseline=base, metric=metric, experiment_name=runs.attrs.get("experiment_name", ""))
+    return out

@@ -28,6 +28,7 @@ th,td{border-bottom:1px solid #e3e3e3;padding:.25rem .6rem;text-align:right;whit
 th:first-child,td:first-child{text-align:left}th{background:#f5f7fa}
 .tablewrap{overflow-x:auto}
 figure{margin:1rem 0}figure svg,figure img{max-width:100%;height:auto}
+figure[data-width=page] svg,figure[data-width=page] img{width:100%}
 figcaption{font-size:.85rem;color:#555}
 dl.prov{display:grid;grid-template-columns:max-content auto;gap:.15rem 1rem;font-size:.9rem}
 dl.prov dt{font-weight:600}
@@ -35,6 +36,16 @@ pre{background:#f6f8fa;padding:.6rem;overflow-x:auto;font-size:.78rem}
 details{margin:.3rem 0}summary{cursor:pointer}
 .note{color:#555;font-size:.85rem}
 """
+
+
+#: Figures (by id prefix) the report stretches to the page width.
+WIDE_FIGURES = ("federation_rounds", "personalisation_gain")
+FEDERATION_NOTE = (
+    "Personal ACC: the model each phone predicts with, over its own experiences after the last round (mean over "
+    "the evaluated clients); global ACC: the final global model on the same clients and experiences (— unless the "
+    "whole model is shared); KiB / client: bytes up + down over the run, mean over clients; mJ / client: energy of "
+    "the client's local training and transfers over the run; ε: after the last round at δ (— without DP noise); "
+    "rounds / client: rounds whose aggregate got the client's update.")
 
 
 def _table_html(df) -> str:
@@ -79,9 +90,30 @@ def figure_list(path, df):
         out.append(("prequential", "Prequential accuracy", lambda: F.prequential_curves(path, df=df)))
     for r in pop[:4]:
         out.append((f"population_{r}", "Population fan chart", lambda r=r: F.population_fan(path, r, df=df)))
+    if ok["run_id"].size and F.is_federated(path, ok["run_id"]):
+        # the federation's own figures first: they are what a federated file is about
+        fed_figs = []
+        fed_runs = F.federation_runs(path, df)
+        fed = list(dict.fromkeys(fed_runs["configuration"]))
+        for k, page in enumerate(F.pages(fed)):
+            sfx = "" if len(fed) <= F.MAX_PANELS else f" ({k + 1})"
+            fed_figs.append((f"federation_rounds{k + 1}",
+                             "Federated runs: accuracy of the personal models (what each phone predicts with) and of "
+                             "the global model over rounds, against the local-only reference; ε over rounds for the "
+                             "DP configurations" + sfx,
+                             lambda page=page: F.federation_rounds(path, page, df=df)))
+        if F.local_only_configuration(fed_runs) is not None:      # gains need a local-only baseline
+            fed_figs.append(("personalisation_gain",
+                             "Personalisation gain per client: personal ACC minus the same client's ACC under "
+                             "the local-only configuration (same seed and client id)",
+                             lambda: F.personalisation_gain(path, df=df)))
+        out = fed_figs + out
     if len(confs) >= 2:
         acc = F.pareto_metric(ok)
-        if "energy_j" in ok and (ok["energy_j"] > 0).any():
+        if ok["run_id"].size and F.is_federated(path, ok["run_id"]):
+            out.append(("pareto_energy", "Accuracy against energy per client (local training and transfers)",
+                        lambda: F.pareto(path, "joules_per_client", acc, df=F.federation_runs(path, df))))
+        elif "energy_j" in ok and (ok["energy_j"] > 0).any():
             out.append(("pareto_energy", "Accuracy against training energy",
                         lambda: F.pareto(path, "energy_j", acc, df=df)))
         if "peak_memory_bytes" in ok and (ok["peak_memory_bytes"] > 0).any():
@@ -123,6 +155,8 @@ def build(path, out_html, png=False) -> dict:
                  "the numbers of <code>continual inspect</code>. Percent / percentage points.</p>")
     for title, t in T.experiment_tables(path, df=df):
         parts.append(f"<h3>{html.escape(title)}</h3>" + _table_html(t))
+        if title.startswith("federation"):
+            parts.append(f"<p class='note'>{html.escape(FEDERATION_NOTE)}</p>")
     # figures
     parts.append("<h2 id='figures'>Figures</h2>")
     ids = []
@@ -133,7 +167,8 @@ def build(path, out_html, png=False) -> dict:
             parts.append(f"<p class='note'>{html.escape(caption)}: not drawn ({html.escape(str(e))})</p>")
             continue
         body = _png_inline(fig) if png else _svg_inline(fig, fid)
-        parts.append(f"<figure class='ck-figure' id='fig-{html.escape(fid)}'>{body}"
+        wide = " data-width='page'" if fid.startswith(WIDE_FIGURES) else ""   # small text: drawn at page width
+        parts.append(f"<figure class='ck-figure' id='fig-{html.escape(fid)}'{wide}>{body}"
                      f"<figcaption>{html.escape(caption)}</figcaption></figure>")
         ids.append(fid)
     # configs

@@ -16,7 +16,7 @@ import h5py
 import numpy as np
 import pandas as pd
 
-from .io import _str, load_summary
+from .io import _str, federation_runs, is_federated, load_summary, local_only_configuration
 from .stats import aggregate, paired, seed_stats
 
 #: Metrics shown by default, and how they are printed: (header, scale, sign).
@@ -196,6 +196,59 @@ def device_table(path, df=None, accuracy=None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+#: Federation table columns: (per-run column of `federation_runs`, header, scale, digits).
+FEDERATION_COLUMNS = (
+    ("personal_acc", "personal ACC %", 100, 2),
+    ("forgetting", "forgetting pts", 100, 2),
+    ("global_acc", "global ACC %", 100, 2),
+    ("bytes_per_client", "KiB / client", 1 / 1024, 1),
+    ("joules_per_client", "mJ / client", 1000, 3),
+    ("epsilon", "ε", 1, 2),
+    ("rounds_per_client", "rounds / client", 1, 2),
+)
+
+
+def federation_table(path, df=None, numeric=False) -> pd.DataFrame:
+    """Federated runs (issue 16), one row per configuration, mean ± std over seeds: personal ACC
+    (the model each phone predicts with, over its own experiences; mean over the evaluated
+    clients), forgetting, global ACC (the final global model on the same clients and experiences;
+    — unless share = all), KiB up + down per client over the run, energy per client (training
+    and transfers, mJ), ε after the last round at the file's δ (— without noise, ∞ for clipping
+    without noise) and rounds each client took part in. A value the same for every seed is shown
+    without "± 0". See `io.federation_runs`."""
+    df = df if df is not None else load_summary(path)
+    runs = federation_runs(path, df)
+    if runs.empty:
+        raise KeyError(f"{path} has no federated run")
+    cols = [c for c, *_ in FEDERATION_COLUMNS]
+    with np.errstate(invalid="ignore"):      # ε = inf (clipping without noise) has no std
+        agg = aggregate(runs, cols)
+    if numeric:
+        flat = agg.copy()
+        flat.columns = [f"{m}_{s}" for m, s in flat.columns]
+        flat.insert(0, "runs", [agg.attrs["runs"][c] for c in agg.index])
+        return flat.reset_index()
+    deltas = sorted(set(runs["delta"].dropna()))
+    eps_head = f"ε (δ = {deltas[0]:g})" if len(deltas) == 1 else "ε (at each run's δ)"
+    rows = []
+    for conf in agg.index:
+        g = runs[runs["configuration"] == conf]
+        total = int((df["configuration"] == conf).sum())
+        r = {"configuration": conf, "n": str(len(g)) if len(g) == total else f"{len(g)}/{total}"}
+        for c, head, scale, digits in FEDERATION_COLUMNS:
+            if c == "epsilon":
+                head = eps_head
+                if np.isinf(g[c]).any():
+                    r[head] = "∞"
+                    continue
+            st = {s: agg.loc[conf, (c, s)] for s in ("n", "mean", "std")}
+            if st["std"] <= 1e-9 * max(1.0, abs(st["mean"])):   # every seed the same (ε, local-only bytes): no "± 0.00"
+                st["std"] = math.nan
+            r[head] = _pm(st, scale, digits=digits)
+        rows.append(r)
+    return pd.DataFrame(rows)
+
+
 def paper_table() -> dict:
     """Hsu et al. (2018) Table 2 as shipped with the package (data/hsu2018_table2.json)."""
     return json.loads(resources.files("continualkit").joinpath("data/hsu2018_table2.json").read_text("utf-8"))
@@ -245,9 +298,17 @@ def experiment_tables(path, metrics=None, baseline=None, df=None) -> list[tuple[
     df = df if df is not None else load_summary(path)
     name = df.attrs.get("experiment_name", "")
     fn, default_baseline = PRESETS.get(name, (None, None))
+    ok = df[df["status"] == "completed"] if "status" in df.columns else df
+    federated = len(ok) > 0 and is_federated(path, ok["run_id"])
+    paired_metrics = ("acc", "bwt")
+    if federated:
+        default_baseline = local_only_configuration(federation_runs(path, df)) or default_baseline
+        paired_metrics = ("acc", "forgetting")
     out = []
     if metrics:
         out.append(("grouped metrics (mean ± std over seeds)", grouped(df, metrics)))
+    elif federated:
+        out.append(("federation (mean ± std over seeds)", federation_table(path, df=df)))
     elif fn is not None:
         out.append((f"{name} (mean ± std over seeds)", fn(path, df=df)))
     else:
@@ -258,7 +319,7 @@ def experiment_tables(path, metrics=None, baseline=None, df=None) -> list[tuple[
                     grouped(df, extra, ci=False)))
     base = baseline or default_baseline
     if base and base in set(df["configuration"]) and df["configuration"].nunique() > 1:
-        pm = [m for m in (metrics or ("acc", "bwt")) if m in df.columns]
+        pm = [m for m in (metrics or paired_metrics) if m in df.columns]
         out.append((f"paired by seed against {base}", paired_table(df, base, pm)))
     elif baseline:
         raise KeyError(f"baseline {baseline!r} is not a configuration of {path}; have "
