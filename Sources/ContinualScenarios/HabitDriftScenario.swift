@@ -132,7 +132,12 @@ struct HabitSimulator {
     var rng: RandomSource
     var day = 0
     var streak = 0
-    var history: [Bool] = []
+    /// The last ≤ 30 days' completions as a ring (`historyStart` = oldest) and how many were
+    /// completed: the 30-day rate in O(1) per day, the same value as counting the window.
+    var history = [Bool](repeating: false, count: 30)
+    var historyCount = 0
+    var historyStart = 0
+    var historyCompleted = 0
     var completedToday = false
     var reminderToday = false
 
@@ -153,8 +158,7 @@ struct HabitSimulator {
         for _ in 0..<sent where rng.bernoulli(phase.openRate) { opened += 1 }
         let reminderTomorrow = rng.bernoulli(phase.reminderRate)
         let weekendTomorrow = (day + 1) % 7 >= 5
-        let recent = history.suffix(30)
-        let rate = recent.isEmpty ? 0.5 : Double(recent.filter { $0 }.count) / Double(recent.count)
+        let rate = historyCount == 0 ? 0.5 : Double(historyCompleted) / Double(historyCount)
         let features = HabitDay(
             streak: min(Double(streak) / 30, 1), completionRate: rate, appLaunches: launches,
             remindersOpened: sent == 0 ? 0 : Double(opened) / Double(sent), activityHour: hour,
@@ -163,8 +167,15 @@ struct HabitSimulator {
         let completed = rng.bernoulli(phase.completionProbability(features))
         // Advance to tomorrow.
         streak = completed ? streak + 1 : 0
-        history.append(completed)
-        if history.count > 30 { history.removeFirst(history.count - 30) }
+        if historyCount == 30 {
+            if history[historyStart] { historyCompleted -= 1 }
+            history[historyStart] = completed
+            historyStart = (historyStart + 1) % 30
+        } else {
+            history[historyCount] = completed
+            historyCount += 1
+        }
+        if completed { historyCompleted += 1 }
         completedToday = completed
         reminderToday = reminderTomorrow
         day += 1
