@@ -244,7 +244,8 @@ extension RunEstimate {
             // participation window, times local epochs), plus personal training and evaluations.
             let users = Double(population.users)
             let R = Double(federation.rounds)
-            let perClient = size.samples * (D * 4 + 4) + params * perParameter + R * 40 + T * T * 16 + 4096
+            // Data twice: the generated stream and the client's arrival-order copy coexist while it is built.
+            let perClient = 2 * size.samples * (D * 4 + 4) + params * perParameter + R * 40 + T * T * 16 + 4096
                 + (memory.first { $0.1.hasSuffix(".capacity") || $0.1.hasSuffix(".capacity_bytes") }?.0 ?? 0)
             estimate.memoryBytes = users * perClient + estimate.memoryBytes
             estimate.memoryKey = ".population.users"
