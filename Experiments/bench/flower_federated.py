@@ -27,6 +27,11 @@ plus a personal deviation). Generation time is reported separately
 (data_gen_seconds). One centralised evaluation on fresh samples of the first 200
 clients runs after the timed region.
 
+Sampling: the torch loop samples client ids with numpy's seeded generator; Flower
+samples its node ids with Python's `random`, which the server seeds, but Flower
+draws the node ids themselves at start-up, so which clients train differs between
+Flower runs (how many does not).
+
 Writes a JSON report (--out) with wall seconds, rounds done, client-updates/s,
 samples/s, CPU seconds and peak memory of the whole process tree (Ray's
 GCS/raylet/workers included), per-round times and versions.
