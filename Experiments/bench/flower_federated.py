@@ -571,7 +571,7 @@ def main():
     print(json.dumps(brief), flush=True)
     # Ray may leave non-daemon threads; leave without waiting for them.
     sys.stdout.flush()
-    os._exit(0 if status == "ok" else 1)
+    os._exit(0 if report["status"] == "ok" else 1)
 
 
 if __name__ == "__main__":
