@@ -19,6 +19,9 @@ let package = Package(
         .library(name: "ContinualFederated", targets: ["ContinualFederated"]),
         .library(name: "ContinualHDF5", targets: ["ContinualHDF5"]),
         .library(name: "ContinualExperiments", targets: ["ContinualExperiments"]),
+        // The on-device runtime an app links: `PersonalModel` on the portable targets only.
+        .library(name: "ContinualOnDevice", targets: ["ContinualOnDevice"]),
+        .executable(name: "HabitApp", targets: ["HabitApp"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -40,6 +43,15 @@ let package = Package(
         // Federated pieces (aggregation rules, DP clipping and noise, the privacy accountant):
         // portable like Core, so the client side can ship in an app.
         .target(name: "ContinualFederated", dependencies: ["ContinualCore"]),
+        // The on-device runtime (`PersonalModel`): portable targets only, no Foundation, no HDF5.
+        .target(
+            name: "ContinualOnDevice",
+            dependencies: ["ContinualCore", "ContinualStrategies", "ContinualScenarios", "ContinualMetrics"]
+        ),
+        // The habit-tracking app's loop as a runnable example (`swift run HabitApp`): its logic is
+        // a library (so tests drive it) that uses only the runtime; the executable parses options.
+        .target(name: "HabitAppKit", dependencies: ["ContinualOnDevice"], path: "Examples/HabitAppKit"),
+        .executableTarget(name: "HabitApp", dependencies: ["HabitAppKit"], path: "Examples/HabitApp"),
         .target(
             name: "ContinualExperiments",
             dependencies: [
@@ -62,5 +74,9 @@ let package = Package(
         .testTarget(name: "ContinualStrategiesTests", dependencies: ["ContinualStrategies", "ContinualScenarios"]),
         .testTarget(name: "ContinualFederatedTests", dependencies: ["ContinualFederated"]),
         .testTarget(name: "ContinualExperimentsTests", dependencies: ["ContinualExperiments"]),
+        .testTarget(
+            name: "ContinualOnDeviceTests",
+            dependencies: ["ContinualOnDevice", "ContinualExperiments", "HabitAppKit"]
+        ),
     ]
 )

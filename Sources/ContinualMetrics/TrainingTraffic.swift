@@ -72,6 +72,14 @@ public struct EnergyEstimate: Sendable, Equatable {
         self.init(flops: traffic.flops(rows: rows, steps: steps), bytes: traffic.bytes(rows: rows, steps: steps),
                   profile: profile)
     }
+
+    /// Energy of one training experience or session: `rows` rows in `steps` steps plus the FLOPs
+    /// the plugins added (`TrainingProgress.extraFLOPs`: penalties per step, a Fisher pass). The
+    /// research results (`DeviceReport`) and the on-device runtime both count a session this way.
+    public init(session traffic: TrainingTraffic, rows: Int, steps: Int, extraFLOPs: Int, profile: DeviceProfile) {
+        let base = EnergyEstimate(training: traffic, rows: rows, steps: steps, profile: profile)
+        self = extraFLOPs == 0 ? base : EnergyEstimate(flops: base.flops + extraFLOPs, bytes: base.bytes, profile: profile)
+    }
 }
 
 /// Peak memory of training, in bytes (float32): parameters + optimizer state + gradient vector
@@ -86,6 +94,13 @@ public struct PeakMemory: Sendable, Equatable {
     public var buffer: Int
     public var pluginState: Int
     public var total: Int { parameters + optimizerState + gradients + activations + buffer + pluginState }
+
+    /// Peak memory of training `model` with `optimizer`, batches of `batchSize` rows and plugins
+    /// that report `resources` (their replayed rows, stored samples and state).
+    public init(model: MLP, optimizer: OptimizerSpec, batchSize: Int, resources: PluginResources) {
+        self.init(model: model, optimizer: optimizer, batchRows: batchSize + resources.extraRowsPerBatch,
+                  bufferBytes: resources.storedSampleBytes, pluginStateBytes: resources.stateBytes)
+    }
 
     /// `batchRows` = rows of the largest batch (batch size + replayed rows per batch).
     public init(model: MLP, optimizer: OptimizerSpec, batchRows: Int, bufferBytes: Int, pluginStateBytes: Int = 0) {

@@ -63,17 +63,8 @@ public struct Trainer {
         guard options.epochs >= 0, options.batchSize > 0 else {
             throw TrainingError.invalid("epochs must be ≥ 0 and batch size > 0")
         }
-        for i in plugins.indices {
-            let context = RunContext(seed: seed, pluginIndex: i, experienceCount: T,
-                                     dimension: stream.dimension, head: stream.head, training: options,
-                                     featureNames: stream.featureNames)
-            try plugins[i].prepare(model: &model, context: context)
-        }
-        // The active-output mask and the labels' range come from the stream's head; the loss
-        // reads them over the model's head, so the two must be the same.
-        if stream.head != model.spec.head {
-            throw TrainingError.invalid("the stream's output head (\(stream.head)) differs from the model's (\(model.spec.head))")
-        }
+        try preparePlugins(experienceCount: T, dimension: stream.dimension, head: stream.head,
+                           featureNames: stream.featureNames)
         if model.routeCount > 1 && model.routeCount < T {
             throw TrainingError.invalid("the model has \(model.routeCount) heads but the stream has \(T) experiences")
         }
@@ -137,99 +128,9 @@ public struct Trainer {
 
         for i in first..<end {
             start = clock.now
-            let context = ExperienceContext(index: i, experiences: experiences, route: Int32(route(for: i, model)))
-            if var seen = seenClasses {
-                for y in experiences[i].train.labels where y >= 0 && Int(y) < seen.count { seen[Int(y)] = true }
-                seenClasses = seen
-                work.active = seen
-            }
-            for p in plugins.indices { try plugins[p].beforeExperience(model: &model, context: context) }
-            if optimizer.parameterCount != model.parameterCount {
-                // A plugin grew the model (e.g. a new adapter): state restarts at the new size.
-                optimizer = Optimizer(spec: optimizer.spec, parameterCount: model.parameterCount)
-            } else if options.resetOptimizerPerExperience {
-                optimizer.reset()
-            }
-            work.prepare(parameterCount: model.parameterCount, plugins: plugins, rows: options.batchSize * 2,
-                         logitCount: model.logitCount)
-            var trainSet = experiences[i].train
-            for p in plugins.indices { plugins[p].adjustTrainingSet(&trainSet, context: context) }
-            progress.trainSetSizes.append(trainSet.count)
-            progress.trainableParameters.append(model.trainableCount)
-            if !observers.isEmpty {
-                withPredictor(work.network, active: work.active) { predictor, observers in
-                    for o in observers.indices {
-                        observers[o].experienceWillTrain(index: i, trainingSet: trainSet, own: experiences[i].train,
-                                                         predictor: &predictor)
-                    }
-                }
-            }
-
-            let stepFLOPs = plugins.reduce(0) { $0 + $1.resources.extraFLOPsPerStep }
-            let pass = source.pass(experience: i, options: options)
-            var order = Array(0..<trainSet.count)
-            var epochLosses: [Double] = []
-            var epochPenalties: [Double] = []
-            var processed = 0
-            var steps = 0
-            var monitor = pass.earlyStopping.map(EarlyStopping.Monitor.init)
-            // The learning-rate schedule restarts with every experience; its length is the
-            // planned steps (epochs × batches, or the pass's step limit).
-            let schedule = options.learningRateSchedule
-            let batchesPerEpoch = (trainSet.count + options.batchSize - 1) / options.batchSize
-            let plannedSteps = min(pass.maxSteps ?? Int.max, pass.epochs.multipliedReportingOverflow(by: batchesPerEpoch).partialValue)
-            let baseRate = Double(optimizer.spec.learningRate)
-            epochs: for epoch in 0..<pass.epochs {
-                if pass.shuffle { shuffleRNG.shuffle(&order) }
-                var lossSum = 0.0, penaltySum = 0.0, rows = 0, batches = 0
-                var position = 0
-                while position < order.count {
-                    if let limit = pass.maxSteps, steps >= limit { break }
-                    let stop = min(position + options.batchSize, order.count)
-                    if !observers.isEmpty {
-                        withPredictor(work.network, active: work.active) { predictor, observers in
-                            for o in observers.indices {
-                                observers[o].rowsWillTrain(order[position..<stop], of: trainSet, experience: i,
-                                                           predictor: &predictor)
-                            }
-                        }
-                    }
-                    batch.removeAll()
-                    for k in position..<stop { batch.append(from: trainSet, index: order[k], route: context.route) }
-                    batch.ownCount = batch.count
-                    position = stop
-                    for p in plugins.indices { plugins[p].extendBatch(&batch, context: context) }
-                    work.learningRate = schedule.isConstant ? nil
-                        : Float(baseRate * schedule.factor(step: steps, epoch: epoch, plannedSteps: plannedSteps))
-                    let (loss, penalty) = step(batch, experience: i, step: steps, work: &work)
-                    guard loss.isFinite, penalty.isFinite else {
-                        throw TrainingError.diverged(experience: i, epoch: epoch, loss: loss.isFinite ? penalty : loss)
-                    }
-                    lossSum += loss
-                    penaltySum += penalty
-                    rows += batch.count
-                    batches += 1
-                    steps += 1
-                }
-                processed += rows
-                let epochLoss = rows > 0 ? lossSum / Double(rows) : .nan
-                if let limit = options.divergenceLoss, epochLoss > limit {
-                    throw TrainingError.diverged(experience: i, epoch: epoch, loss: epochLoss)
-                }
-                if !model.parameters.allSatisfy({ $0.isFinite }) {
-                    throw TrainingError.diverged(experience: i, epoch: epoch, loss: .nan)
-                }
-                epochLosses.append(epochLoss)
-                epochPenalties.append(batches > 0 ? penaltySum / Double(batches) : 0)
-                if monitor?.shouldStop(after: epochLoss) == true { break epochs }
-                if let limit = pass.maxSteps, steps >= limit { break epochs }
-            }
-            progress.lossCurve.append(epochLosses)
-            progress.penaltyCurve.append(epochPenalties)
-            progress.samplesProcessed.append(processed)
-            progress.steps.append(steps)
-            for p in plugins.indices { try plugins[p].afterExperience(model: &model, context: context, workspace: work.network) }
-            progress.extraFLOPs.append(stepFLOPs * steps + plugins.reduce(0) { $0 + $1.resources.extraFLOPsPerExperience })
+            try trainExperience(i, of: experiences, pass: source.pass(experience: i, options: options),
+                                progress: &progress, shuffle: &shuffleRNG, work: &work, batch: &batch,
+                                seenClasses: &seenClasses)
             trainTime += clock.now - start
 
             start = clock.now
@@ -260,6 +161,109 @@ public struct Trainer {
         return outcome
     }
 
+    /// Trains experience `i` of `experiences` (everything but evaluation): the plugins'
+    /// `beforeExperience`, the optimizer's growth or reset, `adjustTrainingSet`, the observers, the
+    /// steps of `pass` with divergence checks, and `afterExperience`; appends the experience's row
+    /// to `progress` (training-set size, trainable parameters, loss curves, rows, steps, extra
+    /// FLOPs). Every kind of run trains its experiences here: `run` for whole streams and
+    /// `trainSession` for the open-ended sessions of the on-device runtime.
+    mutating func trainExperience(_ i: Int, of experiences: [Experience], pass: TrainingPass,
+                                  progress: inout TrainingProgress, shuffle shuffleRNG: inout RandomSource,
+                                  work: inout StepWorkspace, batch: inout Batch, seenClasses: inout [Bool]?) throws {
+        let context = ExperienceContext(index: i, experiences: experiences, route: Int32(route(for: i, model)))
+        if var seen = seenClasses {
+            for y in experiences[i].train.labels where y >= 0 && Int(y) < seen.count { seen[Int(y)] = true }
+            seenClasses = seen
+            work.active = seen
+        }
+        for p in plugins.indices { try plugins[p].beforeExperience(model: &model, context: context) }
+        if optimizer.parameterCount != model.parameterCount {
+            // A plugin grew the model (e.g. a new adapter): state restarts at the new size.
+            optimizer = Optimizer(spec: optimizer.spec, parameterCount: model.parameterCount)
+        } else if options.resetOptimizerPerExperience {
+            optimizer.reset()
+        }
+        work.prepare(parameterCount: model.parameterCount, plugins: plugins, rows: options.batchSize * 2,
+                     logitCount: model.logitCount)
+        var trainSet = experiences[i].train
+        for p in plugins.indices { plugins[p].adjustTrainingSet(&trainSet, context: context) }
+        progress.trainSetSizes.append(trainSet.count)
+        progress.trainableParameters.append(model.trainableCount)
+        if !observers.isEmpty {
+            withPredictor(work.network, active: work.active) { predictor, observers in
+                for o in observers.indices {
+                    observers[o].experienceWillTrain(index: i, trainingSet: trainSet, own: experiences[i].train,
+                                                     predictor: &predictor)
+                }
+            }
+        }
+
+        let stepFLOPs = plugins.reduce(0) { $0 + $1.resources.extraFLOPsPerStep }
+        var order = Array(0..<trainSet.count)
+        var epochLosses: [Double] = []
+        var epochPenalties: [Double] = []
+        var processed = 0
+        var steps = 0
+        var monitor = pass.earlyStopping.map(EarlyStopping.Monitor.init)
+        // The learning-rate schedule restarts with every experience; its length is the
+        // planned steps (epochs × batches, or the pass's step limit).
+        let schedule = options.learningRateSchedule
+        let batchesPerEpoch = (trainSet.count + options.batchSize - 1) / options.batchSize
+        let plannedSteps = min(pass.maxSteps ?? Int.max, pass.epochs.multipliedReportingOverflow(by: batchesPerEpoch).partialValue)
+        let baseRate = Double(optimizer.spec.learningRate)
+        epochs: for epoch in 0..<pass.epochs {
+            if pass.shuffle { shuffleRNG.shuffle(&order) }
+            var lossSum = 0.0, penaltySum = 0.0, rows = 0, batches = 0
+            var position = 0
+            while position < order.count {
+                if let limit = pass.maxSteps, steps >= limit { break }
+                let stop = min(position + options.batchSize, order.count)
+                if !observers.isEmpty {
+                    withPredictor(work.network, active: work.active) { predictor, observers in
+                        for o in observers.indices {
+                            observers[o].rowsWillTrain(order[position..<stop], of: trainSet, experience: i,
+                                                       predictor: &predictor)
+                        }
+                    }
+                }
+                batch.removeAll()
+                for k in position..<stop { batch.append(from: trainSet, index: order[k], route: context.route) }
+                batch.ownCount = batch.count
+                position = stop
+                for p in plugins.indices { plugins[p].extendBatch(&batch, context: context) }
+                work.learningRate = schedule.isConstant ? nil
+                    : Float(baseRate * schedule.factor(step: steps, epoch: epoch, plannedSteps: plannedSteps))
+                let (loss, penalty) = step(batch, experience: i, step: steps, work: &work)
+                guard loss.isFinite, penalty.isFinite else {
+                    throw TrainingError.diverged(experience: i, epoch: epoch, loss: loss.isFinite ? penalty : loss)
+                }
+                lossSum += loss
+                penaltySum += penalty
+                rows += batch.count
+                batches += 1
+                steps += 1
+            }
+            processed += rows
+            let epochLoss = rows > 0 ? lossSum / Double(rows) : .nan
+            if let limit = options.divergenceLoss, epochLoss > limit {
+                throw TrainingError.diverged(experience: i, epoch: epoch, loss: epochLoss)
+            }
+            if !model.parameters.allSatisfy({ $0.isFinite }) {
+                throw TrainingError.diverged(experience: i, epoch: epoch, loss: .nan)
+            }
+            epochLosses.append(epochLoss)
+            epochPenalties.append(batches > 0 ? penaltySum / Double(batches) : 0)
+            if monitor?.shouldStop(after: epochLoss) == true { break epochs }
+            if let limit = pass.maxSteps, steps >= limit { break epochs }
+        }
+        progress.lossCurve.append(epochLosses)
+        progress.penaltyCurve.append(epochPenalties)
+        progress.samplesProcessed.append(processed)
+        progress.steps.append(steps)
+        for p in plugins.indices { try plugins[p].afterExperience(model: &model, context: context, workspace: work.network) }
+        progress.extraFLOPs.append(stepFLOPs * steps + plugins.reduce(0) { $0 + $1.resources.extraFLOPsPerExperience })
+    }
+
     /// Hands the observers a `Predictor` over the current model and the plugins (moved in and
     /// back out, so nothing is copied).
     private mutating func withPredictor(_ ws: Workspace, active: [Bool]?,
@@ -270,29 +274,50 @@ public struct Trainer {
         plugins = predictor.plugins
     }
 
+    /// Prepares the plugins (list order) for a run of `T` experiences, then checks that the data's
+    /// output head is the model's and that the model's sizes are sound.
+    mutating func preparePlugins(experienceCount T: Int, dimension: Int, head: OutputHead, featureNames: [String]) throws {
+        for i in plugins.indices {
+            let context = RunContext(seed: seed, pluginIndex: i, experienceCount: T, dimension: dimension, head: head,
+                                     training: options, featureNames: featureNames)
+            try plugins[i].prepare(model: &model, context: context)
+        }
+        // The active-output mask and the labels' range come from the stream's head; the loss
+        // reads them over the model's head, so the two must be the same.
+        if head != model.spec.head {
+            throw TrainingError.invalid("the stream's output head (\(head)) differs from the model's (\(model.spec.head))")
+        }
+    }
+
     /// Puts the checkpoint's model, optimizer, plugin and observer states in place (after `prepare`).
     private mutating func restore(_ cp: TrainerCheckpoint, experienceCount T: Int) throws {
-        guard cp.seed == seed else { throw CheckpointError.mismatch("seed \(cp.seed), this run has \(seed)") }
         guard cp.experienceCount == T else {
             throw CheckpointError.mismatch("\(cp.experienceCount) experiences (\(cp.experiencesDone) done), this stream has \(T)")
         }
-        guard cp.pluginNames == plugins.map(\.name) else {
+        guard cp.progress.observerStates.count == observers.count else {
+            throw CheckpointError.mismatch("\(cp.progress.observerStates.count) observer states, this run has \(observers.count) observers")
+        }
+        try cp.progress.check(experienceCount: T)
+        try restoreLearner(cp)
+        for o in observers.indices { try observers[o].restore(from: cp.progress.observerStates[o]) }
+    }
+
+    /// Checks that `cp` belongs to this learner (seed, strategy, model size, shuffle state) and
+    /// puts its model, optimizer and plugin states in place; shared by `run` and `resumeSessions`.
+    mutating func restoreLearner(_ cp: TrainerCheckpoint) throws {
+        guard cp.seed == seed else { throw CheckpointError.mismatch("seed \(cp.seed), this run has \(seed)") }
+        guard cp.pluginNames == plugins.map(\.name), cp.pluginStates.count == plugins.count else {
             throw CheckpointError.mismatch("strategy \(cp.pluginNames), this run has \(plugins.map(\.name))")
         }
         guard cp.parameters.count == model.parameterCount, (cp.trainable?.count ?? model.parameterCount) == model.parameterCount else {
             throw CheckpointError.mismatch("\(cp.parameters.count) parameters, this model has \(model.parameterCount)")
         }
         guard cp.progress.shuffleState.count == 4 else { throw CheckpointError.mismatch("bad shuffle state") }
-        guard cp.progress.observerStates.count == observers.count else {
-            throw CheckpointError.mismatch("\(cp.progress.observerStates.count) observer states, this run has \(observers.count) observers")
-        }
-        try cp.progress.check(experienceCount: T)
         model.parameters = cp.parameters
         model.trainable = cp.trainable
         optimizer = try Optimizer(spec: optimizer.spec, parameterCount: model.parameterCount, first: cp.optimizerFirst,
                                   second: cp.optimizerSecond, steps: cp.optimizerSteps)
         for i in plugins.indices { try plugins[i].restore(from: cp.pluginStates[i]) }
-        for o in observers.indices { try observers[o].restore(from: cp.progress.observerStates[o]) }
     }
 
     /// Route used for experience `index`: its own head on multi-route models, else 0.

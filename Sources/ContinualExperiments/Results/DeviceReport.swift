@@ -30,13 +30,11 @@ public struct DeviceReport: Sendable {
         // The plugins' extra work (penalties, Fisher passes: `PluginResources`) is in each session's energy.
         let extra = o?.progress.extraFLOPs ?? []
         sessionEnergy = zip(o?.samplesProcessed ?? [], o?.steps ?? []).enumerated().map { i, work in
-            let base = EnergyEstimate(training: traffic, rows: work.0, steps: work.1, profile: profile)
-            let added = i < extra.count ? extra[i] : 0
-            return added == 0 ? base : EnergyEstimate(flops: base.flops + added, bytes: base.bytes, profile: profile)
+            EnergyEstimate(session: traffic, rows: work.0, steps: work.1, extraFLOPs: i < extra.count ? extra[i] : 0,
+                           profile: profile)
         }
-        let resources = o?.totalResources ?? .none
-        peakMemory = PeakMemory(model: model, optimizer: optimizer, batchRows: training.batchSize + resources.extraRowsPerBatch,
-                                bufferBytes: resources.storedSampleBytes, pluginStateBytes: resources.stateBytes)
+        peakMemory = PeakMemory(model: model, optimizer: optimizer, batchSize: training.batchSize,
+                                resources: o?.totalResources ?? .none)
         predictionEnergy = EnergyEstimate(flops: traffic.flopsPerPrediction, bytes: traffic.bytesPerPrediction,
                                           profile: profile)
         predictionLatencySeconds = ContinualMetrics.predictionLatencySeconds(flops: traffic.flopsPerPrediction,
