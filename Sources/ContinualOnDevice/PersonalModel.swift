@@ -23,7 +23,7 @@ import ContinualStrategies
 public struct PersonalModel {
     /// Everything that fixes how the model learns. The app keeps it in code (like its model
     /// architecture); a checkpoint stores a fingerprint of it and refuses another configuration.
-    public struct Configuration {
+    public struct Configuration: Sendable {
         /// The network: inputs = the length of the feature vectors, head = the outcome's classes.
         public var model: MLPSpec
         public var optimizer: OptimizerSpec
@@ -247,8 +247,9 @@ public struct PersonalModel {
             session: session, day: day, newSamples: pending.count, trainingSetSize: row.trainSetSizes.first ?? 0,
             rowsProcessed: rows, steps: steps, epochLosses: row.lossCurve.first ?? [],
             trainableParameters: row.trainableParameters.first ?? 0,
-            energy: EnergyEstimate(session: traffic, rows: rows, steps: steps, extraFLOPs: row.extraFLOPs.first ?? 0,
-                                   profile: configuration.profile),
+            energy: EnergyEstimate(session: traffic, rows: rows, steps: steps,
+                                   trainableParameters: row.trainableParameters.first,
+                                   extraFLOPs: row.extraFLOPs.first ?? 0, profile: configuration.profile),
             peakMemory: PeakMemory(model: trainer.model, optimizer: configuration.optimizer,
                                    batchSize: configuration.training.batchSize, resources: resources))
         let done = Samples(dimension: pending.dimension)

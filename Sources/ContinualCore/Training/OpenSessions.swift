@@ -43,6 +43,12 @@ extension Trainer {
         }
         try preparePlugins(experienceCount: capacity, dimension: dimension, head: head, featureNames: featureNames)
         if let e = model.spec.sizeError() { throw TrainingError.invalid(e) }
+        // A plugin grew the model in `prepare` (adapters, LoRA): the optimizer takes the new size
+        // now rather than at the first session, so that a checkpoint taken before any session
+        // restores; its state is fresh either way, as `trainExperience` would make it.
+        if optimizer.parameterCount != model.parameterCount {
+            optimizer = Optimizer(spec: optimizer.spec, parameterCount: model.parameterCount)
+        }
         var seen: [Bool]? = nil
         if options.activeOutputs == .seen, case .multiclass(let k) = head { seen = [Bool](repeating: false, count: k) }
         return SessionLoopState(capacity: capacity, sessionsDone: 0,

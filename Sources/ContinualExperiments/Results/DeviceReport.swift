@@ -28,10 +28,13 @@ public struct DeviceReport: Sendable {
         self.traffic = traffic
         let o = outcome
         // The plugins' extra work (penalties, Fisher passes: `PluginResources`) is in each session's energy.
+        // Each experience (session) is charged with the parameters that trained in it.
         let extra = o?.progress.extraFLOPs ?? []
+        let trainable = o?.progress.trainableParameters ?? []
         sessionEnergy = zip(o?.samplesProcessed ?? [], o?.steps ?? []).enumerated().map { i, work in
-            EnergyEstimate(session: traffic, rows: work.0, steps: work.1, extraFLOPs: i < extra.count ? extra[i] : 0,
-                           profile: profile)
+            EnergyEstimate(session: traffic, rows: work.0, steps: work.1,
+                           trainableParameters: i < trainable.count ? trainable[i] : nil,
+                           extraFLOPs: i < extra.count ? extra[i] : 0, profile: profile)
         }
         peakMemory = PeakMemory(model: model, optimizer: optimizer, batchSize: training.batchSize,
                                 resources: o?.totalResources ?? .none)
