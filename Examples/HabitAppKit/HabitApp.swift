@@ -15,14 +15,18 @@ public enum ReminderDecision: String, Sendable, Equatable, CaseIterable {
 
 /// When to remind: below `remindBelow` a reminder, above `silentAbove` nothing, a badge between.
 public struct ReminderPolicy: Sendable, Equatable {
+    /// Remind when p(done today) is below this.
     public var remindBelow: Float
+    /// Stay silent when p(done today) is above this.
     public var silentAbove: Float
 
+    /// The policy with its two thresholds (defaults 0.4 and 0.8).
     public init(remindBelow: Float = 0.4, silentAbove: Float = 0.8) {
         self.remindBelow = remindBelow
         self.silentAbove = silentAbove
     }
 
+    /// The decision for probability `p` that the habit is done today.
     public func decide(_ p: Float) -> ReminderDecision {
         p < remindBelow ? .remind : p > silentAbove ? .silent : .badge
     }
@@ -33,8 +37,11 @@ public struct ReminderPolicy: Sendable, Equatable {
 /// end of each day, each training session). Killing the process at any point and launching it
 /// again loses nothing, so the app decides as if it had never been killed.
 public struct HabitApp {
+    /// The user's model.
     public private(set) var model: PersonalModel
+    /// The user's events so far.
     public private(set) var log: HabitLog
+    /// The state file the app restores from at launch and writes after every step.
     public let store: StateFile
 
     /// Format of the state file: magic, version, the model's checkpoint, the event log, checksum.

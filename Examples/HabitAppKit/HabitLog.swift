@@ -22,6 +22,7 @@ public struct HabitLog: Sendable, Equatable {
     /// The current day (the number of finished days).
     public var today: Int { completed.count }
 
+    /// An empty log (a fresh install).
     public init() {}
 
     /// Records one event of the current day.

@@ -19,6 +19,7 @@ public enum HabitEvent: Sendable, Equatable {
 public struct SimulatedUser: Sendable {
     /// One stretch of behaviour.
     public struct Phase: Sendable, Equatable {
+        /// Name printed in the summary.
         public var name: String
         /// Chance of completing the habit on a weekday without a reminder.
         public var base: Double
@@ -53,6 +54,7 @@ public struct SimulatedUser: Sendable {
     var rng: RandomSource
     var streak = 0
 
+    /// A user drawing from the seeded stream `habit_app.user`.
     public init(seed: UInt64) { rng = RandomSource(seed: seed, stream: "habit_app.user") }
 
     /// The phase on `day` (30-day months).

@@ -4,14 +4,20 @@ import ContinualScenarios
 
 /// Options of a simulated year (the `HabitApp` command line).
 public struct SimulationOptions: Sendable {
+    /// Simulated days.
     public var days = 365
+    /// Seed of the user, the phone, the kills and the model.
     public var seed: UInt64 = 1
     /// Chance that the app is killed after any step (an event, a decision, midnight, a session).
     public var killProbability = 0.0
+    /// The app's state file (deleted at the start: a fresh install).
     public var checkpointPath = "habit_app.state"
+    /// One of `HabitApp.strategies`.
     public var strategy = "replay"
+    /// When to remind.
     public var policy = ReminderPolicy()
 
+    /// The options (defaults: a year, seed 1, no kills, `habit_app.state`, replay, 0.4 / 0.8).
     public init(days: Int = 365, seed: UInt64 = 1, killProbability: Double = 0, checkpointPath: String = "habit_app.state",
                 strategy: String = "replay", policy: ReminderPolicy = ReminderPolicy()) {
         self.days = days
@@ -25,12 +31,17 @@ public struct SimulationOptions: Sendable {
 
 /// One simulated day as the app saw it.
 public struct DayRecord: Sendable, Equatable {
+    /// The day (0 = the first).
     public var day: Int
+    /// The user's phase that day (`SimulatedUser.year`).
     public var phase: String
+    /// The hour of the decision.
     public var hour: Int
     /// The model's p(done today) at the decision (compared bit for bit between runs).
     public var probability: Float
+    /// What the app did.
     public var decision: ReminderDecision
+    /// Whether the user did the habit.
     public var completed: Bool
     /// The night's session, if one ran.
     public var session: TrainingSessionReport?
@@ -38,6 +49,7 @@ public struct DayRecord: Sendable, Equatable {
 
 /// What a simulated year produced.
 public struct SimulationResult: Sendable {
+    /// Every simulated day, in order.
     public var days: [DayRecord]
     /// Times the app was killed and relaunched from its state file.
     public var kills: Int
@@ -52,6 +64,7 @@ public struct SimulationResult: Sendable {
 
 /// Errors of the simulation's options.
 public struct SimulationError: Error, CustomStringConvertible {
+    /// What is wrong with the options.
     public var description: String
 }
 

@@ -12,8 +12,10 @@ import Darwin
 /// `fsync` before the rename; the simulation skips it to run a year in seconds.) Plain POSIX
 /// calls: no Foundation.
 public struct StateFile: Sendable {
+    /// The file's path.
     public let path: String
 
+    /// The state file at `path` (nothing is read or created yet).
     public init(path: String) { self.path = path }
 
     /// The stored bytes, or nil when there is no file yet (the first launch).
@@ -52,8 +54,12 @@ public struct StateFile: Sendable {
 
 /// A failed file operation, with the system's error number.
 public struct StateFileError: Error, CustomStringConvertible {
+    /// The file.
     public var path: String
+    /// What failed: open, read, create, write or rename.
     public var operation: String
+    /// The system's `errno`.
     public var code: Int32
+    /// The failure with the system's message.
     public var description: String { "cannot \(operation) \(path): \(String(cString: strerror(code)))" }
 }

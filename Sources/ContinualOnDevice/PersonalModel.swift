@@ -26,6 +26,7 @@ public struct PersonalModel {
     public struct Configuration: Sendable {
         /// The network: inputs = the length of the feature vectors, head = the outcome's classes.
         public var model: MLPSpec
+        /// The optimizer (its state carries over from session to session).
         public var optimizer: OptimizerSpec
         /// Epochs, batch size, early stopping, learning-rate schedule of every session.
         public var training: TrainingOptions
@@ -50,6 +51,9 @@ public struct PersonalModel {
         /// global model's), as the research runner's `model.init_from` applies them.
         public var initialParameters: [Float]?
 
+        /// A configuration; defaults: Adam (lr 0.005), 5 epochs of batches of 32 per session, naive
+        /// fine-tuning, a daily schedule gated on charging + idle, the `phone_npu_2023` profile,
+        /// seed 1, 365 sessions.
         public init(model: MLPSpec, optimizer: OptimizerSpec = .adam(learningRate: 0.005),
                     training: TrainingOptions = TrainingOptions(epochs: 5, batchSize: 32),
                     strategy: [any PluginOptions] = [Naive.Options()], schedule: ScheduleConfig = ScheduleConfig(),
@@ -84,7 +88,9 @@ public struct PersonalModel {
 
     /// One day's feature vector waiting for its outcome.
     public struct Observation: Sendable, Equatable {
+        /// The day it was observed (the day `label(day:outcome:)` names).
         public var day: Int
+        /// The feature vector, `configuration.model.inputs` values.
         public var features: [Float]
     }
 

@@ -19,6 +19,7 @@ public struct SessionLoopState: Sendable, Equatable {
     /// multiclass head (nil otherwise).
     public var seenClasses: [Bool]?
 
+    /// A loop state (normally made by `Trainer.beginSessions` or `Trainer.resumeSessions`).
     public init(capacity: Int, sessionsDone: Int, shuffleState: [UInt64], seenClasses: [Bool]?) {
         self.capacity = capacity
         self.sessionsDone = sessionsDone
