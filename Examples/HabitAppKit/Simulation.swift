@@ -57,6 +57,9 @@ public struct SimulationResult: Sendable {
     public var stateBytes: Int
     /// Bytes of the model's checkpoint at the end.
     public var checkpointBytes: Int
+    /// The model configuration's fingerprint (stored in every checkpoint; the same in every
+    /// process, or a relaunched app could not read its own state).
+    public var configurationFingerprint: UInt64
 
     /// The decisions, for comparing runs (day, probability bits, decision).
     public var decisions: [String] { days.map { "\($0.day):\($0.probability.bitPattern):\($0.decision.rawValue)" } }
@@ -116,7 +119,8 @@ public func simulateHabitApp(_ options: SimulationOptions) throws -> SimulationR
                                  decision: decision, completed: completed, session: session))
     }
     return SimulationResult(days: records, kills: kills, stateBytes: app.state().count,
-                            checkpointBytes: app.model.checkpoint().count)
+                            checkpointBytes: app.model.checkpoint().count,
+                            configurationFingerprint: configuration.fingerprint)
 }
 
 /// The month-by-month summary the example prints.
@@ -148,7 +152,8 @@ public func summary(_ result: SimulationResult, options: SimulationOptions) -> S
     lines.append("total: \(all.filter(\.completed).count)/\(all.count) days done, "
                  + "\(all.filter { $0.decision == .remind }.count) reminders sent, \(sessions.count) training sessions "
                  + "(\(format(sessions.reduce(0.0) { $0 + $1.energy.joules } * 1000, 3)) mJ, peak memory \(peak) B), "
-                 + "\(result.kills) kills, state file \(result.stateBytes) B (model checkpoint \(result.checkpointBytes) B)")
+                 + "\(result.kills) kills, state file \(result.stateBytes) B (model checkpoint \(result.checkpointBytes) B, "
+                 + "configuration \(StableHash.hex(result.configurationFingerprint)))")
     return lines.joined(separator: "\n")
 }
 

@@ -46,6 +46,33 @@ import Testing
         }
     }
 
+    /// `swift run HabitApp` prints what the library computes, and another process computes the
+    /// same configuration fingerprint (a state file written by one launch is readable by the next).
+    @Test func theExecutablePrintsTheSameYear() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let binary = try #require([".build/debug/HabitApp", ".build/release/HabitApp"]
+            .map { root.appendingPathComponent($0).path }.first { FileManager.default.isExecutableFile(atPath: $0) })
+        let file = Self.path("executable")
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["--days", "40", "--seed", "3", "--kill-probability", "0.05", "--checkpoint", file,
+                             "--strategy", "replay+ewc"]
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        let printed = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let options = SimulationOptions(days: 40, seed: 3, killProbability: 0.05, checkpointPath: Self.path("library"),
+                                        strategy: "replay+ewc")
+        defer { try? FileManager.default.removeItem(atPath: options.checkpointPath) }
+        let expected = summary(try simulateHabitApp(options), options: options)
+        #expect(printed.hasPrefix(expected + "\nsimulated in "))
+        #expect(expected.contains("configuration "))
+    }
+
     @Test func remindersFollowThePolicy() {
         let policy = ReminderPolicy(remindBelow: 0.4, silentAbove: 0.8)
         #expect(policy.decide(0.39) == .remind)
