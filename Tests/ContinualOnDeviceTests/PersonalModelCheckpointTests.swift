@@ -15,7 +15,7 @@ import Testing
 
     /// A model with every part of its state filled: trained sessions, a replay buffer, EWC's
     /// Fisher, pending labelled samples and unlabelled observations.
-    static func used() throws -> PersonalModel {
+    static func used(_ configuration: PersonalModel.Configuration = configuration) throws -> PersonalModel {
         var model = try PersonalModel(configuration: configuration)
         var rng = RandomSource(seed: 2)
         for day in 0..<6 {
@@ -74,6 +74,32 @@ import Testing
                 _ = try PersonalModel(checkpoint: damaged, configuration: Self.configuration)
             }
         }
+    }
+
+    /// Damage behind a valid checksum (the checksum detects corruption, not tampering): the
+    /// payload's own checks must still turn every bad length, count or state into an error.
+    @Test(arguments: ["naive", "replay+ewc"])
+    func damageWithARecomputedChecksumIsAnErrorOrAValidModel(_ strategy: String) throws {
+        var configuration = Self.configuration
+        if strategy == "naive" { configuration.strategy = [Naive.Options()] }
+        let bytes = try Self.used(configuration).checkpoint()
+        var rng = RandomSource(seed: 5)
+        var refused = 0
+        for _ in 0..<2000 {
+            var body = Array(bytes[0..<(bytes.count - 8)])
+            let at = 24 + rng.uniformInt(below: body.count - 24)          // in the payload
+            body[at] = UInt8(truncatingIfNeeded: rng.next())
+            var w = ByteWriter()
+            w.u64(StableHash.fnv1a64(bytes: body))
+            do {
+                let m = try PersonalModel(checkpoint: body + w.data, configuration: configuration)
+                // Accepted: a self-consistent model (e.g. a changed parameter value) that still works.
+                _ = try? m.predict([0, 0, 0, 0])
+            } catch is PersonalModelError {
+                refused += 1
+            }
+        }
+        #expect(refused > 0)
     }
 
     @Test func errorsSayWhatIsWrong() throws {

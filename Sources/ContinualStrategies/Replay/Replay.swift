@@ -256,6 +256,9 @@ extension Replay {
               let bytes = state.ints["bytes_after"] else {
             throw CheckpointError.mismatch("replay state is incomplete")
         }
+        guard width >= 0, width == 0 ? counts.isEmpty : counts.count % Int(width) == 0 else {
+            throw CheckpointError.mismatch("replay class counts (\(counts.count) values) do not fill rows of \(width)")
+        }
         if Int(counters[1]) != configuredRoutes { try configureMemoryForRestore(routes: Int(counters[1])) }
         try memory.restore(from: state, prefix: "memory.")
         try policy.restoreCounters(policyState)
