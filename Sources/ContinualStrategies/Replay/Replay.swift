@@ -261,6 +261,10 @@ extension Replay {
         }
         if Int(counters[1]) != configuredRoutes { try configureMemoryForRestore(routes: Int(counters[1])) }
         try memory.restore(from: state, prefix: "memory.")
+        // The batch-sampling permutation indexes the memory: every slot must be one of its samples.
+        guard slots.allSatisfy({ $0 >= 0 && $0 < Int64(memory.count) }) else {
+            throw CheckpointError.mismatch("replay batch slots point outside the \(memory.count) stored samples")
+        }
         try policy.restoreCounters(policyState)
         bufferRNG = RandomSource(state: buffer.map { UInt64(bitPattern: $0) })
         batchRNG = RandomSource(state: batch.map { UInt64(bitPattern: $0) })
