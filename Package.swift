@@ -20,6 +20,9 @@ let package = Package(
         .library(name: "ContinualHDF5", targets: ["ContinualHDF5"]),
         .library(name: "ContinualExperiments", targets: ["ContinualExperiments"]),
         .library(name: "ContinualExport", targets: ["ContinualExport"]),
+        // The on-device runtime an app links: `PersonalModel` on the portable targets only.
+        .library(name: "ContinualOnDevice", targets: ["ContinualOnDevice"]),
+        .executable(name: "HabitApp", targets: ["HabitApp"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -45,6 +48,15 @@ let package = Package(
         // protobuf wire format itself, so it needs nothing but Core. Not linked into the portable
         // targets.
         .target(name: "ContinualExport", dependencies: ["ContinualCore"]),
+        // The on-device runtime (`PersonalModel`): portable targets only, no Foundation, no HDF5.
+        .target(
+            name: "ContinualOnDevice",
+            dependencies: ["ContinualCore", "ContinualStrategies", "ContinualScenarios", "ContinualMetrics"]
+        ),
+        // The habit-tracking app's loop as a runnable example (`swift run HabitApp`): its logic is
+        // a library (so tests drive it) that uses only the runtime; the executable parses options.
+        .target(name: "HabitAppKit", dependencies: ["ContinualOnDevice"], path: "Examples/HabitAppKit"),
+        .executableTarget(name: "HabitApp", dependencies: ["HabitAppKit"], path: "Examples/HabitApp"),
         .target(
             name: "ContinualExperiments",
             dependencies: [
@@ -68,5 +80,9 @@ let package = Package(
         .testTarget(name: "ContinualFederatedTests", dependencies: ["ContinualFederated"]),
         .testTarget(name: "ContinualExperimentsTests", dependencies: ["ContinualExperiments", "ContinualExport"]),
         .testTarget(name: "ContinualExportTests", dependencies: ["ContinualExport", "ContinualCore"]),
+        .testTarget(
+            name: "ContinualOnDeviceTests",
+            dependencies: ["ContinualOnDevice", "ContinualExperiments", "HabitAppKit"]
+        ),
     ]
 )

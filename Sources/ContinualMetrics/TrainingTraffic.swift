@@ -21,9 +21,12 @@ public struct TrainingTraffic: Sendable, Equatable {
     public var flopsPerTrainingSample: Int
     public var flopsPerOptimizerStep: Int
     public var flopsPerPrediction: Int
+    /// The optimizer's FLOPs per trainable parameter and step.
+    public var optimizerFLOPsPerParameter: Int
 
     public init(model: MLP, optimizer: OptimizerSpec) {
         let cost = CostModel(model: model, optimizer: Optimizer(spec: optimizer, parameterCount: 0))
+        optimizerFLOPsPerParameter = Optimizer(spec: optimizer, parameterCount: 0).flopsPerParameter
         parametersPerRoute = model.layers.reduce(0) { $0 + $1.inputs * $1.outputs + $1.outputs }
         trainableParameters = model.trainableCount
         stateFloatsPerParameter = optimizer.stateFloatsPerParameter
@@ -31,6 +34,16 @@ public struct TrainingTraffic: Sendable, Equatable {
         flopsPerTrainingSample = cost.flopsPerTrainingSample
         flopsPerOptimizerStep = cost.flopsPerOptimizerStep
         flopsPerPrediction = cost.flopsPerPrediction
+    }
+
+    /// The same traffic with `count` trainable parameters: the gradient written and the optimizer's
+    /// update cover only them. An experience or session is charged with the parameters that
+    /// trained in it (adapters and LoRA train the core in their first experiences only).
+    public func withTrainable(_ count: Int) -> TrainingTraffic {
+        var t = self
+        t.trainableParameters = count
+        t.flopsPerOptimizerStep = optimizerFLOPsPerParameter * count
+        return t
     }
 
     /// Bytes moved per step that do not depend on the batch size.
@@ -72,6 +85,17 @@ public struct EnergyEstimate: Sendable, Equatable {
         self.init(flops: traffic.flops(rows: rows, steps: steps), bytes: traffic.bytes(rows: rows, steps: steps),
                   profile: profile)
     }
+
+    /// Energy of one training experience or session: `rows` rows in `steps` steps with
+    /// `trainableParameters` trainable (nil: `traffic`'s), plus the FLOPs the plugins added
+    /// (`TrainingProgress.extraFLOPs`: penalties per step, a Fisher pass). The research results
+    /// (`DeviceReport`) and the on-device runtime both count a session this way.
+    public init(session traffic: TrainingTraffic, rows: Int, steps: Int, trainableParameters: Int?, extraFLOPs: Int,
+                profile: DeviceProfile) {
+        let base = EnergyEstimate(training: trainableParameters.map(traffic.withTrainable) ?? traffic, rows: rows,
+                                  steps: steps, profile: profile)
+        self = extraFLOPs == 0 ? base : EnergyEstimate(flops: base.flops + extraFLOPs, bytes: base.bytes, profile: profile)
+    }
 }
 
 /// Peak memory of training, in bytes (float32): parameters + optimizer state + gradient vector
@@ -86,6 +110,13 @@ public struct PeakMemory: Sendable, Equatable {
     public var buffer: Int
     public var pluginState: Int
     public var total: Int { parameters + optimizerState + gradients + activations + buffer + pluginState }
+
+    /// Peak memory of training `model` with `optimizer`, batches of `batchSize` rows and plugins
+    /// that report `resources` (their replayed rows, stored samples and state).
+    public init(model: MLP, optimizer: OptimizerSpec, batchSize: Int, resources: PluginResources) {
+        self.init(model: model, optimizer: optimizer, batchRows: batchSize + resources.extraRowsPerBatch,
+                  bufferBytes: resources.storedSampleBytes, pluginStateBytes: resources.stateBytes)
+    }
 
     /// `batchRows` = rows of the largest batch (batch size + replayed rows per batch).
     public init(model: MLP, optimizer: OptimizerSpec, batchRows: Int, bufferBytes: Int, pluginStateBytes: Int = 0) {

@@ -74,6 +74,9 @@ public struct EWC: ParameterPenalty {
               let last = state.doubles["last_fisher"] else {
             throw CheckpointError.mismatch("EWC state lacks counters, rng or last_fisher")
         }
+        guard counters[2] >= 0, counters[2] <= Int64(state.floats.count) else {
+            throw CheckpointError.mismatch("EWC state has \(counters[2]) terms")
+        }
         var restored: [Term] = []
         for k in 0..<Int(counters[2]) {
             guard let f = state.floats["fisher_\(k)"], let a = state.floats["anchor_\(k)"], f.count == a.count else {

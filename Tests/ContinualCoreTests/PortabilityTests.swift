@@ -2,11 +2,12 @@ import Foundation
 import Testing
 
 /// The targets an app links (ContinualCore, ContinualStrategies, ContinualScenarios, ContinualFederated,
-/// ContinualMetrics) import nothing but each other and, in `MathShims.swift` only, the platform's
+/// ContinualMetrics, and the on-device runtime ContinualOnDevice) import nothing but each other and, in `MathShims.swift` only, the platform's
 /// C library for the elementary functions (Glibc, Musl, Darwin, Android). No Foundation, no
 /// HDF5, no Dispatch: the very code researchers evaluate can ship inside an iOS or Android app.
 @Suite struct PortabilityTests {
-    static let portable = ["ContinualCore", "ContinualStrategies", "ContinualScenarios", "ContinualMetrics", "ContinualFederated"]
+    static let portable = ["ContinualCore", "ContinualStrategies", "ContinualScenarios", "ContinualMetrics", "ContinualFederated",
+                           "ContinualOnDevice"]
     static let mathShim = "ContinualCore/MathShims.swift"
     static let platformC: Set<String> = ["Glibc", "Musl", "Darwin", "Android"]
 

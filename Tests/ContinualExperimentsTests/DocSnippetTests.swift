@@ -145,7 +145,7 @@ enum DocSnippets {
             }
         }
         let products = ["ContinualCore", "ContinualStrategies", "ContinualScenarios", "ContinualMetrics",
-                        "ContinualHDF5", "ContinualExperiments"]
+                        "ContinualHDF5", "ContinualExperiments", "ContinualOnDevice"]
         for s in snippets {
             if s.text.contains(".package(url:") {
                 let named = products.filter { s.text.contains("\"\($0)\"") }

@@ -40,6 +40,29 @@ public enum PluginComposition: Sendable, Equatable {
     case soleRehearsal
     /// Is the whole method (GDumb retrains from scratch on its memory): listed alone.
     case alone
+
+    /// Why the strategy list `types` (in order) cannot be combined, or nil when it can: a method
+    /// `alone` listed with others, or two methods that store samples beside a `soleRehearsal` one.
+    /// Experiment configs and the on-device runtime check strategies with it.
+    public static func problem(in types: [any PluginOptions.Type]) -> String? {
+        for (i, t) in types.enumerated() {
+            switch t.composition {
+            case .free: continue
+            case .alone where types.count > 1:
+                return "\"\(t.typeName)\" is a whole method (it retrains from scratch on its own memory) and must be listed alone; "
+                    + "got [" + types.map { $0.typeName }.joined(separator: ", ") + "]"
+            case .soleRehearsal:
+                let others = types.enumerated().filter { $0.offset != i && $0.element.storesSamples }.map { $0.element.typeName }
+                if !others.isEmpty {
+                    return "\"\(t.typeName)\" keeps the run's sample memory and redefines the loss of the rows it replays; "
+                        + "it cannot be combined with another method that stores samples (" + others.joined(separator: ", ")
+                        + "). Regularisers (ewc, si, mas, l2, lwf) combine with it"
+                }
+            default: continue
+            }
+        }
+        return nil
+    }
 }
 
 /// The JSON options of one scenario generator, and the factory that makes its stream.

@@ -17,6 +17,19 @@ public struct ExperienceRecord: Sendable, Equatable {
     public init() {}
 }
 
+extension TrainingProgress {
+    /// Appends one trained experience's row (everything but its evaluation).
+    mutating func append(_ record: ExperienceRecord) {
+        trainSetSizes.append(record.trainSetSize)
+        trainableParameters.append(record.trainableParameters)
+        lossCurve.append(record.epochLosses)
+        penaltyCurve.append(record.epochPenalties)
+        samplesProcessed.append(record.samplesProcessed)
+        steps.append(record.steps)
+        extraFLOPs.append(record.extraFLOPs)
+    }
+}
+
 /// The buffers one learner's steps need (network scratch, gradient, batch), kept between
 /// `Trainer.trainRound` calls so that a worker training many clients one after another allocates
 /// them once. Holds no learner state: any scratch may serve any trainer of the same spec.

@@ -63,17 +63,8 @@ public struct Trainer {
         guard options.epochs >= 0, options.batchSize > 0 else {
             throw TrainingError.invalid("epochs must be ≥ 0 and batch size > 0")
         }
-        for i in plugins.indices {
-            let context = RunContext(seed: seed, pluginIndex: i, experienceCount: T,
-                                     dimension: stream.dimension, head: stream.head, training: options,
-                                     featureNames: stream.featureNames)
-            try plugins[i].prepare(model: &model, context: context)
-        }
-        // The active-output mask and the labels' range come from the stream's head; the loss
-        // reads them over the model's head, so the two must be the same.
-        if stream.head != model.spec.head {
-            throw TrainingError.invalid("the stream's output head (\(stream.head)) differs from the model's (\(model.spec.head))")
-        }
+        try preparePlugins(experienceCount: T, dimension: stream.dimension, head: stream.head,
+                           featureNames: stream.featureNames)
         if model.routeCount > 1 && model.routeCount < T {
             throw TrainingError.invalid("the model has \(model.routeCount) heads but the stream has \(T) experiences")
         }
@@ -137,21 +128,9 @@ public struct Trainer {
 
         for i in first..<end {
             start = clock.now
-            let context = ExperienceContext(index: i, experiences: experiences, route: Int32(route(for: i, model)))
-            if var seen = seenClasses {
-                for y in experiences[i].train.labels where y >= 0 && Int(y) < seen.count { seen[Int(y)] = true }
-                seenClasses = seen
-                work.active = seen
-            }
-            let record = try trainExperience(context: context, pass: source.pass(experience: i, options: options),
-                                             work: &work, batch: &batch, shuffle: &shuffleRNG)
-            progress.trainSetSizes.append(record.trainSetSize)
-            progress.trainableParameters.append(record.trainableParameters)
-            progress.lossCurve.append(record.epochLosses)
-            progress.penaltyCurve.append(record.epochPenalties)
-            progress.samplesProcessed.append(record.samplesProcessed)
-            progress.steps.append(record.steps)
-            progress.extraFLOPs.append(record.extraFLOPs)
+            try trainExperience(i, of: experiences, pass: source.pass(experience: i, options: options),
+                                progress: &progress, shuffle: &shuffleRNG, work: &work, batch: &batch,
+                                seenClasses: &seenClasses)
             trainTime += clock.now - start
 
             start = clock.now
@@ -276,6 +255,22 @@ public struct Trainer {
         return record
     }
 
+    /// Trains experience `i` of `experiences` through `trainExperience(context:…)` and appends its
+    /// row to `progress`, tracking the classes seen so far (`active_outputs: "seen"`): the form the
+    /// on-device runtime's open-ended sessions (`trainSession`) use.
+    mutating func trainExperience(_ i: Int, of experiences: [Experience], pass: TrainingPass,
+                                  progress: inout TrainingProgress, shuffle shuffleRNG: inout RandomSource,
+                                  work: inout StepWorkspace, batch: inout Batch, seenClasses: inout [Bool]?) throws {
+        let context = ExperienceContext(index: i, experiences: experiences, route: Int32(route(for: i, model)))
+        if var seen = seenClasses {
+            for y in experiences[i].train.labels where y >= 0 && Int(y) < seen.count { seen[Int(y)] = true }
+            seenClasses = seen
+            work.active = seen
+        }
+        let record = try trainExperience(context: context, pass: pass, work: &work, batch: &batch, shuffle: &shuffleRNG)
+        progress.append(record)
+    }
+
     /// Hands the observers a `Predictor` over the current model and the plugins (moved in and
     /// back out, so nothing is copied).
     private mutating func withPredictor(_ ws: Workspace, active: [Bool]?,
@@ -286,29 +281,50 @@ public struct Trainer {
         plugins = predictor.plugins
     }
 
+    /// Prepares the plugins (list order) for a run of `T` experiences, then checks that the data's
+    /// output head is the model's and that the model's sizes are sound.
+    mutating func preparePlugins(experienceCount T: Int, dimension: Int, head: OutputHead, featureNames: [String]) throws {
+        for i in plugins.indices {
+            let context = RunContext(seed: seed, pluginIndex: i, experienceCount: T, dimension: dimension, head: head,
+                                     training: options, featureNames: featureNames)
+            try plugins[i].prepare(model: &model, context: context)
+        }
+        // The active-output mask and the labels' range come from the stream's head; the loss
+        // reads them over the model's head, so the two must be the same.
+        if head != model.spec.head {
+            throw TrainingError.invalid("the stream's output head (\(head)) differs from the model's (\(model.spec.head))")
+        }
+    }
+
     /// Puts the checkpoint's model, optimizer, plugin and observer states in place (after `prepare`).
     private mutating func restore(_ cp: TrainerCheckpoint, experienceCount T: Int) throws {
-        guard cp.seed == seed else { throw CheckpointError.mismatch("seed \(cp.seed), this run has \(seed)") }
         guard cp.experienceCount == T else {
             throw CheckpointError.mismatch("\(cp.experienceCount) experiences (\(cp.experiencesDone) done), this stream has \(T)")
         }
-        guard cp.pluginNames == plugins.map(\.name) else {
+        guard cp.progress.observerStates.count == observers.count else {
+            throw CheckpointError.mismatch("\(cp.progress.observerStates.count) observer states, this run has \(observers.count) observers")
+        }
+        try cp.progress.check(experienceCount: T)
+        try restoreLearner(cp)
+        for o in observers.indices { try observers[o].restore(from: cp.progress.observerStates[o]) }
+    }
+
+    /// Checks that `cp` belongs to this learner (seed, strategy, model size, shuffle state) and
+    /// puts its model, optimizer and plugin states in place; shared by `run` and `resumeSessions`.
+    mutating func restoreLearner(_ cp: TrainerCheckpoint) throws {
+        guard cp.seed == seed else { throw CheckpointError.mismatch("seed \(cp.seed), this run has \(seed)") }
+        guard cp.pluginNames == plugins.map(\.name), cp.pluginStates.count == plugins.count else {
             throw CheckpointError.mismatch("strategy \(cp.pluginNames), this run has \(plugins.map(\.name))")
         }
         guard cp.parameters.count == model.parameterCount, (cp.trainable?.count ?? model.parameterCount) == model.parameterCount else {
             throw CheckpointError.mismatch("\(cp.parameters.count) parameters, this model has \(model.parameterCount)")
         }
         guard cp.progress.shuffleState.count == 4 else { throw CheckpointError.mismatch("bad shuffle state") }
-        guard cp.progress.observerStates.count == observers.count else {
-            throw CheckpointError.mismatch("\(cp.progress.observerStates.count) observer states, this run has \(observers.count) observers")
-        }
-        try cp.progress.check(experienceCount: T)
         model.parameters = cp.parameters
         model.trainable = cp.trainable
         optimizer = try Optimizer(spec: optimizer.spec, parameterCount: model.parameterCount, first: cp.optimizerFirst,
                                   second: cp.optimizerSecond, steps: cp.optimizerSteps)
         for i in plugins.indices { try plugins[i].restore(from: cp.pluginStates[i]) }
-        for o in observers.indices { try observers[o].restore(from: cp.progress.observerStates[o]) }
     }
 
     /// Route used for experience `index`: its own head on multi-route models, else 0.

@@ -165,24 +165,7 @@ public struct RunConfig: Codable, Sendable, Equatable {
 
     /// A strategy list whose plugins cannot be combined (`PluginComposition`), or nil.
     func compositionProblem() -> String? {
-        let types = strategy.map { type(of: $0.options) }
-        for (i, t) in types.enumerated() {
-            switch t.composition {
-            case .free: continue
-            case .alone where types.count > 1:
-                return "\"\(t.typeName)\" is a whole method (it retrains from scratch on its own memory) and must be listed alone; "
-                    + "got [" + strategy.map(\.typeName).joined(separator: ", ") + "]"
-            case .soleRehearsal:
-                let others = types.enumerated().filter { $0.offset != i && $0.element.storesSamples }.map { $0.element.typeName }
-                if !others.isEmpty {
-                    return "\"\(t.typeName)\" keeps the run's sample memory and redefines the loss of the rows it replays; "
-                        + "it cannot be combined with another method that stores samples (" + others.joined(separator: ", ")
-                        + "). Regularisers (ewc, si, mas, l2, lwf) combine with it"
-                }
-            default: continue
-            }
-        }
-        return nil
+        PluginComposition.problem(in: strategy.map { type(of: $0.options) })
     }
 
     /// Canonical JSON text (sorted keys, defaults filled in).

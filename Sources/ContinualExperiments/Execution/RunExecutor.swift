@@ -1,5 +1,6 @@
 import ContinualCore
 import ContinualMetrics
+import ContinualScenarios
 
 /// Executes one resolved run: builds the stream, the model and the plugins, trains, and computes
 /// metrics and costs. Pure computation (no files), so it is safe to call from parallel tasks.

@@ -28,15 +28,16 @@ public struct DeviceReport: Sendable {
         self.traffic = traffic
         let o = outcome
         // The plugins' extra work (penalties, Fisher passes: `PluginResources`) is in each session's energy.
+        // Each experience (session) is charged with the parameters that trained in it.
         let extra = o?.progress.extraFLOPs ?? []
+        let trainable = o?.progress.trainableParameters ?? []
         sessionEnergy = zip(o?.samplesProcessed ?? [], o?.steps ?? []).enumerated().map { i, work in
-            let base = EnergyEstimate(training: traffic, rows: work.0, steps: work.1, profile: profile)
-            let added = i < extra.count ? extra[i] : 0
-            return added == 0 ? base : EnergyEstimate(flops: base.flops + added, bytes: base.bytes, profile: profile)
+            EnergyEstimate(session: traffic, rows: work.0, steps: work.1,
+                           trainableParameters: i < trainable.count ? trainable[i] : nil,
+                           extraFLOPs: i < extra.count ? extra[i] : 0, profile: profile)
         }
-        let resources = o?.totalResources ?? .none
-        peakMemory = PeakMemory(model: model, optimizer: optimizer, batchRows: training.batchSize + resources.extraRowsPerBatch,
-                                bufferBytes: resources.storedSampleBytes, pluginStateBytes: resources.stateBytes)
+        peakMemory = PeakMemory(model: model, optimizer: optimizer, batchSize: training.batchSize,
+                                resources: o?.totalResources ?? .none)
         predictionEnergy = EnergyEstimate(flops: traffic.flopsPerPrediction, bytes: traffic.bytesPerPrediction,
                                           profile: profile)
         predictionLatencySeconds = ContinualMetrics.predictionLatencySeconds(flops: traffic.flopsPerPrediction,

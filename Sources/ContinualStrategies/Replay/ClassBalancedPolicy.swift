@@ -69,10 +69,14 @@ extension ClassBalancedPolicy {
     }
 
     public mutating func restoreCounters(_ counters: [Int64]) throws {
-        guard let k = counters.first.map(Int.init), k >= 0, counters.count == 1 + 2 * k else {
+        guard let k = counters.first.map(Int.init), k >= 0, k <= counters.count, counters.count == 1 + 2 * k else {
             throw CheckpointError.mismatch("class-balanced policy state has an inconsistent length")
         }
-        seenPerClass = counters[1...k].map(Int.init)
+        let seen = counters.dropFirst().prefix(k)      // (a range 1...k would trap for k = 0)
+        guard seen.allSatisfy({ $0 >= 0 }) else {
+            throw CheckpointError.mismatch("class-balanced policy state has a negative count")
+        }
+        seenPerClass = seen.map(Int.init)
         full = counters[(k + 1)...].map { $0 != 0 }
     }
 }

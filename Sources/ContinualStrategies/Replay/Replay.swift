@@ -256,8 +256,15 @@ extension Replay {
               let bytes = state.ints["bytes_after"] else {
             throw CheckpointError.mismatch("replay state is incomplete")
         }
+        guard width >= 0, width == 0 ? counts.isEmpty : counts.count % Int(width) == 0 else {
+            throw CheckpointError.mismatch("replay class counts (\(counts.count) values) do not fill rows of \(width)")
+        }
         if Int(counters[1]) != configuredRoutes { try configureMemoryForRestore(routes: Int(counters[1])) }
         try memory.restore(from: state, prefix: "memory.")
+        // The batch-sampling permutation indexes the memory: every slot must be one of its samples.
+        guard slots.allSatisfy({ $0 >= 0 && $0 < Int64(memory.count) }) else {
+            throw CheckpointError.mismatch("replay batch slots point outside the \(memory.count) stored samples")
+        }
         try policy.restoreCounters(policyState)
         bufferRNG = RandomSource(state: buffer.map { UInt64(bitPattern: $0) })
         batchRNG = RandomSource(state: batch.map { UInt64(bitPattern: $0) })

@@ -30,6 +30,7 @@ extension ReservoirPolicy {
 
     public mutating func restoreCounters(_ counters: [Int64]) throws {
         guard counters.count == 1 else { throw CheckpointError.mismatch("reservoir policy state has \(counters.count) values, expected 1") }
+        guard counters[0] >= 0 else { throw CheckpointError.mismatch("reservoir policy has seen \(counters[0]) samples") }
         seen = Int(counters[0])
     }
 }

@@ -1,5 +1,8 @@
 import ContinualCore
-import ContinualScenarios
+
+// The `schedule` block's policy lives here, on a portable target, so that the research runner
+// (ContinualExperiments' ScheduledRunner) and the on-device runtime (ContinualOnDevice's
+// PersonalModel) gate sessions with one piece of code.
 
 /// When the device allows training: every listed requirement must hold in at least one hour of
 /// the day (JSON `"when": {"charging": true, "idle": true, "wifi": false, "min_battery": 0,
@@ -113,20 +116,28 @@ public struct ScheduleConfig: Codable, Sendable, Equatable {
         var pending = 0
         for d in days.indices {
             pending += d < samples.count ? samples[d] : 0
-            guard pending > 0 else { continue }
-            let run: Bool
-            switch type {
-            case .always: run = experienceEnds.contains(d)
-            case .daily: run = when.opens(days[d])
-            case .weekly: run = d - last >= 7 && when.opens(days[d])
-            case .afterNewSamples: run = pending >= n && when.opens(days[d])
-            }
-            if run {
+            if runsSession(day: d, device: days[d], pendingSamples: pending, lastSessionDay: last,
+                           endsExperience: experienceEnds.contains(d)) {
                 sessions.append(d)
                 last = d
                 pending = 0
             }
         }
         return sessions
+    }
+
+    /// Whether a session runs on `day` (after that day's samples arrived), given the device's
+    /// states that day, the samples waiting since the previous session, and the previous session's
+    /// day (-1: none yet). `endsExperience` is read by `always` only (research streams). The one
+    /// decision behind both `sessionDays` and the on-device runtime's `trainIfDue`.
+    public func runsSession(day: Int, device: DeviceDay, pendingSamples: Int, lastSessionDay: Int,
+                            endsExperience: Bool) -> Bool {
+        guard pendingSamples > 0 else { return false }
+        switch type {
+        case .always: return endsExperience
+        case .daily: return when.opens(device)
+        case .weekly: return day - lastSessionDay >= 7 && when.opens(device)
+        case .afterNewSamples: return pendingSamples >= n && when.opens(device)
+        }
     }
 }

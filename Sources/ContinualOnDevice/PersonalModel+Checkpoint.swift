@@ -1,0 +1,159 @@
+import ContinualCore
+
+/// The checkpoint format of a `PersonalModel` (little-endian):
+///
+/// | bytes | field |
+/// |---|---|
+/// | 8 | magic `CKPERS01` |
+/// | 8 | format version (`PersonalModel.checkpointVersion`) |
+/// | 8 | payload length n |
+/// | n | payload |
+/// | 8 | FNV-1a 64 of every byte before it |
+///
+/// The payload: the configuration's fingerprint; the learner (`TrainerCheckpoint.encoded()`:
+/// parameters, trainable mask, optimizer state, each plugin's state, the session count and the
+/// shuffle stream); the seen-class mask; the last session's day; the unlabelled observations;
+/// the pending labelled samples and their days; the earlier sessions kept for joint training.
+extension PersonalModel {
+    /// Version of `checkpoint()`'s format; `init(checkpoint:configuration:)` reads this version only.
+    public static let checkpointVersion = 1
+    /// The first 8 bytes of every checkpoint.
+    public static let checkpointMagic: [UInt8] = Array("CKPERS01".utf8)
+
+    /// The whole state as bytes (model, optimizer, strategy, pending samples, schedule position),
+    /// versioned and checksummed. Store it after every change the app must not lose (after each
+    /// session, and after `observe`/`label` if those are not kept elsewhere).
+    public func checkpoint() -> [UInt8] {
+        var payload = ByteWriter()
+        payload.u64(configuration.fingerprint)
+        let learner = trainer.sessionCheckpoint(loop).encoded()
+        payload.int(learner.count)
+        payload.bytes(learner)
+        payload.int(loop.seenClasses == nil ? -1 : loop.seenClasses!.count)
+        payload.bytes((loop.seenClasses ?? []).map { $0 ? 1 : 0 })
+        payload.int(lastSessionDay)
+        payload.int(unlabelled.count)
+        for o in unlabelled {
+            payload.int(o.day)
+            payload.floats(o.features)
+        }
+        Self.write(pending, into: &payload)
+        payload.int(pendingDays.count)
+        pendingDays.forEach { payload.int($0) }
+        payload.int(history.count)
+        for e in history { Self.write(e.train, into: &payload) }
+
+        var w = ByteWriter()
+        w.bytes(Self.checkpointMagic)
+        w.int(Self.checkpointVersion)
+        w.int(payload.data.count)
+        w.bytes(payload.data)
+        w.u64(StableHash.fnv1a64(bytes: w.data))
+        return w.data
+    }
+
+    /// Restores a model from `checkpoint()` bytes and the configuration it was built with.
+    /// Throws `PersonalModelError.checkpoint` (never crashes) when the bytes are truncated, damaged
+    /// (checksum), of another format version, or were written under another configuration.
+    public init(checkpoint bytes: [UInt8], configuration: Configuration) throws {
+        do {
+            let payload = try Self.verifiedPayload(bytes)
+            var r = ByteReader(payload)
+            let fingerprint = try r.u64()
+            guard fingerprint == configuration.fingerprint else {
+                throw PersonalModelError.checkpoint(
+                    "it was written under another configuration (fingerprint \(StableHash.hex(fingerprint)), "
+                    + "this one has \(StableHash.hex(configuration.fingerprint)))")
+            }
+            let learner = try TrainerCheckpoint(decoding: r.bytes(r.count()))
+            let seenCount = try r.int()
+            let seen: [Bool]? = seenCount < 0 ? nil : try r.bytes(seenCount).map { $0 != 0 }
+            let lastSessionDay = try r.int()
+            var unlabelled: [Observation] = []
+            for _ in 0..<(try r.count(elementSize: 16)) {
+                unlabelled.append(Observation(day: try r.int(), features: try r.floats()))
+            }
+            let dimension = configuration.model.inputs
+            let pending = try Self.readSamples(&r, dimension: dimension)
+            let pendingDays = try (0..<r.count(elementSize: 8)).map { _ in try r.int() }
+            guard pendingDays.count == pending.count else {
+                throw PersonalModelError.checkpoint("\(pendingDays.count) pending days for \(pending.count) pending samples")
+            }
+            var history: [Experience] = []
+            for k in 0..<(try r.count(elementSize: 16)) {
+                let s = try Self.readSamples(&r, dimension: dimension)
+                history.append(Experience(index: k, name: "session_\(k)", train: s, test: s))
+            }
+            guard r.atEnd else { throw PersonalModelError.checkpoint("\(r.remaining) unexpected bytes after the state") }
+            guard history.count == learner.experiencesDone else {
+                throw PersonalModelError.checkpoint("\(history.count) earlier sessions for \(learner.experiencesDone) trained")
+            }
+            for o in unlabelled { try Self.checkRestored(o.features, dimension: dimension) }
+
+            var model = try PersonalModel(configuration: configuration)
+            let fresh = model.loop
+            model.loop = try model.trainer.resumeSessions(from: learner, fresh: fresh, seenClasses: seen)
+            model.lastSessionDay = lastSessionDay
+            model.unlabelled = unlabelled
+            model.pending = pending
+            model.pendingDays = pendingDays
+            model.history = history
+            self = model
+        } catch let error as PersonalModelError {
+            throw error
+        } catch {
+            // CheckpointError (truncated lengths, another learner), TrainingError, plugin restore errors.
+            throw PersonalModelError.checkpoint("\(error)")
+        }
+    }
+
+    /// Checks magic, version, length and checksum; returns the payload.
+    static func verifiedPayload(_ bytes: [UInt8]) throws -> [UInt8] {
+        let header = checkpointMagic.count + 16
+        guard bytes.count >= header + 8 else {
+            throw PersonalModelError.checkpoint("truncated: \(bytes.count) bytes, a checkpoint has at least \(header + 8)")
+        }
+        guard Array(bytes[0..<checkpointMagic.count]) == checkpointMagic else {
+            throw PersonalModelError.checkpoint("not a personal-model checkpoint (bad magic bytes)")
+        }
+        var r = ByteReader(bytes)
+        _ = try r.bytes(checkpointMagic.count)
+        let version = try r.int()
+        guard version == checkpointVersion else {
+            throw PersonalModelError.checkpoint("format version \(version); this runtime reads version \(checkpointVersion)")
+        }
+        let length = try r.int()
+        guard length >= 0, length == bytes.count - header - 8 else {
+            throw PersonalModelError.checkpoint(
+                "truncated or padded: the header announces \(length) payload bytes, the file holds \(bytes.count - header - 8)")
+        }
+        let payload = try r.bytes(length)
+        let stored = try r.u64()
+        let computed = StableHash.fnv1a64(bytes: bytes[0..<(bytes.count - 8)])
+        guard stored == computed else {
+            throw PersonalModelError.checkpoint("corrupt: checksum \(StableHash.hex(computed)) does not match the stored \(StableHash.hex(stored))")
+        }
+        return payload
+    }
+
+    static func write(_ s: Samples, into w: inout ByteWriter) {
+        w.floats(s.features)
+        w.int(s.labels.count)
+        s.labels.forEach { w.int(Int($0)) }
+    }
+
+    static func readSamples(_ r: inout ByteReader, dimension: Int) throws -> Samples {
+        let features = try r.floats()
+        let labels = try (0..<r.count(elementSize: 8)).map { _ in Int32(truncatingIfNeeded: try r.int()) }
+        guard features.count == labels.count * dimension else {
+            throw PersonalModelError.checkpoint("\(features.count) feature values for \(labels.count) samples of \(dimension) features")
+        }
+        return Samples(dimension: dimension, features: features, labels: labels)
+    }
+
+    static func checkRestored(_ features: [Float], dimension: Int) throws {
+        guard features.count == dimension else {
+            throw PersonalModelError.checkpoint("an observation has \(features.count) features, the model \(dimension)")
+        }
+    }
+}
