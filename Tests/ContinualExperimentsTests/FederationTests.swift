@@ -207,6 +207,43 @@ struct FederationTests {
         #expect(fedper.population!.values.count > 0 && fedper.metrics != nil)
     }
 
+    @Test("adapters-only sharing sends exactly the adapter parameters; LoRA blocks likewise")
+    func adaptersOnlySharing() throws {
+        for (strategy, kind) in [(#"[{"type": "adapters", "bottleneck": 2, "routing": "context", "context_feature": "weekend_tomorrow"}]"#, "adapter"),
+                                 (#"[{"type": "lora", "rank": 2, "routing": "context", "context_feature": "weekend_tomorrow"}]"#, "lora")] {
+            let r = FederationRunner.execute(try Self.run(#"{"rounds": 4, "clients_per_round": 4, "share": "adapters"}"#,
+                                                          strategy: strategy))
+            #expect(r.status == .completed, "\(kind): \(r.message)")
+            let f = try #require(r.federation)
+            let model = r.outcome!.finalModel
+            var expected = 0
+            for layer in model.layers {
+                if case .adapter = layer.kind { expected += layer.parameterCount }
+                if let lr = layer.lowRank { expected += lr.copies * lr.rank * (layer.inputs + layer.outputs) }
+            }
+            #expect(expected > 0 && f.sharedParameters == expected && f.sharedParameters < f.totalParameters, "\(kind)")
+            #expect(f.bytesUp.allSatisfy { $0 == 4 * 4 * expected }, "\(kind)")
+        }
+    }
+
+    @Test("bytes on the wire: float16 halves, int8 is one byte plus a scale, secure aggregation charges keys, shares and a dense ring")
+    func communicationBytes() throws {
+        let p = 97  // hidden [8] on 10 features, binary head
+        let half = FederationRunner.execute(try Self.run(#"{"rounds": 2, "clients_per_round": 3, "encoding": "float16"}"#)).federation!
+        #expect(half.bytesUp == [3 * 2 * p, 3 * 2 * p] && half.bytesDown == [3 * 4 * p, 3 * 4 * p])
+        let int8 = FederationRunner.execute(try Self.run(#"{"rounds": 2, "clients_per_round": 3, "encoding": "int8"}"#)).federation!
+        #expect(int8.bytesUp == [3 * (p + 4), 3 * (p + 4)])
+        let secure = FederationRunner.execute(try Self.run(#"{"rounds": 2, "clients_per_round": 3, "secure_aggregation": true, "encoding": "int8"}"#)).federation!
+        // Per participant (m = 3): up 64 + (m − 1)·80 + 4p, down 4p + (m − 1)·(64 + 80).
+        #expect(secure.bytesUp == [3 * (64 + 2 * 80 + 4 * p), 3 * (64 + 2 * 80 + 4 * p)])
+        #expect(secure.bytesDown == [3 * (4 * p + 2 * 144), 3 * (4 * p + 2 * 144)])
+        let prox = FederationRunner.execute(try Self.run(#"{"rounds": 3, "clients_per_round": 3, "proximal_mu": 0.5}"#))
+        let plain = FederationRunner.execute(try Self.run(#"{"rounds": 3, "clients_per_round": 3}"#))
+        #expect(prox.status == .completed && prox.outcome!.finalModel.parameters != plain.outcome!.finalModel.parameters)
+        // The proximal pull shortens the updates.
+        #expect(prox.federation!.meanUpdateNorm.reduce(0, +) < plain.federation!.meanUpdateNorm.reduce(0, +))
+    }
+
     @Test("bad federation blocks are errors naming the key")
     func validation() throws {
         let cases: [(String, String)] = [
