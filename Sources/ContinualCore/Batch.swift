@@ -52,7 +52,21 @@ public struct Batch: Sendable {
         let start = count * dimension
         features.withUnsafeMutableBufferPointer { f in
             row.withUnsafeBufferPointer { r in
-                if let src = r.baseAddress { (f.baseAddress! + start).update(from: src, count: r.count) }
+                guard let src = r.baseAddress else { return }
+                let dst = f.baseAddress! + start
+                // Rows of small models are a few floats: eight at a time in registers, not a
+                // libc memmove call per row (≈ 14 % of a small model's training time).
+                var k = 0
+                let n = r.count
+                while k &+ 8 <= n {
+                    UnsafeMutableRawPointer(dst + k).storeBytes(of: UnsafeRawPointer(src + k).loadUnaligned(as: SIMD8<Float>.self),
+                                                                as: SIMD8<Float>.self)
+                    k &+= 8
+                }
+                while k < n {
+                    dst[k] = src[k]
+                    k &+= 1
+                }
             }
         }
         labels[count] = label
@@ -60,13 +74,51 @@ public struct Batch: Sendable {
         count += 1
     }
 
-    private mutating func growIfFull() {
-        if count == labels.count {
+    private mutating func growIfFull(force: Bool = false) {
+        if force || count == labels.count {
             let extra = Swift.max(count, 1)
             labels.append(contentsOf: repeatElement(0, count: extra))
             routes.append(contentsOf: repeatElement(0, count: extra))
             features.append(contentsOf: repeatElement(0, count: extra * dimension))
         }
+    }
+
+    /// Appends the rows `indices` of `samples` in that order (each with its own route if `samples`
+    /// has routes, else `route`): the training loop's batch assembly, one pass over raw buffers
+    /// instead of a call, a slice and bounds checks per row (same values as `append(from:)`).
+    public mutating func append(rows indices: ArraySlice<Int>, of samples: Samples, route: Int32) {
+        precondition(samples.dimension == dimension, "rows have \(samples.dimension) features, the batch \(dimension)")
+        while count &+ indices.count > labels.count { growIfFull(force: true) }
+        let d = dimension
+        let first = count
+        features.withUnsafeMutableBufferPointer { f in
+            samples.features.withUnsafeBufferPointer { x in
+                var row = first
+                for i in indices {
+                    precondition(i >= 0 && i < samples.count, "row \(i) of \(samples.count)")
+                    let src = x.baseAddress! + i &* d
+                    let dst = f.baseAddress! + row &* d
+                    var k = 0
+                    while k &+ 8 <= d {
+                        UnsafeMutableRawPointer(dst + k).storeBytes(
+                            of: UnsafeRawPointer(src + k).loadUnaligned(as: SIMD8<Float>.self), as: SIMD8<Float>.self)
+                        k &+= 8
+                    }
+                    while k < d {
+                        dst[k] = src[k]
+                        k &+= 1
+                    }
+                    row &+= 1
+                }
+            }
+        }
+        var row = first
+        for i in indices {
+            labels[row] = samples.labels[i]
+            routes[row] = samples.routes?[i] ?? route
+            row += 1
+        }
+        count = row
     }
 
     /// Appends sample `index` of `samples` (its own route if it has one, else `route`).

@@ -219,7 +219,7 @@ public struct Trainer {
                     }
                 }
                 batch.removeAll()
-                for k in position..<stop { batch.append(from: trainSet, index: order[k], route: context.route) }
+                batch.append(rows: order[position..<stop], of: trainSet, route: context.route)
                 batch.ownCount = batch.count
                 position = stop
                 for p in plugins.indices { plugins[p].extendBatch(&batch, context: context) }
