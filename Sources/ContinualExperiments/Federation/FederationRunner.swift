@@ -113,9 +113,8 @@ public enum FederationRunner {
                                 maxSteps: fed.localSteps > 0 ? fed.localSteps : nil)
         let workers = max(1, fed.jobs > 0 ? fed.jobs : ProcessInfo.processInfo.activeProcessorCount)
 
-        // The server's model: the run seed's initialisation, prepared by the strategy (adapters
-        // and LoRA blocks added), the same start for every phone.
-        var rootRNG = RandomSource(seed: config.seed, stream: "federation")
+        // Seeded choices fixed for the whole run: the adversaries and the evaluated clients.
+        let rootRNG = RandomSource(seed: config.seed, stream: "federation")
         let adversaries: Set<Int> = {
             var ids = Array(0..<N)
             var rng = rootRNG.derived("adversaries")
@@ -130,7 +129,6 @@ public enum FederationRunner {
             return ids.prefix(fed.evaluateClients).sorted()
         }()
         let isEvaluated: Set<Int> = Set(evaluated)
-        _ = rootRNG.next()
 
         // Build this rank's clients (in parallel; each from its index alone).
         let mine = stride(from: rank, to: N, by: size).map { $0 }
@@ -138,7 +136,9 @@ public enum FederationRunner {
         var spec: MLPSpec? = nil
         var prototype: Trainer? = nil
         do {
-            // The prototype needs the stream's shape: client 0's options (any client would do).
+            // The server's model: the run seed's initialisation (or the warm start), prepared by
+            // the strategy (adapters and LoRA blocks added): the same start for every phone. It
+            // needs the stream's shape: client 0's options (any client would do).
             var rng = RandomSource(seed: popSeed, stream: "population.user.0")
             var modelRNG = rng.derived("model")
             _ = modelRNG.next()
