@@ -127,10 +127,13 @@ public func simulateHabitApp(_ options: SimulationOptions) throws -> SimulationR
 public func summary(_ result: SimulationResult, options: SimulationOptions) -> String {
     func pad(_ s: String, _ n: Int) -> String { String(repeating: " ", count: max(0, n - s.count)) + s }
     func percent(_ x: Double) -> String { x.isNaN ? "  –" : pad("\(Int((100 * x).rounded()))", 3) + "%" }
+    // At most 80 columns: the header and rows share their widths; long lines are wrapped.
     var lines = ["HabitApp: \(options.days) simulated days, strategy \(options.strategy), seed \(options.seed), "
-                 + "kill probability \(options.killProbability) (remind when p < \(options.policy.remindBelow), "
-                 + "silent when p > \(options.policy.silentAbove))",
-                 "month  phase        done  reminders  badges  silent  sessions  mean p  p≥0.5 right  energy (mJ)"]
+                 + "kill probability \(options.killProbability)",
+                 "(remind when p < \(options.policy.remindBelow), silent when p > \(options.policy.silentAbove); "
+                 + "p≥.5 ok: days predicted right)",
+                 pad("month", 5) + "  " + "phase".padding(11) + "done" + pad("remind", 7) + pad("badge", 6)
+                 + pad("silent", 7) + pad("train", 6) + pad("mean p", 7) + pad("p≥.5 ok", 8) + pad("mJ", 7)]
     let months = stride(from: 0, to: result.days.count, by: 30).map { Array(result.days[$0..<min($0 + 30, result.days.count)]) }
     for (m, days) in months.enumerated() {
         let n = Double(days.count)
@@ -142,18 +145,19 @@ public func summary(_ result: SimulationResult, options: SimulationOptions) -> S
         let meanP = days.reduce(0.0) { $0 + Double($1.probability) } / n
         let right = Double(days.filter { ($0.probability >= 0.5) == $0.completed }.count) / n
         let millijoules = sessions.reduce(0.0) { $0 + $1.energy.joules } * 1000
-        lines.append(pad("\(m + 1)", 5) + "  " + days[0].phase.padding(11) + percent(done) + pad("\(reminders)", 11)
-                     + pad("\(badges)", 8) + pad("\(silent)", 8) + pad("\(sessions.count)", 10)
-                     + pad(format(meanP, 2), 8) + pad(percent(right), 13) + pad(format(millijoules, 3), 13))
+        lines.append(pad("\(m + 1)", 5) + "  " + days[0].phase.padding(11) + percent(done) + pad("\(reminders)", 7)
+                     + pad("\(badges)", 6) + pad("\(silent)", 7) + pad("\(sessions.count)", 6)
+                     + pad(format(meanP, 2), 7) + pad(percent(right), 8) + pad(format(millijoules, 3), 7))
     }
     let all = result.days
     let sessions = all.compactMap(\.session)
     let peak = sessions.map(\.peakMemory.total).max() ?? 0
     lines.append("total: \(all.filter(\.completed).count)/\(all.count) days done, "
                  + "\(all.filter { $0.decision == .remind }.count) reminders sent, \(sessions.count) training sessions "
-                 + "(\(format(sessions.reduce(0.0) { $0 + $1.energy.joules } * 1000, 3)) mJ, peak memory \(peak) B), "
-                 + "\(result.kills) kills, state file \(result.stateBytes) B (model checkpoint \(result.checkpointBytes) B, "
-                 + "configuration \(StableHash.hex(result.configurationFingerprint)))")
+                 + "(\(format(sessions.reduce(0.0) { $0 + $1.energy.joules } * 1000, 3)) mJ,")
+    lines.append("       peak memory \(peak) B), \(result.kills) kills, state file \(result.stateBytes) B "
+                 + "(checkpoint \(result.checkpointBytes) B,")
+    lines.append("       configuration \(StableHash.hex(result.configurationFingerprint)))")
     return lines.joined(separator: "\n")
 }
 
