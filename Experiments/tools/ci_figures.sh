@@ -3,16 +3,16 @@
 # exists, PNGs are 300 dpi, sizes bounded, not blank). (The HTML report is checked in Chromium by
 # pytest python; it redraws the same figures as SVG, so it is not repeated here.)
 #   bash Experiments/tools/ci_figures.sh [CONTINUAL_BINARY]
-# Runs regularisation, replay, PEFT, population and device-schedule experiments in full with the
+# Runs regularisation, replay, PEFT, population, device-schedule and federated experiments in full with the
 # release build (about a minute of training on 2 cores), then `continualkit plot --check`.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 bin=${1:-$root/.build/release/continual}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for name in regularisation replay peft population_habit device_schedules; do
+for name in regularisation replay peft population_habit device_schedules federated_habit; do
     start=$(date +%s)
-    if [ "$name" = population_habit ]; then
+    if [ "$name" = population_habit ] || [ "$name" = federated_habit ]; then
         "$bin" run "$root/Experiments/$name.json" -o "$work/$name.h5" -q --jobs 2 >/dev/null
     else
         "$bin" sweep "$root/Experiments/$name.json" -o "$work/$name.h5" --plain --jobs 2 >/dev/null
