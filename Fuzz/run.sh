@@ -40,7 +40,7 @@ build_module() {
 
 build_all() {
     local built=()
-    for m in ContinualCore ContinualHDF5 ContinualMetrics ContinualScenarios ContinualStrategies ContinualExport ContinualExperiments; do
+    for m in ContinualCore ContinualHDF5 ContinualMetrics ContinualScenarios ContinualStrategies ContinualFederated ContinualExport ContinualExperiments; do
         build_module "$m" "${built[@]}"
         built+=("$m")
     done
