@@ -54,13 +54,13 @@ public enum PopulationExecutor {
     }
 
     /// Slots written by exactly one worker each (distinct indices), read after all finish.
-    final class Slots: @unchecked Sendable {
-        let base: UnsafeMutablePointer<UserResult>
+    final class Slots<Element>: @unchecked Sendable {
+        let base: UnsafeMutablePointer<Element>
         let count: Int
-        init(_ n: Int) {
+        init(_ n: Int, initial: Element) {
             count = n
             base = .allocate(capacity: n)
-            base.initialize(repeating: UserResult(), count: n)
+            base.initialize(repeating: initial, count: n)
         }
         deinit {
             base.deinitialize(count: count)
@@ -68,14 +68,22 @@ public enum PopulationExecutor {
         }
     }
 
+    /// User `i`'s model seed and scenario options, from the population seed and the index alone:
+    /// a population run's user `i` and a federation's client `i` are the same simulated person.
+    static func member(_ i: Int, of scenario: any PopulationScenario, spread: Double,
+                       seed popSeed: UInt64) -> (modelSeed: UInt64, options: any PopulationScenario) {
+        var rng = RandomSource(seed: popSeed, stream: "population.user.\(i)")
+        var modelRNG = rng.derived("model")
+        let modelSeed = modelRNG.next()
+        return (modelSeed, scenario.user(i, spread: spread, rng: &rng))
+    }
+
     static func user(_ i: Int, run: RunConfig, population: PopulationConfig, popSeed: UInt64,
                      scenario: any PopulationScenario, keepDetails: Bool,
                      resume: RunCheckpoint.PopulationUserCheckpoint? = nil, stopAfter: Int? = nil) -> UserResult {
         var r = UserResult()
-        var rng = RandomSource(seed: popSeed, stream: "population.user.\(i)")
-        var modelRNG = rng.derived("model")
-        r.modelSeed = modelRNG.next()
-        let options = scenario.user(i, spread: population.spread, rng: &rng)
+        let (modelSeed, options) = member(i, of: scenario, spread: population.spread, seed: popSeed)
+        r.modelSeed = modelSeed
         var resumeFrom: TrainerCheckpoint? = nil
         switch resume {
         case .ended(let status, let message)?:
@@ -144,7 +152,7 @@ public enum PopulationExecutor {
             return result
         }
         let popSeed = population.seed ?? config.seed
-        let slots = Slots(n)
+        let slots = Slots(n, initial: UserResult())
         let workers = max(1, min(n, population.jobs > 0 ? population.jobs : ProcessInfo.processInfo.activeProcessorCount))
         DispatchQueue.concurrentPerform(iterations: workers) { w in
             var i = w

@@ -139,10 +139,8 @@ public enum FederationRunner {
             // The server's model: the run seed's initialisation (or the warm start), prepared by
             // the strategy (adapters and LoRA blocks added): the same start for every phone. It
             // needs the stream's shape: client 0's options (any client would do).
-            var rng = RandomSource(seed: popSeed, stream: "population.user.0")
-            var modelRNG = rng.derived("model")
-            _ = modelRNG.next()
-            let stream = try scenario.user(0, spread: population.spread, rng: &rng).makeStream(seed: modelRNG.next())
+            let client0 = PopulationExecutor.member(0, of: scenario, spread: population.spread, seed: popSeed)
+            let stream = try client0.options.makeStream(seed: client0.modelSeed)
             let s = try config.model.spec(inputs: stream.dimension, head: stream.head, experiences: stream.experiences.count)
             var p = Trainer(spec: s, optimizer: config.optimizer.spec, options: config.training.options,
                             plugins: config.strategy.map { $0.options.makePlugin() }, seed: config.seed)
@@ -166,14 +164,13 @@ public enum FederationRunner {
         let proximal = fed.proximalMu > 0
 
         let errors = ErrorBox()
-        final class Built: @unchecked Sendable { var items: [FederatedClient?]; init(_ n: Int) { items = .init(repeating: nil, count: n) } }
-        let built = Built(mine.count)
+        let built = PopulationExecutor.Slots<FederatedClient?>(mine.count, initial: nil)
         DispatchQueue.concurrentPerform(iterations: min(workers, max(1, mine.count))) { w in
             var k = w
             while k < mine.count {
                 let id = mine[k]
                 do {
-                    built.items[k] = try makeClient(id, config: config, fed: fed, population: population, popSeed: popSeed,
+                    built.base[k] = try makeClient(id, config: config, fed: fed, population: population, popSeed: popSeed,
                                                     scenario: scenario, spec: spec, device: device, rounds: R,
                                                     initial: initialParameters, trainSizes: trainSizes,
                                                     adversary: adversaries.contains(id), proximal: proximal)
@@ -184,7 +181,7 @@ public enum FederationRunner {
             }
         }
         if let (_, message) = errors.first { throw Failure(description: message) }
-        let table = Table(built.items.map { $0! })
+        let table = Table((0..<mine.count).map { built.base[$0]! })
 
         // Baselines of the evaluated clients: the initial model and an independently initialised one.
         var baselineRNG = RandomSource(seed: config.seed, stream: "baseline.random")
@@ -244,8 +241,7 @@ public enum FederationRunner {
             // 2. Local work of this rank's clients: invited ones take part when their device
             //    allows; with personal models, every other available client trains on its own.
             let globalParameters = global.parameters
-            final class Entries: @unchecked Sendable { var items: [Entry?]; init(_ n: Int) { items = .init(repeating: nil, count: n) } }
-            let entries = Entries(table.clients.count)
+            let entries = PopulationExecutor.Slots<Entry?>(table.clients.count, initial: nil)
             forEach(table, where: { k in
                 invitedSet.contains(table.clients[k].id)
                     || (fed.personal == .local && table.clients[k].available[r] && table.clients[k].personalCursor < end)
@@ -309,12 +305,12 @@ public enum FederationRunner {
                     errors.record(c.id, "client \(c.id), round \(r): \(error)")
                 }
                 return e
-            } collect: { k, e in entries.items[k] = e }
+            } collect: { k, e in entries.base[k] = e }
             if let (_, message) = errors.first { throw Failure(description: message) }
 
             // 3. Every rank's entries, in client order.
             var w = ByteWriter()
-            let local = entries.items.compactMap { $0 }
+            let local = (0..<entries.count).compactMap { entries.base[$0] }
             w.int(local.count)
             for e in local { e.encode(into: &w) }
             var all: [Entry] = []
@@ -547,8 +543,8 @@ public enum FederationRunner {
 
     /// Energy of one local round on the device: training FLOPs and memory traffic.
     static func trainingJoules(_ record: ExperienceRecord, traffic: TrainingTraffic, profile: DeviceProfile) -> Double {
-        EnergyEstimate(flops: traffic.flops(rows: record.samplesProcessed, steps: record.steps) + record.extraFLOPs,
-                       bytes: traffic.bytes(rows: record.samplesProcessed, steps: record.steps), profile: profile).joules
+        EnergyEstimate(session: traffic, rows: record.samplesProcessed, steps: record.steps, trainableParameters: nil,
+                       extraFLOPs: record.extraFLOPs, profile: profile).joules
     }
 
     /// The parameter ranges that travel between phone and server.
@@ -592,11 +588,8 @@ public enum FederationRunner {
                            popSeed: UInt64, scenario: any PopulationScenario, spec: MLPSpec, device: DeviceConfig,
                            rounds R: Int, initial: [Float], trainSizes: [Int], adversary: Bool,
                            proximal: Bool) throws -> FederatedClient {
-        // The same seeds as a population run's user `id`.
-        var rng = RandomSource(seed: popSeed, stream: "population.user.\(id)")
-        var modelRNG = rng.derived("model")
-        let modelSeed = modelRNG.next()
-        let options = scenario.user(id, spread: population.spread, rng: &rng)
+        // The same person as a population run's user `id`.
+        let (modelSeed, options) = PopulationExecutor.member(id, of: scenario, spread: population.spread, seed: popSeed)
         let stream = try options.makeStream(seed: modelSeed)
         guard stream.experiences.map(\.train.count) == trainSizes else {
             throw Failure(description: "its experiences have \(stream.experiences.map(\.train.count)) training samples, "

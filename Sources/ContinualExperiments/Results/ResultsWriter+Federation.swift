@@ -32,14 +32,20 @@ extension ResultsWriter {
                 + "(ε, δ) as in Google's dp-accounting; assumes each client is included independently with probability q")
         }
 
+        /// A 1-D dataset along `scale` (round, evaluation or client), with its meaning and units.
+        func along<T: HDF5Scalar>(_ scale: HDF5Dataset, _ v: [T], _ name: String, _ meaning: String,
+                                  _ units: String? = nil) throws {
+            let d = try g.write(v, shape: [v.count], name: name)
+            try d.attributes.set("meaning", meaning)
+            if let units { try d.attributes.set("units", units) }
+            try d.attachDimensionScale(scale, toDimension: 0)
+        }
+
         let R = f.invited.count
         let round = try g.write((0..<R).map { Int64($0) }, shape: [R], name: "round")
         try round.makeDimensionScale(name: "round")
         func perRound<T: HDF5Scalar>(_ v: [T], _ name: String, _ meaning: String, _ units: String? = nil) throws {
-            let d = try g.write(v, shape: [v.count], name: name)
-            try d.attributes.set("meaning", meaning)
-            if let units { try d.attributes.set("units", units) }
-            try d.attachDimensionScale(round, toDimension: 0)
+            try along(round, v, name, meaning, units)
         }
         try perRound(f.invited.map(Int64.init), "invited", "clients sampled in the round")
         try perRound(f.available.map(Int64.init), "available", "invited clients whose device allowed training that day")
@@ -58,22 +64,14 @@ extension ResultsWriter {
         let evaluation = try g.write(f.evaluatedRounds.map(Int64.init), shape: [E], name: "evaluated_round")
         try evaluation.attributes.set("meaning", "round after which each evaluation was taken")
         try evaluation.makeDimensionScale(name: "evaluated_round")
-        func perEvaluation(_ v: [Double], _ name: String, _ meaning: String) throws {
-            let d = try g.write(v, shape: [v.count], name: name)
-            try d.attributes.set("meaning", meaning)
-            try d.attachDimensionScale(evaluation, toDimension: 0)
-        }
-        try perEvaluation(f.globalAccuracy, "global_accuracy", "mean accuracy of the global model on the evaluated clients' current test data (NaN unless share = all)")
-        try perEvaluation(f.personalAccuracy, "personal_accuracy", "mean accuracy of the model each phone predicts with, on its current test data")
+        try along(evaluation, f.globalAccuracy, "global_accuracy", "mean accuracy of the global model on the evaluated clients' current test data (NaN unless share = all)")
+        try along(evaluation, f.personalAccuracy, "personal_accuracy", "mean accuracy of the model each phone predicts with, on its current test data")
 
         let n = f.clients
         let client = try g.write((0..<n).map { Int64($0) }, shape: [n], name: "client")
         try client.makeDimensionScale(name: "client")
         func perClient<T: HDF5Scalar>(_ v: [T], _ name: String, _ meaning: String, _ units: String? = nil) throws {
-            let d = try g.write(v, shape: [v.count], name: name)
-            try d.attributes.set("meaning", meaning)
-            if let units { try d.attributes.set("units", units) }
-            try d.attachDimensionScale(client, toDimension: 0)
+            try along(client, v, name, meaning, units)
         }
         try perClient(f.invitations.map(Int64.init), "invitations", "rounds the client was sampled in")
         try perClient(f.participations.map(Int64.init), "participations", "rounds whose aggregate got the client's update")
