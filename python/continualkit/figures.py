@@ -662,13 +662,7 @@ def federation_rounds(path, configurations=None, df=None):
     runs = federation_runs(path, df)
     if runs.empty:
         raise ValueError(f"{path} has no federated run")
-    confs = list(dict.fromkeys(runs["configuration"]))
-    if configurations:
-        missing = [c for c in configurations if c not in confs]
-        if missing:
-            raise KeyError(f"unknown configuration(s) {missing}; have {confs}")
-        confs = list(configurations)
-    confs = confs[:MAX_PANELS]
+    confs = _configs(runs, configurations)[:MAX_PANELS]
     base = local_only_configuration(runs)
     series = {c: _federation_series(path, runs, c) for c in confs}
     ref = series[base] if base in series else (_federation_series(path, runs, base) if base else None)
