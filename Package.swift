@@ -37,7 +37,11 @@ let package = Package(
             providers: [.apt(["libhdf5-dev"]), .brew(["hdf5"])]
         ),
         .target(name: "ContinualHDF5", dependencies: ["CHDF5"]),
-        .target(name: "ContinualCore"),
+        // Dense-layer kernels in C (clang vector extensions): a generic path for every CPU and an
+        // AVX2+FMA clone chosen at run time on x86-64 (Swift compiles for baseline x86-64, and a
+        // package cannot impose -target-cpu on its users). See docs/benchmarks.md.
+        .target(name: "CContinualKernels"),
+        .target(name: "ContinualCore", dependencies: ["CContinualKernels"]),
         .target(name: "ContinualMetrics", dependencies: ["ContinualCore"]),
         .target(name: "ContinualScenarios", dependencies: ["ContinualCore"]),
         .target(name: "ContinualStrategies", dependencies: ["ContinualCore"]),

@@ -11,6 +11,14 @@ counted apart; exit status 0 when nothing that exists in both differs, 1 otherwi
 
     python3 Experiments/tools/compare_science.py --base /path/to/old/continual --new .build/release/continual
 
+Numerics versions: every results file records `numerics_version` and `kernel_path` (the dense
+kernels' summation order and path, docs/versioning.md). When both files carry the same pair, every
+difference counts, as above: within one numerics version results must be bit-identical. When the
+pair changed, the last bits of every trained value may differ: each differing floating-point
+object is reported with the size of its difference (max |new - base| and that size relative to
+max(|base|, |new|, 1)), and with `--tolerance T` a difference no larger than T relative is
+accepted (listed, not counted). Differences in anything that is not floating point always count.
+
 Each binary runs from its own repository root (`--base-root`, `--new-root`) so that relative
 dataset paths resolve as a user's would. `--results-a DIR` reuses existing result files.
 """
@@ -118,19 +126,71 @@ def config_changes(ga, gb):
 IDENTITY = ("run_id", "config_json")
 
 
-def compare_attrs(path, a, b, diffs, skip=()):
+def numerics(f):
+    """(numerics_version, kernel_path) of an open results file; version 1 before they were recorded."""
+    v = f.attrs.get("numerics_version", 1)
+    k = f.attrs.get("kernel_path", "swift-simd8")
+    return int(v), k.decode() if isinstance(k, bytes) else str(k)
+
+
+def difference_size(a, b):
+    """(max |b - a|, max |b - a| / max(|a|, |b|, 1)) of two float arrays or scalars of one shape, or
+    None when they are not both floating point (NaN in both places is equal; in one, infinite)."""
+    try:
+        a, b = np.asarray(a), np.asarray(b)
+    except Exception:
+        return None
+    if a.shape != b.shape or a.dtype.kind != "f" or b.dtype.kind != "f":
+        return None
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    both_nan = np.isnan(a) & np.isnan(b)
+    d = np.where(both_nan, 0.0, np.abs(b - a))
+    d = np.where(np.isnan(d), np.inf, d)
+    if d.size == 0:
+        return 0.0, 0.0
+    scale = np.maximum(np.maximum(np.abs(np.nan_to_num(a)), np.abs(np.nan_to_num(b))), 1.0)
+    return float(d.max()), float((d / scale).max())
+
+
+class Policy:
+    """Whether a floating-point difference is accepted: only when the numerics changed and it is
+    within the tolerance. Accepted differences are kept in `accepted` for the report."""
+    def __init__(self, numerics_changed=False, tolerance=None):
+        self.numerics_changed, self.tolerance, self.accepted = numerics_changed, tolerance, []
+
+    def judge(self, where, a, b, diffs, detail):
+        size = difference_size(a, b)
+        if size is None:
+            diffs.append(f"{where}: {detail}")
+            return
+        line = f"{where}: differs by {size[0]:.3g} (relative {size[1]:.3g}); {detail}"
+        if self.numerics_changed and self.tolerance is not None and size[1] <= self.tolerance:
+            self.accepted.append(line)
+        else:
+            diffs.append(line)
+
+
+def compare_attrs(path, a, b, diffs, skip=(), policy=None):
     for k in sorted(set(a.attrs.keys()) | set(b.attrs.keys())):
         if is_timing(k) or k in REFERENCES or k in skip:
             continue
         if k not in a.attrs or k not in b.attrs:
             diffs.append(f"{path} @{k}: only in {'new' if k in b.attrs else 'base'}")
         elif not same(a.attrs[k], b.attrs[k]):
-            diffs.append(f"{path} @{k}: {str(a.attrs[k])[:80]} != {str(b.attrs[k])[:80]}")
+            (policy or Policy()).judge(f"{path} @{k}", a.attrs[k], b.attrs[k], diffs,
+                                       f"{str(a.attrs[k])[:80]} != {str(b.attrs[k])[:80]}")
 
 
-def compare_files(fa, fb):
+def compare_files(fa, fb, tolerance=None, accepted=None):
+    """Differences that count (list of lines); differences accepted under a numerics change and
+    `tolerance` are appended to `accepted`."""
     diffs = []
     with h5py.File(fa, "r") as a, h5py.File(fb, "r") as b:
+        na, nb = numerics(a), numerics(b)
+        policy = Policy(numerics_changed=na != nb, tolerance=tolerance)
+        if na != nb:
+            diffs_note = f"numerics changed: version {na[0]} ({na[1]}) -> {nb[0]} ({nb[1]})"
+            (accepted if accepted is not None else []).append(diffs_note)
         ra, rb = set(a["runs"].keys()), set(b["runs"].keys())
         pairs = [(rid, rid) for rid in sorted(ra & rb)]
         if ra != rb:
@@ -152,7 +212,7 @@ def compare_files(fa, fb):
                 diffs.append(f"run ids differ: only base {sorted(ra - rb)[:5]}, only new {sorted(rb - ra)[:5]}")
         for rid, rid_b in pairs:
             ga, gb = a["runs"][rid], b["runs"][rid_b]
-            compare_attrs(f"/runs/{rid}", ga, gb, diffs, skip=IDENTITY if rid != rid_b else ())
+            compare_attrs(f"/runs/{rid}", ga, gb, diffs, skip=IDENTITY if rid != rid_b else (), policy=policy)
             pa = dict(walk(ga))
             pb = dict(walk(gb))
             for p in sorted(set(pa) | set(pb)):
@@ -163,13 +223,17 @@ def compare_files(fa, fb):
                     continue
                 oa, ob = pa[p], pb[p]
                 if isinstance(oa, h5py.Dataset) and isinstance(ob, h5py.Dataset):
-                    if not same(oa[()], ob[()]):
-                        diffs.append(f"/runs/{rid}{p}: values differ (base {np.ravel(oa[()])[:4]}, new {np.ravel(ob[()])[:4]})")
-                    compare_attrs(f"/runs/{rid}{p}", oa, ob, diffs)
+                    va, vb = oa[()], ob[()]
+                    if not same(va, vb):
+                        policy.judge(f"/runs/{rid}{p}", va, vb, diffs,
+                                     f"values differ (base {np.ravel(va)[:4]}, new {np.ravel(vb)[:4]})")
+                    compare_attrs(f"/runs/{rid}{p}", oa, ob, diffs, policy=policy)
                 elif isinstance(oa, h5py.Group) and isinstance(ob, h5py.Group):
-                    compare_attrs(f"/runs/{rid}{p}", oa, ob, diffs)
+                    compare_attrs(f"/runs/{rid}{p}", oa, ob, diffs, policy=policy)
                 else:
                     diffs.append(f"/runs/{rid}{p}: kinds differ")
+        if accepted is not None:
+            accepted.extend(policy.accepted)
     return diffs
 
 
@@ -183,6 +247,9 @@ def main():
     ap.add_argument("--results-a", default=None, help="directory with existing base results (NAME.h5)")
     ap.add_argument("--show", type=int, default=40, help="differences printed per experiment")
     ap.add_argument("--verbose", action="store_true", help="also list added objects")
+    ap.add_argument("--tolerance", type=float, default=None,
+                    help="accept floating-point differences up to this size relative to max(|base|, |new|, 1) "
+                         "when the files' numerics_version or kernel_path differ (never within one version)")
     ap.add_argument("experiments", nargs="*")
     args = ap.parse_args()
     exps = args.experiments or sorted(glob.glob(os.path.join(args.new_root, "Experiments", "*.json")))
@@ -207,7 +274,8 @@ def main():
             print(f"{name}: new failed ({rc}): {err}")
             total += 1
             continue
-        diffs = compare_files(fa, fb)
+        accepted = []
+        diffs = compare_files(fa, fb, tolerance=args.tolerance, accepted=accepted)
         added = [d for d in diffs if d.endswith("only in new")]
         changed = [d for d in diffs if not d.endswith("only in new")]
         total += len(changed)
@@ -216,6 +284,11 @@ def main():
               f"{f', {len(added)} additions' if added else ''} ({t:.1f} s)")
         if added and args.verbose:
             print("    added:", ", ".join(sorted({k.split('/')[-1] for k in kinds})))
+        within = [d for d in accepted if not d.startswith("numerics changed")]
+        for note in [d for d in accepted if d.startswith("numerics changed")]:
+            print(f"    {note}; {len(within)} floating-point differences within --tolerance {args.tolerance}")
+        for d in within[:args.show]:
+            print("     ~", d)
         for d in changed[:args.show]:
             print("   ", d)
     sys.exit(0 if total == 0 else 1)

@@ -16,10 +16,31 @@ struct BenchCommand: ParsableCommand {
     @Option(help: "Experiment to time end to end (all its runs, results written to a temporary file).")
     var experiment = "Experiments/quickstart.json"
 
+    @Option(help: "Time only this model's training step: hidden widths, e.g. 256,256 (with --inputs, --classes, --batch); prints one JSON line.")
+    var hidden: String?
+
+    @Option(help: "Inputs of the --hidden model.")
+    var inputs = 10
+
+    @Option(help: "Classes of the --hidden model (2: one logit, binary; more: softmax).")
+    var classes = 2
+
+    @Option(help: "Batch size of the --hidden model.")
+    var batch = 32
+
+    @Option(help: "Threads per dense product (results do not depend on it).")
+    var threads = 1
+
     func run() throws {
+        guard (1...ExperimentFile.maximumThreads).contains(threads) else {
+            throw CLIFailure.badInput("--threads: expected an integer from 1 to \(ExperimentFile.maximumThreads), got \(threads)")
+        }
+        Kernels.threads = threads
+        if let hidden { return try single(hidden) }
         #if DEBUG
         print("warning: debug build — numbers are not representative (use swift run -c release continual bench)")
         #endif
+        print("dense kernels: \(Kernels.path) path, numerics version \(Kernels.numericsVersion), \(Kernels.threads) thread(s)")
         let seed = MLPSpec(inputs: 10, hidden: [16, 8], activation: .relu, head: .binary)
         let sgd = OptimizerSpec.sgd(learningRate: 0.05, momentum: 0.9)
         for m in [
@@ -58,6 +79,34 @@ struct BenchCommand: ParsableCommand {
         }
         print(pad("end to end: \(file.name)") + String(format: "%10.3f s             (%d runs; %.3f s computing, rest writing HDF5)",
                                                       total.seconds, results.count, compute.seconds))
+    }
+}
+
+extension BenchCommand {
+    /// One model's SGD training step (forward, loss, backward, step) on one fixed batch: the best
+    /// of 5 repetitions of `--steps` steps, wall time and the calling thread's CPU time, and the
+    /// dense products' floating-point operations per second (by CPU time). For
+    /// Experiments/bench/width_batch.py.
+    func single(_ hidden: String) throws {
+        let widths = hidden.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
+        guard !widths.isEmpty, widths.allSatisfy({ ($0 ?? 0) >= 1 && ($0 ?? 0) <= 65_536 }) else {
+            throw CLIFailure.badInput("--hidden: expected widths from 1 to 65536 separated by commas, got \"\(hidden)\"")
+        }
+        guard inputs >= 1, classes >= 2, batch >= 1, batch <= 1 << 20, steps >= 1 else {
+            throw CLIFailure.badInput("--inputs, --batch and --steps must be ≥ 1 and --classes ≥ 2")
+        }
+        let spec = MLPSpec(inputs: inputs, hidden: widths.map { $0! }, activation: .relu,
+                           head: classes == 2 ? .binary : .multiclass(classes: classes))
+        let t = Benchmarks.trainingStep(spec: spec, batch: batch, optimizer: .sgd(learningRate: 0.01, momentum: 0),
+                                        steps: steps)
+        let json: [String: Any] = [
+            "kernel_path": Kernels.path, "numerics_version": Kernels.numericsVersion, "threads": Kernels.threads,
+            "inputs": inputs, "hidden": widths.map { $0! }, "classes": classes, "batch": batch, "steps": steps,
+            "wall_seconds_per_step": t.wall, "cpu_seconds_per_step": t.cpu, "flops_per_step": t.flops,
+            "gflops": t.flops / t.cpu / 1e9,
+        ]
+        let data = try JSONSerialization.data(withJSONObject: json, options: [.sortedKeys])
+        print(String(decoding: data, as: UTF8.self))
     }
 }
 

@@ -1,8 +1,9 @@
 import ArgumentParser
+import ContinualCore
 import ContinualExperiments
 import Foundation
 
-/// `--max-memory` and `--max-work`, shared by `validate`, `run` and `sweep`.
+/// `--max-memory`, `--max-work`, `--max-flops` and `--threads`, shared by `validate`, `run` and `sweep`.
 struct ResourceOptions: ParsableArguments {
     @Option(help: "Refuse a run whose estimated peak memory exceeds this (e.g. 8G, 512M; default: this machine's memory).")
     var maxMemory: String?
@@ -12,6 +13,17 @@ struct ResourceOptions: ParsableArguments {
 
     @Option(help: "Refuse a run whose estimated floating-point operations exceed this (default 1e16).")
     var maxFlops: Double?
+
+    @Option(help: "Threads per dense product of a run (default: the file's \"threads\", else 1). Bits do not depend on it.")
+    var threads: Int?
+
+    /// Sets `Kernels.threads` from --threads, else from the experiment's `threads`.
+    func applyThreads(_ experiment: ExperimentFile) throws {
+        if let threads, !(1...ExperimentFile.maximumThreads).contains(threads) {
+            throw CLIFailure.badInput("--threads: expected an integer from 1 to \(ExperimentFile.maximumThreads), got \(threads)")
+        }
+        Kernels.threads = threads ?? experiment.threads
+    }
 
     func limits() throws -> ResourceLimits {
         var memory: Double? = nil

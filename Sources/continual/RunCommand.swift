@@ -121,6 +121,7 @@ struct RunCommand: ParsableCommand {
             }
         }
         // Everything checkable without training, before anything is written (exit 2 on a problem).
+        try resources.applyThreads(experiment)
         _ = try resources.preflight(runs, file: file)
         if mpi || MPIWorld.launchedUnderMPI() {
             if try runDistributed(runs) { return }

@@ -53,6 +53,7 @@ struct SweepCommand: ParsableCommand {
         let path = output ?? Self.defaultOutput(experiment.output, shard: selectedShard)
         let session = SweepSession(experiment: experiment, shard: selectedShard)
         // Everything checkable without training, before anything is written (exit 2 on a problem).
+        try resources.applyThreads(experiment)
         _ = try resources.preflight(session.selected, file: file)
         let writer = try InterruptibleSession.openWriter(session, path: path, resume: resume, overwrite: overwrite)
         let tty = isatty(STDOUT_FILENO) == 1 && !plain

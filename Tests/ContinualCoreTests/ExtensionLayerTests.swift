@@ -51,9 +51,10 @@ import Testing
         return model
     }
 
-    @Test func denseGradientMatchesFiniteDifferences() {
+    @Test(arguments: ["generic", "fastest"])
+    func denseGradientMatchesFiniteDifferences(_ path: String) {
         let spec = MLPSpec(inputs: 5, hidden: [6, 4], activation: .tanh, head: .multiclass(classes: 3))
-        let check = Self.gradientCheck(Self.randomized(spec), route: 0)
+        let check = Kernels.withPath(path) { Self.gradientCheck(Self.randomized(spec), route: 0) }
         #expect(check.violation <= 0, "dense gradient off by \(check.violation)")
         #expect(check.nonZero == spec.parameterCount)
     }

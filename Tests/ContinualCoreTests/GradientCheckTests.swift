@@ -20,10 +20,18 @@ import Testing
         Case(inputs: 4, hidden: [], activation: .relu, head: .multiclass(classes: 3), heads: 1, batch: 9),
         Case(inputs: 6, hidden: [8], activation: .identity, head: .binary, heads: 1, batch: 4),
         Case(inputs: 11, hidden: [24, 7], activation: .tanh, head: .multiclass(classes: 5), heads: 3, batch: 13),
+        // Full 6 × 16 register tiles and row tails, 16- and 8-column strips and a 4-column tail,
+        // and two 32-column packing blocks of the input gradient (36 inputs to the second layer).
+        Case(inputs: 12, hidden: [36, 20], activation: .tanh, head: .multiclass(classes: 3), heads: 1, batch: 14),
     ]
 
-    @Test(arguments: cases)
-    func analyticGradientMatchesFiniteDifferences(_ c: Case) {
+    /// On every kernel path this machine has ("generic" and the fastest, e.g. "avx2-fma").
+    @Test(arguments: cases, ["generic", "fastest"])
+    func analyticGradientMatchesFiniteDifferences(_ c: Case, _ path: String) {
+        Kernels.withPath(path) { check(c) }
+    }
+
+    func check(_ c: Case) {
         var rng = RandomSource(seed: 11, stream: c.description)
         let spec = MLPSpec(inputs: c.inputs, hidden: c.hidden, activation: c.activation, head: c.head, heads: c.heads)
         var model = MLP(spec: spec, rng: &rng)

@@ -41,6 +41,21 @@ import Testing
         #expect(ResolvedRun(config: decoded).runId == file.runs[0].runId)
     }
 
+    /// `threads` is an execution setting: accepted at the top level, not part of any run's id.
+    @Test func threadsIsAnExecutionSettingOutsideTheRunIds() throws {
+        let plain = try ExperimentFile.parse(data: Data(tinyExperiment().utf8))
+        #expect(plain.threads == 1)
+        let four = try ExperimentFile.parse(data: Data(tinyExperiment().replacingOccurrences(
+            of: "\"seed\": 3", with: "\"seed\": 3, \"threads\": 4").utf8))
+        #expect(four.threads == 4)
+        #expect(four.runs.map(\.runId) == plain.runs.map(\.runId))
+        for bad in ["0", "65", "2.5", "\"4\""] {
+            let e = error(tinyExperiment().replacingOccurrences(of: "\"seed\": 3", with: "\"seed\": 3, \"threads\": \(bad)"))
+            #expect(e?.location == ".threads", "threads \(bad)")
+            #expect(e?.message.contains("expected an integer from 1 to 64") == true, "threads \(bad)")
+        }
+    }
+
     @Test func wrongTypeAtANestedKeyNamesThePath() {
         let e = error(tinyExperiment().replacingOccurrences(of: "\"epochs\": 3", with: "\"epochs\": \"three\""))
         #expect(e?.location == ".training.epochs")

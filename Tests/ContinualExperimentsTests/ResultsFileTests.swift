@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ContinualCore
 import ContinualHDF5
 @testable import ContinualExperiments
 
@@ -46,6 +47,9 @@ import ContinualHDF5
         let root = f.root
         #expect(try root.attributes.scalar("schema_version", as: Int64.self) == ResultsSchema.version)
         #expect(try root.attributes.string("toolkit_version") == ResultsSchema.toolkitVersion)
+        // The dense kernels' arithmetic that produced the file (docs/versioning.md, Numerics).
+        #expect(try root.attributes.scalar("numerics_version", as: Int64.self) == Int64(Kernels.numericsVersion))
+        #expect(try root.attributes.string("kernel_path") == Kernels.path)
         #expect(try root.attributes.string("experiment_json")?.contains("habit_drift") == true)
         let r = results[0]
         let g = try root.openGroup("runs/\(r.runId)")

@@ -91,7 +91,8 @@ def provenance(path: str) -> dict:
     with h5py.File(path, "r") as f:
         a = {k: _str(v) for k, v in f.attrs.items()}
     out = {k: a[k] for k in ("toolkit", "toolkit_version", "schema_version", "created_utc", "experiment_name",
-                             "experiment_description", "experiment_path", "kind") if k in a}
+                             "experiment_description", "experiment_path", "kind",
+                             "numerics_version", "kernel_path") if k in a}
     for k in ("git_commit", "git_revision", "commit", "toolkit_commit"):
         if k in a:
             out["git_commit"] = a[k]

@@ -37,7 +37,14 @@ public struct ExperimentFile: Sendable {
     /// Whether the file defines a sweep (top level or in a variant).
     public var isSweep: Bool { !sweptPaths.isEmpty }
 
-    static let experimentKeys: Set<String> = ["name", "description", "output", "variants", "sweep"]
+    /// Threads each dense product of a run may use (`threads`, default 1; `--threads` overrides):
+    /// for one wide run on a many-core machine. Results are bit-identical for any value
+    /// (`Kernels.threads`), so it is an execution setting, not part of a run's configuration.
+    public var threads = 1
+    /// Largest accepted `threads`.
+    public static let maximumThreads = 64
+
+    static let experimentKeys: Set<String> = ["name", "description", "output", "variants", "sweep", "threads"]
     static let runKeys: Set<String> = Set(RunConfig.CodingKeys.allCases.map(\.stringValue))
 
     /// Reads and validates `path`. Errors name the file and the key path (or line and column).
@@ -83,6 +90,7 @@ public struct ExperimentFile: Sendable {
         // A written output is relative to the experiment file; the default to the working directory.
         let output = try string(top["output"], at: ".output", file: path).map { FilePaths.resolve($0, against: FilePaths.directory(of: path)) }
             ?? "results/\(name).h5"
+        let threads = try threadCount(top["threads"], at: ".threads", file: path) ?? 1
         let sweepValue = top.removeValue(forKey: "sweep")
         let runKeySet = runKeys
         let topSweep = try sweepValue.map {
@@ -191,6 +199,7 @@ public struct ExperimentFile: Sendable {
                                   sourceText: String(decoding: data, as: UTF8.self), runs: runs, path: path)
         file.sweptPaths = sweptPaths
         file.sweepJSON = sweepValue
+        file.threads = threads
         file.totalRuns = totalRuns
         file.isSampled = sampled
         var notes: [String] = []
@@ -353,6 +362,15 @@ public struct ExperimentFile: Sendable {
         }
         if case .string(let t)? = o["scenario"] { o["scenario"] = .object(["type": .string(t)]) }
         return .object(o)
+    }
+
+    static func threadCount(_ value: JSONValue?, at location: String, file: String) throws -> Int? {
+        guard let value else { return nil }
+        guard case .int(let n) = value, n >= 1, n <= maximumThreads else {
+            throw ConfigError(file: file, location: location, message: "expected an integer from 1 to \(maximumThreads) "
+                + "(threads per dense product of a run; results do not depend on it)")
+        }
+        return Int(n)
     }
 
     static func string(_ value: JSONValue?, at location: String, file: String) throws -> String? {

@@ -38,6 +38,10 @@ public enum ResultsWriter {
         try a.set("toolkit", "ContinualKit")
         try a.set("toolkit_version", ResultsSchema.toolkitVersion)
         try a.set("schema_version", ResultsSchema.version)
+        // The dense kernels' arithmetic: results are bit-identical only within one version and
+        // kernel path (docs/versioning.md, "Numerics").
+        try a.set("numerics_version", Int64(Kernels.numericsVersion))
+        try a.set("kernel_path", Kernels.path)
         let provenance = Provenance.detect(experimentPath: experiment.path)
         try a.set("git_commit", provenance.commit)
         try a.set("git_dirty", provenance.dirty)

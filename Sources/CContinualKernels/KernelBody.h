@@ -1,0 +1,201 @@
+// The dense-layer kernels, written once and compiled once per kernel path: Kernels.c defines
+// KATTR (target attributes), KFN(name) (per-path names), KMR/KMR1 (rows per register tile with
+// two / one 8-float vectors per row), MADDV(a, b, acc) and MADDS(a, b, acc) (vector and scalar
+// multiply-add: fused on FMA paths, product and sum rounded separately on the generic path),
+// then includes this file. No include guard on purpose.
+//
+// Invariant (see ContinualKernels.h): every output element is one chain
+//     c ← MADD(a_p, b_p, c)  for p = 0, 1, ..., P-1
+// starting from the value in memory. Vector lanes and the scalar tails use the same MADD, and a
+// partial chain stored to memory and reloaded is exact, so tile shapes, cache blocks and
+// thread partitions never change a result.
+
+#define KINL static inline __attribute__((always_inline)) KATTR
+
+// Unaligned 8-float load and store (macros: a function returning a 256-bit vector would change
+// the ABI of the generic path, -Wpsabi).
+#ifndef CK_LD
+#define CK_LD(p) ({ v8 v_; __builtin_memcpy(&v_, (p), sizeof v_); v_; })
+#define CK_ST(p, v) do { v8 w_ = (v); __builtin_memcpy((p), &w_, sizeof w_); } while (0)
+#endif
+
+/// C[r, 0..<8·NV] chains over p with a(r, p) = A[r·ars + p·aps], b(p) = B[p·ldb ..].
+/// `init` (when not null) replaces C's values as every row's start: the bias, or zeros.
+KINL void KFN(tile)(const int MR, const int NV, long P, const float *A, long ars, long aps,
+                    const float *B, long ldb, float *C, long ldc, const float *init) {
+    v8 acc[8][2];
+    for (int r = 0; r < MR; r++)
+        for (int v = 0; v < NV; v++) acc[r][v] = init ? CK_LD(init + 8 * v) : CK_LD(C + r * ldc + 8 * v);
+    for (long p = 0; p < P; p++) {
+        const float *bp = B + p * ldb;
+        const float *ap = A + p * aps;
+        v8 b0 = CK_LD(bp);
+        v8 b1 = NV > 1 ? CK_LD(bp + 8) : b0;
+        for (int r = 0; r < MR; r++) {
+            v8 a = (v8)(ap[r * ars]);
+            acc[r][0] = MADDV(a, b0, acc[r][0]);
+            if (NV > 1) acc[r][1] = MADDV(a, b1, acc[r][1]);
+        }
+    }
+    for (int r = 0; r < MR; r++)
+        for (int v = 0; v < NV; v++) CK_ST(C + r * ldc + 8 * v, acc[r][v]);
+}
+
+/// The same chains for fewer than 8 columns (NC ≤ 4), scalar: MR·NC independent chains.
+KINL void KFN(stile)(const int MR, const int NC, long P, const float *A, long ars, long aps,
+                     const float *B, long ldb, float *C, long ldc, const float *init) {
+    float acc[8][4];
+    for (int r = 0; r < MR; r++)
+        for (int c = 0; c < NC; c++) acc[r][c] = init ? init[c] : C[r * ldc + c];
+    for (long p = 0; p < P; p++) {
+        const float *bp = B + p * ldb;
+        const float *ap = A + p * aps;
+        float b[4];
+        for (int c = 0; c < NC; c++) b[c] = bp[c];
+        for (int r = 0; r < MR; r++) {
+            float a = ap[r * ars];
+            for (int c = 0; c < NC; c++) acc[r][c] = MADDS(a, b[c], acc[r][c]);
+        }
+    }
+    for (int r = 0; r < MR; r++)
+        for (int c = 0; c < NC; c++) C[r * ldc + c] = acc[r][c];
+}
+
+/// Rows [0, M) of one column strip: full tiles of R rows, then one tile of the remaining rows.
+#define KROWS(R, CALL)                                                                     \
+    do {                                                                                   \
+        long i = 0;                                                                        \
+        for (; i + (R) <= M; i += (R)) CALL((R), i);                                       \
+        switch (M - i) {                                                                   \
+        case 7: if ((R) > 7) CALL(7 % (R), i); break;                                      \
+        case 6: if ((R) > 6) CALL(6 % (R), i); break;                                      \
+        case 5: if ((R) > 5) CALL(5 % (R), i); break;                                      \
+        case 4: if ((R) > 4) CALL(4 % (R), i); break;                                      \
+        case 3: if ((R) > 3) CALL(3 % (R), i); break;                                      \
+        case 2: if ((R) > 2) CALL(2 % (R), i); break;                                      \
+        case 1: CALL(1, i); break;                                                         \
+        default: break;                                                                    \
+        }                                                                                  \
+    } while (0)
+
+/// C[i, j] for i < M, j in [j0, j1): chains over p < P of A(i, p)·B[p, j], unpacked.
+static KATTR __attribute__((noinline)) void KFN(gemm_direct)(long M, long j0, long j1, long P,
+        const float *A, long ars, long aps, const float *B, long ldb, float *C, long ldc, const float *init) {
+    long j = j0;
+    for (; j + 16 <= j1; j += 16) {
+#define KCALL(R, i) KFN(tile)((R), 2, P, A + (i) * ars, ars, aps, B + j, ldb, C + (i) * ldc + j, ldc, init ? init + j : 0)
+        KROWS(KMR, KCALL);
+#undef KCALL
+    }
+    if (j + 8 <= j1) {
+#define KCALL(R, i) KFN(tile)((R), 1, P, A + (i) * ars, ars, aps, B + j, ldb, C + (i) * ldc + j, ldc, init ? init + j : 0)
+        KROWS(KMR1, KCALL);
+#undef KCALL
+        j += 8;
+    }
+    while (j < j1) {
+        long nc = j1 - j;
+        if (nc >= 4) {
+#define KCALL(R, i) KFN(stile)((R), 4, P, A + (i) * ars, ars, aps, B + j, ldb, C + (i) * ldc + j, ldc, init ? init + j : 0)
+            KROWS(2, KCALL);
+#undef KCALL
+            j += 4;
+        } else if (nc >= 2) {
+#define KCALL(R, i) KFN(stile)((R), 2, P, A + (i) * ars, ars, aps, B + j, ldb, C + (i) * ldc + j, ldc, init ? init + j : 0)
+            KROWS(4, KCALL);
+#undef KCALL
+            j += 2;
+        } else {
+#define KCALL(R, i) KFN(stile)((R), 1, P, A + (i) * ars, ars, aps, B + j, ldb, C + (i) * ldc + j, ldc, init ? init + j : 0)
+            KROWS(8, KCALL);
+#undef KCALL
+            j += 1;
+        }
+    }
+}
+
+/// The same chains with B packed a 16-column × 256-row block at a time (16 kB, contiguous: wide
+/// row strides would map a strip's rows onto a few cache sets). Narrow B is used in place.
+static KATTR __attribute__((noinline)) void KFN(gemm)(long M, long j0, long j1, long P,
+        const float *A, long ars, long aps, const float *B, long ldb, float *C, long ldc, const float *init) {
+    enum { PB = 256 };
+    if (ldb <= 64 || M < 8 || P == 0) { KFN(gemm_direct)(M, j0, j1, P, A, ars, aps, B, ldb, C, ldc, init); return; }
+    float pack[PB * 16] __attribute__((aligned(64)));
+    long j = j0;
+    for (; j + 16 <= j1; j += 16) {
+        for (long pc = 0; pc < P; pc += PB) {
+            long pn = P - pc < PB ? P - pc : PB;
+            for (long p = 0; p < pn; p++) {
+                const float *src = B + (pc + p) * ldb + j;
+                CK_ST(pack + p * 16, CK_LD(src));
+                CK_ST(pack + p * 16 + 8, CK_LD(src + 8));
+            }
+            const float *Ap = A + pc * aps;
+#define KCALL(R, i) KFN(tile)((R), 2, pn, Ap + (i) * ars, ars, aps, pack, 16, C + (i) * ldc + j, ldc, (pc == 0 && init) ? init + j : 0)
+            KROWS(KMR, KCALL);
+#undef KCALL
+        }
+    }
+    if (j < j1) KFN(gemm_direct)(M, j, j1, P, A, ars, aps, B, ldb, C, ldc, init);
+}
+
+static KATTR void KFN(forward)(const float *x, const float *w, const float *b, float *y,
+                               long batch, long inputs, long outputs, long j0, long j1) {
+    KFN(gemm)(batch, j0, j1, inputs, x, inputs, 1, w, outputs, y, outputs, b);
+}
+
+static KATTR void KFN(weight_gradient)(const float *x, const float *dz, float *dw, float *db,
+                                       long batch, long inputs, long outputs, long j0, long j1) {
+    // A(k, s) = x[s, k]: with wide inputs, read through a transposed copy (rows of x are far
+    // apart in memory); otherwise in place.
+    float *xt = 0;
+    if (inputs > 64 && batch >= 8) xt = (float *)malloc((size_t)(inputs * batch) * sizeof(float));
+    if (xt) {
+        for (long s0 = 0; s0 < batch; s0 += 8) {
+            long sn = batch - s0 < 8 ? batch - s0 : 8;
+            for (long k = 0; k < inputs; k++)
+                for (long s = 0; s < sn; s++) xt[k * batch + s0 + s] = x[(s0 + s) * inputs + k];
+        }
+        KFN(gemm)(inputs, j0, j1, batch, xt, batch, 1, dz, outputs, dw, outputs, 0);
+        free(xt);
+    } else {
+        KFN(gemm)(inputs, j0, j1, batch, x, 1, inputs, dz, outputs, dw, outputs, 0);
+    }
+    long j = j0;
+    for (; j + 8 <= j1; j += 8) {
+        v8 acc = CK_LD(db + j);
+        for (long s = 0; s < batch; s++) acc = acc + CK_LD(dz + s * outputs + j);
+        CK_ST(db + j, acc);
+    }
+    for (; j < j1; j++) {
+        float acc = db[j];
+        for (long s = 0; s < batch; s++) acc = acc + dz[s * outputs + j];
+        db[j] = acc;
+    }
+}
+
+/// dx = dz·wᵀ: wᵀ is packed a block at a time (KC columns of dx × PC outputs, 16 kB on the
+/// stack), then the same chains as the other products run over it.
+static KATTR void KFN(input_gradient)(const float *dz, const float *w, float *dx,
+                                      long batch, long inputs, long outputs, long k0, long k1) {
+    enum { KC = 32, PC = 128 };
+    float pack[PC * KC];
+    static const float zeros[KC] = {0};
+    if (outputs <= 0) {
+        for (long s = 0; s < batch; s++) __builtin_memset(dx + s * inputs + k0, 0, (size_t)(k1 - k0) * sizeof(float));
+        return;
+    }
+    for (long kc = k0; kc < k1; kc += KC) {
+        long kn = k1 - kc < KC ? k1 - kc : KC;
+        for (long pc = 0; pc < outputs; pc += PC) {
+            long pn = outputs - pc < PC ? outputs - pc : PC;
+            for (long c = 0; c < kn; c++) {
+                const float *wr = w + (kc + c) * outputs + pc;
+                for (long p = 0; p < pn; p++) pack[p * KC + c] = wr[p];
+            }
+            KFN(gemm)(batch, 0, kn, pn, dz + pc, outputs, 1, pack, KC, dx + kc, inputs, pc == 0 ? zeros : 0);
+        }
+    }
+}
+
+#undef KINL

@@ -1,0 +1,194 @@
+// Kernel paths and their run-time choice (see ContinualKernels.h and KernelBody.h).
+#include "ContinualKernels.h"
+#include <stdlib.h>
+#include <string.h>
+
+// Products and sums are rounded as written; FMA paths fuse explicitly (MADDV/MADDS below).
+#pragma clang fp contract(off)
+
+typedef float v8 __attribute__((ext_vector_type(8)));
+
+// ---- generic path: every CPU, no fused multiply-add ----
+#define KATTR
+#define KFN(name) name##_generic
+#define KMR 2
+#define KMR1 4
+#define MADDV(a, b, acc) ((acc) + (a) * (b))
+#define MADDS(a, b, acc) ((acc) + (a) * (b))
+#include "KernelBody.h"
+#undef KATTR
+#undef KFN
+#undef KMR
+#undef KMR1
+#undef MADDV
+#undef MADDS
+
+// ---- fused path: AVX2 + FMA on x86-64 (a clone chosen at run time), NEON FMA on arm64 ----
+#if defined(__x86_64__)
+#define CK_FUSED_PATH CK_PATH_AVX2_FMA
+#define KATTR __attribute__((target("avx2,fma")))
+#elif defined(__aarch64__)
+#define CK_FUSED_PATH CK_PATH_NEON_FMA
+#define KATTR
+#endif
+#ifdef CK_FUSED_PATH
+#define KFN(name) name##_fused
+#define KMR 6
+#define KMR1 8
+#define MADDV(a, b, acc) __builtin_elementwise_fma((a), (b), (acc))
+#define MADDS(a, b, acc) __builtin_fmaf((a), (b), (acc))
+#include "KernelBody.h"
+#endif
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+static int cpu_has_fused(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    // FMA (ECX 12), OSXSAVE (27), AVX (28); the OS must save the YMM state (XCR0 bits 1, 2).
+    if (!((c >> 12) & 1) || !((c >> 27) & 1) || !((c >> 28) & 1)) return 0;
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    if ((lo & 6u) != 6u) return 0;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
+    return (b >> 5) & 1;  // AVX2
+}
+#elif defined(__aarch64__)
+static int cpu_has_fused(void) { return 1; }  // FMA is part of baseline AArch64 NEON
+#else
+static int cpu_has_fused(void) { return 0; }
+#endif
+
+static int current_path = -2;  // -2: not chosen yet
+
+static int fastest(void) {
+#ifdef CK_FUSED_PATH
+    if (cpu_has_fused()) return CK_FUSED_PATH;
+#endif
+    return CK_PATH_GENERIC;
+}
+
+int ck_fastest_path(void) { return fastest(); }
+
+static _Thread_local int thread_path = CK_PATH_AUTO;
+
+void ck_set_thread_path(int path) {
+    thread_path = (path == CK_PATH_GENERIC || (path >= 0 && path == fastest())) ? path : CK_PATH_AUTO;
+}
+
+int ck_path(void) {
+    if (thread_path >= 0) return thread_path;
+    int p = __atomic_load_n(&current_path, __ATOMIC_ACQUIRE);
+    if (p >= 0) return p;
+    const char *env = getenv("CONTINUAL_KERNELS");
+    p = (env && strcmp(env, "generic") == 0) ? CK_PATH_GENERIC : fastest();
+    __atomic_store_n(&current_path, p, __ATOMIC_RELEASE);
+    return p;
+}
+
+const char *ck_path_name(int path) {
+    switch (path) {
+    case CK_PATH_AVX2_FMA: return "avx2-fma";
+    case CK_PATH_NEON_FMA: return "neon-fma";
+    default: return "generic";
+    }
+}
+
+int ck_set_path(int path) {
+    int p = path == CK_PATH_AUTO ? fastest() : path;
+    if (p == CK_PATH_GENERIC || (p == fastest())) __atomic_store_n(&current_path, p, __ATOMIC_RELEASE);
+    return ck_path();
+}
+
+static int thread_count = 1;
+int ck_threads(void) { return __atomic_load_n(&thread_count, __ATOMIC_RELAXED); }
+void ck_set_threads(int threads) { __atomic_store_n(&thread_count, threads < 1 ? 1 : threads, __ATOMIC_RELAXED); }
+
+#ifdef CK_FUSED_PATH
+#define CK_DISPATCH(path, name, ...) \
+    do { if ((path) == CK_PATH_GENERIC) name##_generic(__VA_ARGS__); else name##_fused(__VA_ARGS__); } while (0)
+#else
+#define CK_DISPATCH(path, name, ...) name##_generic(__VA_ARGS__)
+#endif
+
+// ---- one product over column ranges, on one thread or several ----
+typedef struct {
+    int kind;  // 0 forward, 1 weight gradient, 2 input gradient
+    int path;  // chosen on the calling thread (ck_path), so helper threads use the same
+    const float *a, *b, *c;
+    float *out, *out2;
+    long batch, inputs, outputs, c0, c1;
+} ck_job;
+
+static void run_job(const ck_job *j) {
+    if (j->c1 <= j->c0) return;
+    switch (j->kind) {
+    case 0: CK_DISPATCH(j->path, forward, j->a, j->b, j->c, j->out, j->batch, j->inputs, j->outputs, j->c0, j->c1); break;
+    case 1: CK_DISPATCH(j->path, weight_gradient, j->a, j->b, j->out, j->out2, j->batch, j->inputs, j->outputs, j->c0, j->c1); break;
+    default: CK_DISPATCH(j->path, input_gradient, j->a, j->b, j->out, j->batch, j->inputs, j->outputs, j->c0, j->c1); break;
+    }
+}
+
+// Products with fewer multiply-adds than this run on the calling thread (a thread start costs
+// tens of microseconds).
+#define CK_PARALLEL_WORK (1L << 20)
+#define CK_MAX_THREADS 64
+
+#if __has_include(<pthread.h>)
+#include <pthread.h>
+#define CK_HAVE_THREADS 1
+static void *thread_main(void *arg) { run_job((const ck_job *)arg); return 0; }
+#endif
+
+// Splits columns [0, columns) into `threads` ranges of whole 16-column strips; range 0 runs on
+// the calling thread. Every element's chain is the same whatever the split.
+static void run(ck_job job, long columns) {
+    long t = ck_threads();
+    long strips = (columns + 15) / 16;
+    if (t > CK_MAX_THREADS) t = CK_MAX_THREADS;
+    if (t > strips) t = strips;
+#ifdef CK_HAVE_THREADS
+    if (t > 1 && job.batch * job.inputs * job.outputs >= CK_PARALLEL_WORK) {
+        long per = (strips + t - 1) / t;
+        ck_job jobs[CK_MAX_THREADS];
+        pthread_t ids[CK_MAX_THREADS];
+        int started[CK_MAX_THREADS];
+        for (long i = 0; i < t; i++) {
+            jobs[i] = job;
+            jobs[i].c0 = i * per * 16 < columns ? i * per * 16 : columns;
+            jobs[i].c1 = (i + 1) * per * 16 < columns ? (i + 1) * per * 16 : columns;
+        }
+        for (long i = 1; i < t; i++) started[i] = pthread_create(&ids[i], 0, thread_main, &jobs[i]) == 0;
+        run_job(&jobs[0]);
+        for (long i = 1; i < t; i++) {
+            if (started[i]) pthread_join(ids[i], 0);
+            else run_job(&jobs[i]);  // no thread: the same columns, here
+        }
+        return;
+    }
+#endif
+    job.c0 = 0;
+    job.c1 = columns;
+    run_job(&job);
+}
+
+void ck_dense_forward(const float *x, const float *w, const float *b, float *y,
+                      long batch, long inputs, long outputs) {
+    if (batch <= 0 || outputs <= 0) return;
+    ck_job j = {0, ck_path(), x, w, b, y, 0, batch, inputs, outputs, 0, 0};
+    run(j, outputs);
+}
+
+void ck_dense_weight_gradient(const float *x, const float *dz, float *dw, float *db,
+                              long batch, long inputs, long outputs) {
+    if (batch <= 0 || outputs <= 0) return;
+    ck_job j = {1, ck_path(), x, dz, 0, dw, db, batch, inputs, outputs, 0, 0};
+    run(j, outputs);
+}
+
+void ck_dense_input_gradient(const float *dz, const float *w, float *dx,
+                             long batch, long inputs, long outputs) {
+    if (batch <= 0 || inputs <= 0) return;
+    ck_job j = {2, ck_path(), dz, w, 0, dx, 0, batch, inputs, outputs, 0, 0};
+    run(j, inputs);
+}

@@ -1,0 +1,64 @@
+// Dense-layer kernels of ContinualKit (C, clang vector extensions), chosen once at run time.
+//
+// Every output element is one sequential multiply-add chain over the reduction index, in
+// increasing order, starting from the value already in the output (bias, zero, or the gradient
+// accumulated so far). Tiles, cache blocks and thread partitions only decide *which* elements a
+// piece of code computes, never the order of an element's chain, so results are bit-identical
+// for any tile, block or thread count on one kernel path. Paths differ in the last bits: the
+// "avx2-fma" path fuses each multiply-add (one rounding), the "generic" path rounds the product
+// and the sum separately (contraction is off), on every CPU.
+#ifndef CONTINUAL_KERNELS_H
+#define CONTINUAL_KERNELS_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Kernel paths. `CK_PATH_AUTO` asks for the fastest path this CPU supports.
+enum {
+    CK_PATH_AUTO = -1,
+    CK_PATH_GENERIC = 0,
+    CK_PATH_AVX2_FMA = 1,
+    CK_PATH_NEON_FMA = 2,
+};
+
+/// The path in use: on first call it is the fastest the CPU supports, unless the environment
+/// variable CONTINUAL_KERNELS is "generic" (then the generic path).
+int ck_path(void);
+/// The fastest path this CPU supports.
+int ck_fastest_path(void);
+/// The name of a path ("generic", "avx2-fma", "neon-fma").
+const char *ck_path_name(int path);
+/// Selects a path (CK_PATH_AUTO: the fastest supported). Returns the path now in use; a path
+/// the CPU does not support is refused (the previous path stays). For tests and benchmarks:
+/// change it only while no kernel runs.
+int ck_set_path(int path);
+/// Selects a path for the calling thread only (CK_PATH_AUTO: back to the process-wide path);
+/// a path the CPU does not support is ignored. Lets tests run both paths side by side.
+void ck_set_thread_path(int path);
+
+/// Threads one dense product may use (≥ 1; default 1), process-wide. Products of at least 2^20
+/// multiply-adds are split by output columns into that many ranges of whole 16-column strips,
+/// one per thread (POSIX threads, started per product); smaller ones run on the calling thread.
+/// The bits do not depend on it.
+int ck_threads(void);
+void ck_set_threads(int threads);
+
+/// y[s, j] = b[j] + Σ_k x[s, k]·w[k, j].
+/// x: [batch × inputs], w: [inputs × outputs], y: [batch × outputs], all row-major.
+void ck_dense_forward(const float *x, const float *w, const float *b, float *y,
+                      long batch, long inputs, long outputs);
+
+/// dw[k, j] += Σ_s x[s, k]·dz[s, j] and db[j] += Σ_s dz[s, j] (accumulates,
+/// s in increasing order).
+void ck_dense_weight_gradient(const float *x, const float *dz, float *dw, float *db,
+                              long batch, long inputs, long outputs);
+
+/// dx[s, k] = Σ_j dz[s, j]·w[k, j] (overwrites dx).
+void ck_dense_input_gradient(const float *dz, const float *w, float *dx,
+                             long batch, long inputs, long outputs);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
