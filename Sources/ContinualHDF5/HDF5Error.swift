@@ -28,20 +28,39 @@ extension HDF5Error {
     /// "cannot <verb> <target>: <reason>", taking the reason from HDF5's error stack when none is given.
     static func cannot(_ verb: String, _ target: String, kind: Kind? = nil, reason: String? = nil) -> HDF5Error {
         let osError = errno
+        let stack = reason == nil ? HDF5ErrorStack.messages() : []
         // HDF5's stack often says nothing useful for a failed write: name the operating-system cause.
-        let detail = reason ?? HDF5ErrorStack.innermostMessage()
+        var detail = reason ?? stack.last(where: { !$0.isEmpty })
             ?? ([ENOSPC, EDQUOT, EIO, EFBIG, EROFS].contains(osError) ? String(cString: strerror(osError)) : "unknown HDF5 error")
+        // Causes HDF5 words obscurely (or deep in the stack), said plainly.
+        let all = stack.joined(separator: " | ").lowercased()
+        var plain = false
+        if all.contains("truncated file") {
+            plain = true
+            detail = "the file is truncated (shorter than its header says: cut short by a crash or an incomplete copy); HDF5: \(detail)"
+        } else if all.contains("too many links") || all.contains("link traversal") && all.contains("soft") {
+            plain = true
+            detail = "a soft-link loop (a link that leads back to itself); HDF5: \(detail)"
+        } else if all.contains("external") {
+            plain = true
+            detail = "an external link to another file (results files contain none: not followed); HDF5: \(detail)"
+        } else if reason == nil, [ENOSPC, EDQUOT].contains(osError) {
+            // The disk is full: that is the cause; libhdf5's write record ("bytes actually
+            // written = 18446744073709551615") is noise to a user.
+            plain = true
+            detail = String(cString: strerror(osError))
+        }
         let inferred: Kind
         if let kind {
             inferred = kind
-        } else if detail.contains("lock") {
+        } else if all.contains("unable to lock") || all.contains("file locking") || all.contains("lock file") {
             inferred = .fileLocked
         } else if detail.contains("already exists") {
             inferred = .alreadyExists
         } else {
             inferred = .library
         }
-        var text = reason == nil ? "HDF5: \(detail)" : detail
+        var text = reason == nil && !plain ? "HDF5: \(detail)" : detail
         if inferred == .fileLocked, reason == nil {
             text = "the file is in use by another process (\(text))"
         }
@@ -53,6 +72,11 @@ extension HDF5Error {
 /// HDF5 pushes one record per internal function; the deepest one usually names the real cause.
 enum HDF5ErrorStack {
     static func innermostMessage() -> String? {
+        messages().last(where: { !$0.isEmpty })
+    }
+
+    /// Every message on the stack, outermost first (the stack is cleared).
+    static func messages() -> [String] {
         var messages: [String] = []
         let status = withUnsafeMutablePointer(to: &messages) { pointer in
             H5Ewalk2(chdf5_H5E_DEFAULT(), H5E_WALK_DOWNWARD, { _, record, context in
@@ -63,8 +87,8 @@ enum HDF5ErrorStack {
             }, pointer)
         }
         H5Eclear2(chdf5_H5E_DEFAULT())
-        guard status >= 0 else { return nil }
-        return messages.last(where: { !$0.isEmpty })
+        guard status >= 0 else { return [] }
+        return messages
     }
 }
 

@@ -39,8 +39,15 @@ public final class HDF5File {
         return HDF5File(path: path, mode: .readWrite, id: id)
     }
 
+    /// Called before a file is opened read-only (unless `trusted`): the command-line tool installs
+    /// a check that reads the whole file in a child process with a time limit, so a damaged file
+    /// that crashes or hangs libhdf5 becomes an error instead of killing this process
+    /// (`UntrustedRead` in the CLI). nil (the default, e.g. in an app): no check.
+    nonisolated(unsafe) public static var untrustedReadCheck: (@Sendable (String) throws -> Void)?
+
     /// Opens an existing file; a missing or non-HDF5 file is reported by path before HDF5 is involved.
-    public static func open(path: String, mode: Mode = .readOnly) throws -> HDF5File {
+    /// `trusted`: the file was written by this process (skips `untrustedReadCheck`).
+    public static func open(path: String, mode: Mode = .readOnly, trusted: Bool = false) throws -> HDF5File {
         chdf5_silence_errors()
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
@@ -52,6 +59,7 @@ public final class HDF5File {
         if H5Fis_hdf5(path) == 0 {
             throw HDF5Error(.notAnHDF5File, "cannot open \(path): not an HDF5 file")
         }
+        if mode == .readOnly, !trusted, let check = untrustedReadCheck { try check(path) }
         let access = try strongCloseAccessList(verb: "open", path: path)
         defer { H5Pclose(access) }
         let flags = mode == .readOnly ? chdf5_H5F_ACC_RDONLY() : chdf5_H5F_ACC_RDWR()

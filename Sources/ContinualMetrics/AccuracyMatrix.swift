@@ -42,7 +42,7 @@ public struct AccuracyMatrix: Sendable, Equatable {
     /// l < j, trained before j was seen, as the paper's definition does.
     public func forgetting(of j: Int, after k: Int) -> Double {
         precondition(j < k && k < count, "forgetting needs j < k < T")
-        let best = (0..<k).map { values[$0][j] }.max()!
+        let best = Self.maximum((0..<k).map { values[$0][j] })
         return best - values[k][j]
     }
 
@@ -76,7 +76,7 @@ public struct AccuracyMatrix: Sendable, Equatable {
     /// (1/(T−1)) Σ_{j<T−1} (max_{l≤T−1} R[l][j] − R[T−1][j]); never negative.
     public var forgettingMaxAllRows: Double {
         guard count > 1 else { return .nan }
-        return mean((0..<(count - 1)).map { j in (0..<count).map { values[$0][j] }.max()! - values[count - 1][j] })
+        return mean((0..<(count - 1)).map { j in Self.maximum((0..<count).map { values[$0][j] }) - values[count - 1][j] })
     }
 
     /// BWT averaged over all pairs j < i (Díaz-Rodríguez et al. 2018, the form Continuum uses):
@@ -94,6 +94,12 @@ public struct AccuracyMatrix: Sendable, Equatable {
     /// weights, (1/(T−1)) Σ_{j≥1} (R[j−1][j] − R_init[j]).
     public func fwtInit(initial: [Double]) -> Double {
         fwt(baseline: initial)
+    }
+
+    /// The largest value, NaN if any value is NaN: `Sequence.max()` compares with `<`, which is
+    /// false for NaN, so it would keep or drop a NaN depending on where it stands.
+    static func maximum(_ xs: [Double]) -> Double {
+        xs.contains(where: \.isNaN) ? .nan : xs.max()!
     }
 
     private func mean(_ xs: [Double]) -> Double {

@@ -8,7 +8,11 @@ import ContinualCore
 /// | 8 | format version (`PersonalModel.checkpointVersion`) |
 /// | 8 | payload length n |
 /// | n | payload |
-/// | 8 | FNV-1a 64 of every byte before it |
+/// | 32 | SHA-256 of every byte before it, or HMAC-SHA256 under `Configuration.integrityKey` |
+///
+/// Version 1 (read, never written; refused when a key is set) ended with an FNV-1a 64 checksum,
+/// which any edit can recompute. The SHA-256 detects damage and edits by tools that do not
+/// recompute it; only the keyed HMAC detects a deliberate edit (the editor lacks the key).
 ///
 /// The payload: the configuration's fingerprint; the learner (`TrainerCheckpoint.encoded()`:
 /// parameters, trainable mask, optimizer state, each plugin's state, the session count and the
@@ -16,7 +20,7 @@ import ContinualCore
 /// the pending labelled samples and their days; the earlier sessions kept for joint training.
 extension PersonalModel {
     /// Version of `checkpoint()`'s format; `init(checkpoint:configuration:)` reads this version only.
-    public static let checkpointVersion = 1
+    public static let checkpointVersion = 2
     /// The first 8 bytes of every checkpoint.
     public static let checkpointMagic: [UInt8] = Array("CKPERS01".utf8)
 
@@ -48,8 +52,13 @@ extension PersonalModel {
         w.int(Self.checkpointVersion)
         w.int(payload.data.count)
         w.bytes(payload.data)
-        w.u64(StableHash.fnv1a64(bytes: w.data))
+        w.bytes(Self.seal(w.data, key: configuration.integrityKey))
         return w.data
+    }
+
+    /// The trailer of a version-2 checkpoint: HMAC-SHA256 under `key`, or SHA-256 without one.
+    static func seal(_ bytes: [UInt8], key: [UInt8]?) -> [UInt8] {
+        key.map { HMAC.sha256(key: $0, message: bytes) } ?? SHA256.hash(bytes)
     }
 
     /// Restores a model from `checkpoint()` bytes and the configuration it was built with.
@@ -57,7 +66,7 @@ extension PersonalModel {
     /// (checksum), of another format version, or were written under another configuration.
     public init(checkpoint bytes: [UInt8], configuration: Configuration) throws {
         do {
-            let payload = try Self.verifiedPayload(bytes)
+            let payload = try Self.verifiedPayload(bytes, key: configuration.integrityKey)
             var r = ByteReader(payload)
             let fingerprint = try r.u64()
             guard fingerprint == configuration.fingerprint else {
@@ -107,8 +116,9 @@ extension PersonalModel {
         }
     }
 
-    /// Checks magic, version, length and checksum; returns the payload.
-    static func verifiedPayload(_ bytes: [UInt8]) throws -> [UInt8] {
+    /// Checks magic, version, length and digest (version 2: SHA-256 or HMAC under `key`;
+    /// version 1: FNV-1a, only without a key); returns the payload.
+    static func verifiedPayload(_ bytes: [UInt8], key: [UInt8]? = nil) throws -> [UInt8] {
         let header = checkpointMagic.count + 16
         guard bytes.count >= header + 8 else {
             throw PersonalModelError.checkpoint("truncated: \(bytes.count) bytes, a checkpoint has at least \(header + 8)")
@@ -119,19 +129,33 @@ extension PersonalModel {
         var r = ByteReader(bytes)
         _ = try r.bytes(checkpointMagic.count)
         let version = try r.int()
-        guard version == checkpointVersion else {
-            throw PersonalModelError.checkpoint("format version \(version); this runtime reads version \(checkpointVersion)")
+        guard version == checkpointVersion || version == 1 else {
+            throw PersonalModelError.checkpoint("format version \(version); this runtime reads versions 1 and \(checkpointVersion)")
         }
+        let trailer = version == 1 ? 8 : 32
         let length = try r.int()
-        guard length >= 0, length == bytes.count - header - 8 else {
+        guard length >= 0, length == bytes.count - header - trailer else {
             throw PersonalModelError.checkpoint(
-                "truncated or padded: the header announces \(length) payload bytes, the file holds \(bytes.count - header - 8)")
+                "truncated or padded: the header announces \(length) payload bytes, the file holds \(bytes.count - header - trailer)")
         }
         let payload = try r.bytes(length)
-        let stored = try r.u64()
-        let computed = StableHash.fnv1a64(bytes: bytes[0..<(bytes.count - 8)])
-        guard stored == computed else {
-            throw PersonalModelError.checkpoint("corrupt: checksum \(StableHash.hex(computed)) does not match the stored \(StableHash.hex(stored))")
+        let sealed = Array(bytes[0..<(bytes.count - trailer)])
+        if version == 1 {
+            guard key == nil else {
+                throw PersonalModelError.checkpoint("a version-1 checkpoint carries no HMAC; this model requires one (integrityKey is set)")
+            }
+            let stored = try r.u64()
+            let computed = StableHash.fnv1a64(bytes: sealed)
+            guard stored == computed else {
+                throw PersonalModelError.checkpoint("corrupt: checksum \(StableHash.hex(computed)) does not match the stored \(StableHash.hex(stored))")
+            }
+            return payload
+        }
+        let stored = try r.bytes(32)
+        guard HMAC.equal(stored, seal(sealed, key: key)) else {
+            throw PersonalModelError.checkpoint(key == nil
+                ? "corrupt: its SHA-256 does not match the content (damaged, or sealed with an integrity key this model does not have)"
+                : "not authentic: its HMAC-SHA256 does not match under this model's integrity key (edited, damaged or written with another key)")
         }
         return payload
     }

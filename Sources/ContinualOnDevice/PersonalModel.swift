@@ -50,6 +50,11 @@ public struct PersonalModel {
         /// A warm start: values for the first parameters of the freshly built model (e.g. a
         /// global model's), as the research runner's `model.init_from` applies them.
         public var initialParameters: [Float]?
+        /// A secret key the app holds (e.g. in the Keychain): checkpoints are then sealed with
+        /// HMAC-SHA256 under it, and restoring refuses any checkpoint not sealed with this key —
+        /// authenticity, not only integrity. nil: a plain SHA-256 digest (detects damage and edits
+        /// by a tool that does not recompute it, not a deliberate edit). Not part of `fingerprint`.
+        public var integrityKey: [UInt8]?
 
         /// A configuration; defaults: Adam (lr 0.005), 5 epochs of batches of 32 per session, naive
         /// fine-tuning, a daily schedule gated on charging + idle, the `phone_npu_2023` profile,

@@ -13,11 +13,13 @@ struct ContinualCommand: ParsableCommand {
         """,
         version: ResultsSchema.toolkitVersion,
         subcommands: [RunCommand.self, SweepCommand.self, MergeCommand.self, RepairCommand.self, ValidateCommand.self, InspectCommand.self,
-                      ScenarioCommand.self, ExportCommand.self, BenchCommand.self, PrivacyCommand.self, MPICheckCommand.self]
+                      ScenarioCommand.self, ExportCommand.self, BenchCommand.self, PrivacyCommand.self, MPICheckCommand.self,
+                      ReadCheckCommand.self]
     )
 
     /// Like `ParsableCommand.main()`, but usage errors exit with 2 (bad input), not 64.
     static func main() {
+        UntrustedRead.install()
         do {
             var command = try parseAsRoot()
             try command.run()

@@ -106,9 +106,7 @@ struct ExportCommand: ParsableCommand {
                 throw CLIFailure.badInput("cannot export \(sourceName) to Core ML: \(error)")
             }
         }
-        do { try Data(bytes).write(to: URL(fileURLWithPath: output)) } catch {
-            throw CLIFailure.badInput("cannot write \(output): \(error.localizedDescription)")
-        }
+        try Self.writeWhole(Data(bytes), to: output)
         let kinds = network.stages.map { stage -> String in
             if case .adapter = stage { return "adapter" } else { return "dense" }
         }
@@ -195,9 +193,30 @@ struct ExportCommand: ParsableCommand {
                                      "strategy": stored.config.strategyLabel, "experiences": experiences]
         do {
             let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
-            try data.write(to: URL(fileURLWithPath: path))
+            try Self.writeWhole(data, to: path)
+        } catch let e as CLIFailure {
+            throw e
         } catch {
             throw CLIFailure.badInput("cannot write \(path): \(error.localizedDescription)")
+        }
+    }
+
+    /// Writes `data` whole or not at all: free space checked first, then a temporary file renamed
+    /// into place, so a full disk never leaves a 0-byte or truncated model behind.
+    static func writeWhole(_ data: Data, to path: String) throws {
+        let temporary = path + ".tmp-\(getpid())"
+        do {
+            try DiskSpace.require(data.count + (64 << 10), toWrite: path)
+            guard FileManager.default.createFile(atPath: temporary, contents: data) else {
+                throw CLIFailure.badInput("cannot write \(path): \(String(cString: strerror(errno)))")
+            }
+            guard rename(temporary, path) == 0 else {
+                throw CLIFailure.badInput("cannot move \(temporary) to \(path): \(String(cString: strerror(errno)))")
+            }
+        } catch {
+            try? FileManager.default.removeItem(atPath: temporary)
+            if let e = error as? CLIFailure { throw e }
+            throw CLIFailure.badInput("\(error)")
         }
     }
 }

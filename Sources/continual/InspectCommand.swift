@@ -25,10 +25,14 @@ struct InspectCommand: ParsableCommand {
     @Flag(help: "For a sweep file, also print every run's accuracy matrix and metrics.")
     var runs = false
 
+    @Flag(help: "Check every run group against its SHA-256 digest and list the damaged ones (exit 2 if any).")
+    var verify = false
+
     func run() throws {
         guard FileManager.default.fileExists(atPath: file) else {
             throw CLIFailure.badInput("\(file): no such file")
         }
+        if verify { return try verifyRuns() }
         if csv {
             do {
                 let (table, _) = try SweepReport.read(path: file)
@@ -44,6 +48,11 @@ struct InspectCommand: ParsableCommand {
         } catch {
             throw CLIFailure.badInput("\(file): \(error)")
         }
+        if contents.summary == nil && contents.runs.isEmpty {
+            let kind = contents.attributes["kind"].map { " (its kind attribute is \"\($0)\")" } ?? ""
+            throw CLIFailure.badInput("\(file) is not a ContinualKit results file\(kind): it has neither /runs nor /summary "
+                + "(a checkpoint is resumed with `continual run --resume-from`, a scenario file is read by `continual scenario`)")
+        }
         for d in contents.damaged {
             printError("warning: \(file): run group \(d.id) is unreadable, skipped (\(d.reason)); `continual repair \(file) -o NEW.h5` copies the readable runs")
         }
@@ -57,6 +66,9 @@ struct InspectCommand: ParsableCommand {
             let shard = a["shard"].flatMap { $0.isEmpty ? nil : " (shard \($0))" } ?? ""
             let groups = SweepReport.groups(table, by: by)
             print("sweep of \(a["sweep_run_count"] ?? "?") runs\(shard); \(table.rows.count) in /summary, \(groups.count) configuration(s) in sweep order;")
+            if let stored = contents.summary?.rows.count, stored > table.rows.count {
+                printError("warning: \(file): /summary repeats \(stored - table.rows.count) row(s) of the same run id; each run is counted once")
+            }
             let axes = by.filter { $0 != "variant" && $0 != "name" }
             if !axes.isEmpty { print("rows differ in: " + (["variant"] + axes).joined(separator: ", ") + " (seeds pooled in each row);") }
             print("mean ± std over seeds, 95% CI (Student t), n seeds completed; percentage points:\n")
@@ -77,6 +89,11 @@ struct InspectCommand: ParsableCommand {
             }
             print("")
         }
+        let pending = SweepWriter.journalEntries(file).count
+        if pending > 0 {
+            printError("note: \(pending) finished run(s) of an interrupted or running writer wait in \(SweepWriter.journalPath(for: file)); "
+                + "`--resume` or `continual repair` folds them into the file")
+        }
         print("name                 strategy         status      ACC%    BWT     FWT     forget  train s")
         for r in contents.runs {
             let m = r.metrics
@@ -85,6 +102,22 @@ struct InspectCommand: ParsableCommand {
                 + r.status.padding(toLength: 10, withPad: " ", startingAt: 0) + " "
                 + String(format: "%6.2f  %+6.2f  %+6.2f  %6.2f  %7.3f", (m["acc"] ?? .nan) * 100, (m["bwt"] ?? .nan) * 100,
                          (m["fwt"] ?? .nan) * 100, (m["forgetting"] ?? .nan) * 100, r.trainSeconds))
+        }
+    }
+
+    /// `--verify`: one line per run group, damaged ones named; exit 2 if any is damaged.
+    func verifyRuns() throws {
+        let results: [ResultsReader.Verification]
+        do { results = try ResultsReader.verify(path: file) } catch { throw CLIFailure.badInput("\(file): \(error)") }
+        var damaged = 0, unsealed = 0
+        for r in results {
+            if r.status.isDamaged { damaged += 1 }
+            if r.status == .unsealed { unsealed += 1 }
+            print("run \(r.runId)\(r.name.isEmpty ? "" : " (\(r.name))"): \(r.status.description)")
+        }
+        print("\(results.count) run group(s): \(results.count - damaged - unsealed) verified, \(damaged) damaged, \(unsealed) without a digest")
+        if damaged > 0 {
+            throw CLIFailure.badInput("\(file): \(damaged) damaged run group(s); `continual repair \(file) -o NEW.h5` copies the intact ones")
         }
     }
 }

@@ -11,18 +11,28 @@ enum InterruptibleSession {
                     execute: @escaping @Sendable (ResolvedRun) -> RunResult = RunExecutor.execute,
                     progress: @escaping @Sendable (SweepSession.Progress) -> Void, tty: Bool) throws -> SweepSession.Outcome {
         let stop = StopFlag()
+        let interruption = Interruption()
+        // Ends the process with 130 after folding every finished run into the file; whichever of
+        // the signal handler and the main thread (which sees the stop flag when the session
+        // returns early) gets here first does it, the other waits for the exit.
+        let interrupt: @Sendable () -> Never = {
+            interruption.once {
+                var note = ""
+                do { try writer.finish() } catch { note = " (\(error))" }
+                let done = writer.completedIds.count
+                let text = (tty ? "\n" : "") + "interrupted: \(done) of \(session.selected.count) runs are in \(path)\(note); "
+                    + "run the same command with --resume to finish (\(command) --resume)\n"
+                FileHandle.standardError.write(Data(text.utf8))
+                Foundation.exit(130)
+            }
+        }
         var sources: [any DispatchSourceSignal] = []
         for sig in [SIGINT, SIGTERM] {
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
             source.setEventHandler {
                 stop.set()
-                try? writer.finish()
-                let done = writer.completedIds.count
-                let text = (tty ? "\n" : "") + "interrupted: \(done) of \(session.selected.count) runs are in \(path); "
-                    + "run the same command with --resume to finish (\(command) --resume)\n"
-                FileHandle.standardError.write(Data(text.utf8))
-                Foundation.exit(130)
+                interrupt()
             }
             source.resume()
             sources.append(source)
@@ -40,9 +50,20 @@ enum InterruptibleSession {
             semaphore.signal()
         }
         semaphore.wait()
+        // Stopped by a signal: the session returned early and must not be reported as a success.
+        if stop.isSet { interrupt() }
         switch box.value! {
         case .success(let o): return o
         case .failure(let error): throw CLIFailure.runFailed("stopped: \(error)")
+        }
+    }
+
+    /// Runs its body once; a second caller blocks for good (the body ends the process).
+    final class Interruption: @unchecked Sendable {
+        private let lock = NSLock()
+        func once(_ body: () -> Never) -> Never {
+            lock.lock()
+            body()
         }
     }
 
@@ -57,6 +78,9 @@ enum InterruptibleSession {
         let writer: SweepWriter
         do { writer = try session.makeWriter(path: path, resume: resume) } catch { throw CLIFailure.badInput("\(error)") }
         for d in writer.damaged { printError("warning: \(path): run group \(d.id) was unreadable (\(d.reason)); removed, it runs again") }
+        if writer.recovered > 0 {
+            printError("note: \(path): recovered \(writer.recovered) finished run(s) an interrupted process left in \(writer.journal)")
+        }
         return writer
     }
 }

@@ -8,7 +8,8 @@ struct MergeCommand: ParsableCommand {
         abstract: "Merge sweep results files (e.g. shards) into one, rebuilding /summary.",
         discussion: """
         Copies every complete run group of the inputs into OUT.h5 (written under a temporary name \
-        and renamed when complete). A run id found in several inputs must have identical content \
+        and renamed when complete), after checking each against its SHA-256 digest: damaged runs \
+        are skipped and named in a warning. A run id found in several inputs must have identical content \
         (config and all summary values except wall times): identical duplicates are kept once, \
         different ones make the merge fail with exit code 2. Inputs made from different experiment \
         files (root attribute experiment_json), or two runs with the same sweep_index, are refused \
@@ -46,6 +47,7 @@ struct MergeCommand: ParsableCommand {
         for w in report.warnings { printError("warning: \(w)") }
         print("merged \(inputs.count) files into \(output): \(report.runs) runs"
               + (report.duplicates > 0 ? ", \(report.duplicates) identical duplicates skipped" : "")
+              + (report.damaged > 0 ? ", \(report.damaged) damaged run(s) skipped (see warnings)" : "")
               + (report.skippedIncomplete > 0 ? ", \(report.skippedIncomplete) incomplete run groups skipped" : ""))
     }
 }

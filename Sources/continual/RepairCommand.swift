@@ -8,7 +8,8 @@ struct RepairCommand: ParsableCommand {
         abstract: "Copy every readable complete run of a damaged results file into a new file.",
         discussion: """
         For a results file in which a crash or a bad disk damaged some run groups: copies every \
-        complete run group that can still be read into NEW.h5 (written under a temporary name and \
+        complete run group that can still be read and matches its SHA-256 digest, plus the finished \
+        runs a killed writer left in FILE.h5.journal/, into NEW.h5 (written under a temporary name and \
         renamed when complete), rebuilds /summary, and lists the groups it skipped. The damaged \
         file is only read. Exit codes: 0 repaired, 2 bad input or nothing readable.
         """

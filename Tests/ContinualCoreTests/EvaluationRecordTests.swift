@@ -39,3 +39,34 @@ import Testing
         #expect(EvaluationRecord(labels: [0, 1], predictions: [0, 1], classes: 2, scores: [-.infinity, .greatestFiniteMagnitude]).auroc == 1)
     }
 }
+
+/// Scores from a diverged model: NaN used to hang the tie walk of `ranking` forever.
+@Suite struct NonFiniteScoreTests {
+    @Test func nanScoresEndWithUndefinedRankingMeasures() {
+        for scores: [Float] in [[.nan, .nan, .nan, .nan], [0.9, .nan, 0.1, 0.3], [.nan, 0.2, .nan, 0.2]] {
+            let e = EvaluationRecord(labels: [1, 0, 1, 0], predictions: [1, 0, 0, 0], classes: 2, scores: scores)
+            #expect(e.auroc.isNaN && e.auprc.isNaN)
+            #expect(abs(e.balancedAccuracy - 0.75) < 1e-15)  // predictions still count
+        }
+    }
+
+    @Test func infiniteScoresRankLikeAnyOther() {
+        // +∞ positive above everything, −∞ negative below: a perfect ranking.
+        let e = EvaluationRecord(labels: [1, 0, 1, 0], predictions: [1, 0, 1, 0], classes: 2, scores: [.infinity, -.infinity, 0.5, 0.1])
+        #expect(e.auroc == 1 && e.auprc == 1)
+        // Tied +∞ pair (one positive, one negative) counts ½, as any tie.
+        let tie = EvaluationRecord(labels: [1, 0], predictions: [1, 1], classes: 2, scores: [.infinity, .infinity])
+        #expect(tie.auroc == 0.5)
+    }
+
+    @Test func aNonFiniteModelOutputIsCountedAndRefusedByTheTrainer() {
+        let t = TestEvaluation(labels: [1, 0, 1], predictions: [1, 0, 0], classes: 2, scores: [.nan, 0.3, .infinity])
+        #expect(t.nonFiniteOutputs == 2)
+        #expect(throws: TrainingError.nonFiniteOutputs(evaluation: "after experience 1", experience: 0, samples: 2)) {
+            try Trainer.requireFinite([t], evaluation: "after experience 1")
+        }
+        let message = TrainingError.nonFiniteOutputs(evaluation: "initial", experience: 2, samples: 5).description
+        #expect(message.contains("experience 2") && message.contains("initial") && message.hasPrefix("diverged"))
+        #expect(TrainingError.nonFiniteOutputs(evaluation: "initial", experience: 0, samples: 1).isDivergence)
+    }
+}

@@ -101,26 +101,16 @@ struct FullDiskTests {
         }
     }
 
-    @Test("the append reserve costs one posix_fallocate per append and is trimmed by HDF5 at close")
-    func appendReserveCost() throws {
+    @Test("a finished sweep leaves no journal and no temporary file; every run is in the file")
+    func journalFoldedAtTheEnd() throws {
         let work = TemporaryDirectory()
         defer { work.cleanup() }
         let exp = work.write("e.json", tinyExperiment(name: "a", extra: #""sweep": {"parameters": {"seed": [1, 2, 3]}},"#))
         let path = work.path("a.h5")
         let r = try runCLI(["sweep", exp, "-o", path])
         #expect(r.status == 0, "\(r.stderr)")
-        let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as! Int
-        // Unused reserve is not left behind (HDF5 truncates to its end of allocation at close).
-        #expect(size < AppendReserve.bytes(forFileOf: 0), "file is \(size) bytes")
-        var total = 0.0
-        for _ in 0..<50 {
-            let start = Date()
-            try AppendReserve.reserve(path)
-            total += Date().timeIntervalSince(start)
-            let f = try HDF5File.open(path: path, mode: .readWrite)
-            try f.close()
-        }
-        print("append reserve: \(total / 50 * 1e6) µs per append on a \(size)-byte file")
+        #expect(!FileManager.default.fileExists(atPath: SweepWriter.journalPath(for: path)))
+        #expect(temporaries(work.path("")).isEmpty)
         #expect(try ResultsReader.read(path: path).runs.count == 6)
     }
 }

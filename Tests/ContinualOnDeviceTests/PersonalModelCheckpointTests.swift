@@ -76,7 +76,7 @@ import Testing
         }
     }
 
-    /// Damage behind a valid checksum (the checksum detects corruption, not tampering): the
+    /// Damage behind a valid digest (a plain SHA-256 detects corruption, not tampering): the
     /// payload's own checks must still turn every bad length, count or state into an error, or
     /// leave a model that predicts and trains without crashing. (30,000 damaged payloads per
     /// strategy passed once; the suite runs 2,000.)
@@ -88,13 +88,11 @@ import Testing
         var rng = RandomSource(seed: 5)
         var refused = 0
         for _ in 0..<2000 {
-            var body = Array(bytes[0..<(bytes.count - 8)])
+            var body = Array(bytes[0..<(bytes.count - 32)])
             let at = 24 + rng.uniformInt(below: body.count - 24)          // in the payload
             body[at] = UInt8(truncatingIfNeeded: rng.next())
-            var w = ByteWriter()
-            w.u64(StableHash.fnv1a64(bytes: body))
             do {
-                var m = try PersonalModel(checkpoint: body + w.data, configuration: configuration)
+                var m = try PersonalModel(checkpoint: body + SHA256.hash(body), configuration: configuration)
                 // Accepted: a self-consistent model (e.g. a changed parameter value) that still
                 // predicts and trains (or refuses to train with an error).
                 _ = try? m.predict([0, 0, 0, 0])
@@ -120,13 +118,11 @@ import Testing
         #expect(message(Array("this is not a checkpoint at all, it is some prose".utf8)).contains("magic"))
         var flipped = bytes
         flipped[40] ^= 1
-        #expect(message(flipped).contains("checksum"))
-        // Another version, with a valid checksum: the version is named.
-        var v2 = Array(bytes[0..<(bytes.count - 8)])
-        v2[8] = 2
-        var w = ByteWriter()
-        w.u64(StableHash.fnv1a64(bytes: v2))
-        #expect(message(v2 + w.data).contains("version 2"))
+        #expect(message(flipped).contains("SHA-256"))
+        // Another version, with a valid digest: the version is named.
+        var v3 = Array(bytes[0..<(bytes.count - 32)])
+        v3[8] = 3
+        #expect(message(v3 + SHA256.hash(v3)).contains("version 3"))
         // Another configuration (another seed): refused, not silently mixed.
         var other = Self.configuration
         other.seed = 12
@@ -134,6 +130,32 @@ import Testing
         var otherStrategy = Self.configuration
         otherStrategy.strategy = [Replay.Options(capacity: 12, replayPerBatch: 4), EWC.Options(lambda: 11)]
         #expect(message(bytes, otherStrategy).contains("another configuration"))
+    }
+
+    /// With an integrity key, a payload edited and re-sealed with a recomputed SHA-256 (or an FNV
+    /// version-1 checksum) is refused; only the key's HMAC restores, and the model is the same.
+    @Test func anIntegrityKeyMakesEditsWithRecomputedDigestsFail() throws {
+        var keyed = Self.configuration
+        keyed.integrityKey = Array("app secret held in the keychain".utf8)
+        let bytes = try Self.used(keyed).checkpoint()
+        let restored = try PersonalModel(checkpoint: bytes, configuration: keyed)
+        #expect(restored.checkpoint() == bytes)
+        var body = Array(bytes[0..<(bytes.count - 32)])
+        body[body.count - 5] ^= 0x10
+        for forged in [body + SHA256.hash(body), body + HMAC.sha256(key: Array("guess".utf8), message: body)] {
+            #expect(throws: PersonalModelError.self) { _ = try PersonalModel(checkpoint: forged, configuration: keyed) }
+        }
+        // A keyed checkpoint does not restore without the key, and a plain one not with it.
+        #expect(throws: PersonalModelError.self) { _ = try PersonalModel(checkpoint: bytes, configuration: Self.configuration) }
+        let plain = try Self.used().checkpoint()
+        #expect(throws: PersonalModelError.self) { _ = try PersonalModel(checkpoint: plain, configuration: keyed) }
+        // A version-1 checkpoint (FNV-1a trailer) still restores without a key, never with one.
+        var v1 = Array(plain[0..<(plain.count - 32)])
+        v1[8] = 1
+        var w = ByteWriter()
+        w.u64(StableHash.fnv1a64(bytes: v1))
+        #expect(throws: Never.self) { _ = try PersonalModel(checkpoint: v1 + w.data, configuration: Self.configuration) }
+        #expect(throws: PersonalModelError.self) { _ = try PersonalModel(checkpoint: v1 + w.data, configuration: keyed) }
     }
 
     @Test func badInputIsAnErrorAndChangesNothing() throws {

@@ -73,7 +73,12 @@ public struct EvaluationRecord: Sendable, Equatable {
     }
 
     /// AUROC (ties ½) and average precision of binary labels (1 = positive) ranked by `scores`.
+    /// NaN scores have no rank: both measures are then NaN (the trainer reports such an evaluation
+    /// as a divergence, `TrainingError.nonFiniteOutputs`); ±∞ rank like any other score.
     static func ranking(labels: [Int32], scores: [Float]) -> (Double, Double) {
+        // NaN compares false with everything: the sort would be inconsistent and the tie walk
+        // below would never advance past a NaN group.
+        guard !scores.contains(where: \.isNaN) else { return (.nan, .nan) }
         let order = scores.indices.sorted { scores[$0] > scores[$1] || (scores[$0] == scores[$1] && $0 < $1) }
         let positives = labels.lazy.filter { $0 == 1 }.count
         let negatives = labels.count - positives

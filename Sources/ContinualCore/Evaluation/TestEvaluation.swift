@@ -7,6 +7,9 @@ public struct TestEvaluation: Sendable {
     public var predictions: [Int32]
     /// Positive-class logits (binary heads predicted by the model itself), else nil.
     public var scores: [Float]?
+    /// Test samples whose output (every logit of the model, or the override's score) was NaN or
+    /// ±∞: a diverged model; the trainer refuses such an evaluation (`TrainingError.nonFiniteOutputs`).
+    public var nonFiniteOutputs = 0
 
     /// Evaluates `model` on `samples` through `route`, in chunks of the workspace's capacity;
     /// `active` restricts the predictable classes (active outputs). Accuracy is computed exactly
@@ -16,6 +19,8 @@ public struct TestEvaluation: Sendable {
         var predictions = [Int32](repeating: 0, count: n)
         let binary = model.spec.head.logitCount == 1
         var scores: [Float]? = binary ? [Float](repeating: 0, count: n) : nil
+        var nonFinite = 0
+        let logitCount = model.spec.head.logitCount
         let chunk = max(ws.capacity, 1)
         samples.features.withUnsafeBufferPointer { xs in
             predictions.withUnsafeMutableBufferPointer { pr in
@@ -32,11 +37,17 @@ public struct TestEvaluation: Sendable {
                         Loss.predictions(head: model.spec.head, logits: ws.logits, count: m, into: pr.baseAddress! + start)
                     }
                     if binary { for i in 0..<m { scores![start + i] = ws.logits[i] } }
+                    let logits = ws.logits
+                    for i in 0..<m {
+                        let row = logits + i * logitCount
+                        for j in 0..<logitCount where !row[j].isFinite { nonFinite += 1; break }
+                    }
                     start += m
                 }
             }
         }
         self.init(labels: samples.labels, predictions: predictions, classes: model.spec.head.classCount, scores: scores)
+        nonFiniteOutputs = nonFinite
     }
 
     /// From predictions made elsewhere (a plugin's override).
@@ -47,5 +58,6 @@ public struct TestEvaluation: Sendable {
         record = EvaluationRecord(labels: labels, predictions: predictions, classes: classes, scores: scores)
         self.predictions = predictions
         self.scores = scores
+        nonFiniteOutputs = scores?.reduce(0) { $0 + ($1.isFinite ? 0 : 1) } ?? 0
     }
 }

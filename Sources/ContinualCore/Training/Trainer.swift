@@ -101,6 +101,7 @@ public struct Trainer {
         } else {
             // Baselines: the run's own initial weights, and an independently initialised model.
             let initial = evaluateAll(experiences, workspace: work.network)
+            try Self.requireFinite(initial, evaluation: "initial")
             progress.initialAccuracy = initial.map(\.accuracy)
             progress.initialEvaluation = initial.map(\.record)
             var baselineRNG = RandomSource(seed: seed, stream: "baseline.random")
@@ -110,6 +111,7 @@ public struct Trainer {
             let random = experiences.map {
                 TestEvaluation(model: randomModel, samples: $0.test, route: route(for: $0.index, randomModel), workspace: rws)
             }
+            try Self.requireFinite(random, evaluation: "random baseline")
             progress.randomAccuracy = random.map(\.accuracy)
             progress.randomEvaluation = random.map(\.record)
             evalTime += clock.now - start
@@ -135,6 +137,7 @@ public struct Trainer {
 
             start = clock.now
             lastEvaluation = evaluateAll(experiences, workspace: work.network, active: seenClasses)
+            try Self.requireFinite(lastEvaluation, evaluation: "after experience \(i)")
             progress.accuracy.append(lastEvaluation.map(\.accuracy))
             progress.evaluations.append(lastEvaluation.map(\.record))
             evalTime += clock.now - start
@@ -476,6 +479,14 @@ public struct Trainer {
         let mask = model.stepMask(routes: routes)
         cache[routes] = mask
         return mask
+    }
+
+    /// Throws `TrainingError.nonFiniteOutputs` for the first test set with a NaN/±∞ output:
+    /// its measures (AUROC, AUPRC, accuracy of an argmax over NaN) would be meaningless.
+    public static func requireFinite(_ evaluations: [TestEvaluation], evaluation: String) throws {
+        if let j = evaluations.firstIndex(where: { $0.nonFiniteOutputs > 0 }) {
+            throw TrainingError.nonFiniteOutputs(evaluation: evaluation, experience: j, samples: evaluations[j].nonFiniteOutputs)
+        }
     }
 
     /// Accuracy on every experience's test set, through the plugins' prediction override if any.

@@ -90,6 +90,19 @@ public enum TrainingError: Error, Sendable, Equatable, CustomStringConvertible {
     case diverged(experience: Int, epoch: Int, loss: Double)
     /// A configuration the Trainer cannot run (e.g. more experiences than heads).
     case invalid(String)
+    /// An evaluation produced NaN/±∞ outputs (a model with non-finite weights, e.g. a warm start
+    /// from a damaged checkpoint, or a learning rate so large that the loss check came too late):
+    /// `evaluation` names it ("initial", "random baseline", "after experience i"), `experience`
+    /// the test set, `samples` how many of its samples had a non-finite output.
+    case nonFiniteOutputs(evaluation: String, experience: Int, samples: Int)
+
+    /// The run diverged (reported with status `diverged`), as opposed to an invalid configuration.
+    public var isDivergence: Bool {
+        switch self {
+        case .diverged, .nonFiniteOutputs: return true
+        case .invalid: return false
+        }
+    }
 
     public var description: String {
         switch self {
@@ -100,6 +113,8 @@ public enum TrainingError: Error, Sendable, Equatable, CustomStringConvertible {
             return "diverged: training loss or parameters became \(loss) in experience \(e), epoch \(epoch)"
         case .invalid(let message):
             return message
+        case .nonFiniteOutputs(let evaluation, let e, let n):
+            return "diverged: the model's outputs were NaN or infinite on \(n) test sample(s) of experience \(e) in the \(evaluation) evaluation (non-finite weights; lower optimizer.lr or check model.init_from)"
         }
     }
 }

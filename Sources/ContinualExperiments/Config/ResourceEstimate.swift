@@ -189,6 +189,12 @@ extension RunEstimate {
                        Double(config.training.evalBatchSize) / 512 >= wide ? ".training.eval_batch_size" : widestKey))
         // Results: a few T × T matrices per measure, plus predictions.
         memory.append((T * T * 8 * 16 + (config.metrics.storePredictions ? size.test * 16 : 0), size.key))
+        if config.training.mode == .prequential {
+            // The probe's ring of the last `window` outcomes (1 byte each) and the recorded curve
+            // (position, window and cumulative accuracy, experience: 4 × 8 bytes per point).
+            memory.append((Double(config.training.window), ".training.window"))
+            memory.append((size.train / Double(max(config.training.recordEvery, 1)) * 32, ".training.record_every"))
+        }
         // Plugin memories (replay buffers, episodic memories, per-experience gradients).
         var replayRows = 0.0
         if case .array(let strategies)? = json["strategy"] {
@@ -230,7 +236,9 @@ extension RunEstimate {
             let parallel = min(users, Double(population.jobs > 0 ? population.jobs : cores))
             let perUserKept = T * T * 8 * (population.storeMatrices ? 2 : 1) + 512
             let total = estimate.memoryBytes * parallel + users * perUserKept
-            if users * perUserKept > estimate.memoryBytes * parallel || parallel > 1 { estimate.memoryKey = ".population.users" }
+            // The key at fault: the users' kept results only when they dominate; otherwise the
+            // per-user term that is largest (e.g. a huge .scenario.train_per_experience).
+            if users * perUserKept > estimate.memoryBytes * parallel { estimate.memoryKey = ".population.users" }
             estimate.memoryBytes = total
             estimate.work *= users
             estimate.flops *= users

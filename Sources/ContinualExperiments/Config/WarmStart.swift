@@ -272,6 +272,10 @@ public struct WarmStart: Codable, Sendable, Equatable {
                     throw Failure(key: ".run", message: "\(matches.count) runs of \(results) are named \"\(run)\" (ids \(matches.prefix(4).joined(separator: ", "))): give a run id")
                 }
                 let g = try runs.openGroup(matches[0])
+                let integrity = RunDigest.verify(g)
+                guard !integrity.isDamaged else {
+                    throw Failure(key: ".run", message: "run \"\(run)\" of \(results) is \(integrity.description); it is not used as a warm start")
+                }
                 let status = try g.attributes.string("status") ?? ""
                 guard status == "completed", g.exists("final_parameters") else {
                     throw Failure(key: ".run", message: "run \"\(run)\" of \(results) has no final parameters (status \(status.isEmpty ? "unknown" : status))")

@@ -120,7 +120,7 @@ public enum PopulationExecutor {
                 r.stream = stream
             }
         } catch let error as TrainingError {
-            if case .diverged = error { r.status = .diverged }
+            if error.isDivergence { r.status = .diverged }
             r.message = error.description
         } catch {
             r.message = "\(error)"

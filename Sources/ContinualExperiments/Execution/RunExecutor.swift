@@ -99,7 +99,7 @@ public enum RunExecutor {
                 result.status = .completed
             }
         } catch let error as TrainingError {
-            if case .diverged = error { result.status = .diverged } else { result.status = .failed }
+            if error.isDivergence { result.status = .diverged } else { result.status = .failed }
             result.message = error.description
         } catch {
             result.status = .failed

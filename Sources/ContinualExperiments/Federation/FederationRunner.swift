@@ -82,7 +82,7 @@ public enum FederationRunner {
         do {
             try simulate(run, transport: transport, into: &result)
         } catch let error as TrainingError {
-            if case .diverged = error { result.status = .diverged }
+            if error.isDivergence { result.status = .diverged }
             result.message = error.description
         } catch {
             result.message = "\(error)"

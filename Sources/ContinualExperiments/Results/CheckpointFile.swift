@@ -3,8 +3,10 @@ import ContinualCore
 import ContinualHDF5
 
 /// A `TrainerCheckpoint` in an HDF5 file: the byte encoding as dataset `payload` (uint8), with
-/// attributes `format` ("continualkit-checkpoint"), `version`, `checksum` (FNV-1a 64 of the
-/// payload, hex) and `config_json`; parameters and the accuracy rows so far are also written as
+/// attributes `format` ("continualkit-checkpoint"), `version`, `checksum` (SHA-256 of the
+/// payload, 64 hex digits; checkpoints written before issue 26 hold FNV-1a 64, 16 digits, still
+/// read — it detects damage and edits by tools that do not recompute it, not a deliberate edit)
+/// and `config_json`; parameters and the accuracy rows so far are also written as
 /// readable datasets (informational; loading uses only the payload).
 public enum CheckpointFile {
     public static let format = "continualkit-checkpoint"
@@ -43,7 +45,7 @@ public enum CheckpointFile {
             let bytes = runCheckpoint.encoded()
             try root.attributes.set("format", format)
             try root.attributes.set("version", Int64(TrainerCheckpoint.version))
-            try root.attributes.set("checksum", StableHash.hex(StableHash.fnv1a64(bytes: bytes)))
+            try root.attributes.set("checksum", SHA256.hex(SHA256.hash(bytes)))
             try root.attributes.set("config_json", configJSON)
             try root.attributes.set("experiences_done", Int64(runCheckpoint.experiencesDone))
             try root.attributes.set("data_digest", dataDigest)
@@ -115,11 +117,21 @@ public enum CheckpointFile {
             } catch {
                 throw CheckpointError.truncated("\(path): \(error)")
             }
-            let found = StableHash.fnv1a64(bytes: bytes)
-            guard let storedChecksum, let expected = UInt64(storedChecksum, radix: 16) else {
-                throw CheckpointError.mismatch("\(path) has no valid checksum attribute")
+            guard let storedChecksum else { throw CheckpointError.mismatch("\(path) has no checksum attribute") }
+            if storedChecksum.count == 64 {
+                // SHA-256 (since issue 26).
+                let found = SHA256.hex(SHA256.hash(bytes))
+                guard found == storedChecksum else {
+                    throw CheckpointError.mismatch("\(path) is corrupt: the payload's SHA-256 \(found.prefix(16))… does not match the stored \(storedChecksum.prefix(16))…")
+                }
+            } else {
+                // FNV-1a 64 of checkpoints written before.
+                guard let expected = UInt64(storedChecksum, radix: 16) else {
+                    throw CheckpointError.mismatch("\(path) has no valid checksum attribute")
+                }
+                let found = StableHash.fnv1a64(bytes: bytes)
+                guard found == expected else { throw CheckpointError.checksumMismatch(expected: expected, found: found) }
             }
-            guard found == expected else { throw CheckpointError.checksumMismatch(expected: expected, found: found) }
             return try RunCheckpoint(decoding: bytes)
         }
     }

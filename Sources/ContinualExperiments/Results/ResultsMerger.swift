@@ -3,7 +3,10 @@ import ContinualHDF5
 
 /// Merges sweep results files (shards, or partial sweeps) into one, rebuilding `/summary`.
 ///
-/// Run groups are copied as they are (`H5Ocopy`). A run id present in several inputs must have
+/// Run groups are copied as they are (`H5Ocopy`), each checked first against its SHA-256 digest
+/// (`RunDigest`): a damaged run is skipped and reported by id and name, never copied, and never
+/// counted as a duplicate of a good copy. Finished runs a killed writer left in an input's journal
+/// (`NAME.h5.journal/`) are merged too. A run id present in several inputs must have
 /// the same content (config and every summary value except wall times); otherwise the merge is
 /// refused, because two different results under one id mean the inputs are inconsistent.
 /// Inputs made from different experiment files (`experiment_json`), or two runs with one
@@ -14,8 +17,10 @@ public enum ResultsMerger {
         public var duplicates: Int
         public var skippedIncomplete: Int
         public var warnings: [String]
-        /// Run groups skipped because they could not be read or copied.
+        /// Run groups skipped because they could not be read or copied, or failed their digest.
         public var damaged = 0
+        /// Ids of the damaged runs skipped.
+        public var damagedRuns: [String] = []
     }
 
     public struct Conflict: Error, Sendable, CustomStringConvertible {
@@ -33,6 +38,11 @@ public enum ResultsMerger {
             let temporary = output + ".tmp-\(ProcessInfo.processInfo.processIdentifier)"
             var report = Report(runs: 0, duplicates: 0, skippedIncomplete: 0, warnings: [])
             do {
+                // The output is at most the inputs' size: refuse up front when the disk cannot take it.
+                let needed = inputs.reduce(0) { total, input in
+                    total + SweepWriter.size(input) + SweepWriter.journalEntries(input).reduce(0) { $0 + SweepWriter.size($1) }
+                }
+                try DiskSpace.require(needed + (1 << 20), toWrite: temporary)
                 let out = try HDF5File.create(path: temporary)
                 let outRuns = try out.root.createGroup("runs")
                 var layout: SummaryLayout?
@@ -70,44 +80,69 @@ public enum ResultsMerger {
                     }
                     let names = inputLayout.columns.map(\.name)
                     let compared = names.indices.filter { !ResultsSchema.timingColumns.contains(names[$0]) }
-                    let runs = try root.openGroup("runs")
-                    var damaged: [(id: String, reason: String)] = []
-                    let stored = try SweepWriter.storedRows(root, damaged: &damaged)
-                    for d in damaged { report.warnings.append("\(input): run group \(d.id) is unreadable, skipped (\(d.reason))") }
-                    report.damaged += damaged.count
-                    report.skippedIncomplete += try runs.childNames().count - stored.count - damaged.count
-                    for entry in stored {
-                        let config = try runs.openGroup(entry.id).attributes.string("config_json") ?? ""
-                        if let previous = kept[entry.id] {
-                            if previous.config != config {
-                                throw Conflict(description: "run \(entry.id) has different configs in \(previous.source) and \(input); refusing to merge")
-                            }
-                            for i in compared where !same(previous.row[i], entry.row[i]) {
-                                throw Conflict(description: "run \(entry.id) (\(entry.row[names.firstIndex(of: "name")!].stringValue ?? "")) differs between \(previous.source) and \(input): \(names[i]) = \(previous.row[i]) vs \(entry.row[i]); refusing to merge")
-                            }
-                            report.duplicates += 1
-                            continue
-                        }
-                        let index = entry.row[names.firstIndex(of: "sweep_index")!].intValue ?? -1
-                        if let other = byIndex[index] {
-                            guard allowMixed else {
-                                throw Conflict(description: "runs \(other.id) (\(other.source)) and \(entry.id) (\(input)) both have sweep_index \(index): the inputs come from different sweeps; refusing to merge (use --allow-mixed to keep both)")
-                            }
-                            if clashes == 0 { firstClash = "\(other.id) and \(entry.id) at \(index)" }
-                            clashes += 1
-                        } else {
-                            byIndex[index] = (entry.id, input)
-                        }
+                    // The file's own runs, then the finished runs a killed writer left in its journal.
+                    var sources: [(label: String, root: HDF5Group, keep: HDF5File?)] = [(input, root, nil)]
+                    for entry in SweepWriter.journalEntries(input) {
                         do {
-                            try runs.copy(entry.id, to: outRuns)
-                        } catch where salvage {
-                            report.warnings.append("\(input): run group \(entry.id) cannot be copied, skipped (\(error))")
+                            let j = try HDF5File.open(path: entry, mode: .readOnly)
+                            sources.append(("\(input) (journal)", j.root, j))
+                        } catch {
+                            report.warnings.append("\(input): journal entry \(entry) is unreadable, skipped (\(error))")
                             report.damaged += 1
-                            if outRuns.exists(entry.id) { try? outRuns.delete(entry.id) }
-                            continue
                         }
-                        kept[entry.id] = (input, config, entry.row)
-                        rows.append(entry.row)
+                    }
+                    defer { for s in sources { try? s.keep?.close() } }
+                    for source in sources {
+                        let label = source.label
+                        let runs = try source.root.openGroup("runs")
+                        var damaged: [(id: String, reason: String)] = []
+                        let stored = try SweepWriter.storedRows(source.root, damaged: &damaged)
+                        report.skippedIncomplete += try runs.childNames().count - stored.count - damaged.count
+                        var good: [(id: String, row: [HDF5Value], columns: [HDF5Table.Column])] = []
+                        for entry in stored {
+                            let status = (try? runs.openGroup(entry.id)).map(RunDigest.verify) ?? .unreadable("cannot open")
+                            if status.isDamaged { damaged.append((entry.id, status.description)) } else { good.append(entry) }
+                        }
+                        for d in damaged {
+                            let name = stored.first { $0.id == d.id }.flatMap { $0.row[names.firstIndex(of: "name")!].stringValue }
+                            report.warnings.append("\(label): run \(d.id)\(name.map { " (\($0))" } ?? "") is damaged, skipped (\(d.reason))")
+                            report.damagedRuns.append(d.id)
+                        }
+                        report.damaged += damaged.count
+                        for entry in good {
+                            let config = try runs.openGroup(entry.id).attributes.string("config_json") ?? ""
+                            if let previous = kept[entry.id] {
+                                if previous.config != config {
+                                    throw Conflict(description: "run \(entry.id) has different configs in \(previous.source) and \(label); refusing to merge")
+                                }
+                                for i in compared where !same(previous.row[i], entry.row[i]) {
+                                    throw Conflict(description: "run \(entry.id) (\(entry.row[names.firstIndex(of: "name")!].stringValue ?? "")) differs between \(previous.source) and \(label): \(names[i]) = \(previous.row[i]) vs \(entry.row[i]); refusing to merge")
+                                }
+                                report.duplicates += 1
+                                continue
+                            }
+                            let index = entry.row[names.firstIndex(of: "sweep_index")!].intValue ?? -1
+                            if let other = byIndex[index] {
+                                guard allowMixed else {
+                                    throw Conflict(description: "runs \(other.id) (\(other.source)) and \(entry.id) (\(label)) both have sweep_index \(index): the inputs come from different sweeps; refusing to merge (use --allow-mixed to keep both)")
+                                }
+                                if clashes == 0 { firstClash = "\(other.id) and \(entry.id) at \(index)" }
+                                clashes += 1
+                            } else {
+                                byIndex[index] = (entry.id, label)
+                            }
+                            do {
+                                try runs.copy(entry.id, to: outRuns)
+                            } catch where salvage {
+                                report.warnings.append("\(label): run group \(entry.id) cannot be copied, skipped (\(error))")
+                                report.damaged += 1
+                                report.damagedRuns.append(entry.id)
+                                if outRuns.exists(entry.id) { try? outRuns.delete(entry.id) }
+                                continue
+                            }
+                            kept[entry.id] = (label, config, entry.row)
+                            rows.append(entry.row)
+                        }
                     }
                 }
                 if clashes > 0 {

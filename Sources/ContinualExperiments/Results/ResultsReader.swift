@@ -89,3 +89,45 @@ public enum ResultsReader {
         }
     }
 }
+
+extension ResultsReader {
+    /// One run group's integrity (`continual inspect --verify`).
+    public struct Verification: Sendable {
+        public var runId: String
+        public var name: String
+        public var status: RunDigest.Status
+    }
+
+    /// Checks every run group of `path` against its SHA-256 digest (`RunDigest`), plus the
+    /// finished runs a killed writer left in the file's journal (named `journal:<id>`).
+    public static func verify(path: String) throws -> [Verification] {
+        try HDF5Lock.withLock {
+            var out: [Verification] = []
+            func scan(_ file: String, prefix: String) throws {
+                let f = try HDF5File.open(path: file, mode: .readOnly)
+                defer { try? f.close() }
+                guard f.root.exists("runs") else {
+                    throw HDF5Error(.notFound, "\(file) is not a results file (it has no /runs group)")
+                }
+                let runs = try f.root.openGroup("runs")
+                for id in try runs.childNames() {
+                    do {
+                        let g = try runs.openGroup(id)
+                        out.append(Verification(runId: prefix + id, name: (try? g.attributes.string("name")) ?? "",
+                                                status: RunDigest.verify(g)))
+                    } catch {
+                        out.append(Verification(runId: prefix + id, name: "", status: .unreadable("\(error)")))
+                    }
+                }
+            }
+            try scan(path, prefix: "")
+            for entry in SweepWriter.journalEntries(path) {
+                do { try scan(entry, prefix: "journal:") } catch {
+                    out.append(Verification(runId: "journal:" + (entry as NSString).lastPathComponent, name: "",
+                                            status: .unreadable("\(error)")))
+                }
+            }
+            return out
+        }
+    }
+}

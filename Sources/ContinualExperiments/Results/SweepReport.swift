@@ -35,7 +35,12 @@ public enum SweepReport {
             defer { try? file.close() }
             guard file.root.exists("summary") else { throw HDF5Error(.notFound, "\(path) has no /summary table") }
             let d = try file.root.openDataset("summary")
-            let table = try d.readTable()
+            var table = try d.readTable()
+            // A run counts once: rows repeated by a damaged or hand-merged /summary are not more seeds.
+            if let ri = table.columns.firstIndex(where: { $0.name == "run_id" }) {
+                var seen = Set<HDF5Value>()
+                table.rows = table.rows.filter { seen.insert($0[ri]).inserted }
+            }
             var swept: [String] = []
             if let text = try? d.attributes.string("swept_columns_json"),
                let names = try? JSONDecoder().decode([String].self, from: Data(text.utf8)) {

@@ -1,13 +1,20 @@
 import Foundation
 import ContinualHDF5
 
-/// The single writer of a sweep's results file: each finished run is written, flushed and the
-/// file closed at once (open → write → flush → close), so h5py can read it between runs.
+/// The single writer of a sweep's results file, crash-consistent: whatever the moment a kill
+/// (SIGKILL, power loss) lands, `NAME.h5` is the previous good state or that plus whole new runs,
+/// and every finished run survives (docs/results-format.md#crash-consistency).
 ///
-/// Crash safety: a run group gets its `complete` attribute last. Ctrl-C/SIGTERM take the writer's
-/// lock, so they never interrupt a write; a hard kill during the few milliseconds of a write can
-/// leave an incomplete group, which `--resume` deletes and reruns. `/summary` is an index rebuilt
-/// from the complete run groups (each holds its own one-row `summary_row`), sorted by sweep index.
+/// How: the results file is never modified in place. Each finished run is first written as its
+/// own small HDF5 file `NAME.h5.journal/<run_id>.h5` (temporary name, fsync, rename: it exists
+/// whole or not at all). Journal entries are then *folded* into the results file by copying the
+/// file, adding the runs to the copy and renaming the copy over the original (again fsync +
+/// rename), after which the folded entries are deleted. A fold happens when the pending journal
+/// holds at least an eighth of the file's size (so the copies cost at most ~9× the final file
+/// size over a whole sweep, not a copy per run) and always at `finish()`. `--resume` and
+/// `continual repair` fold whatever a killed process left in the journal. Readers (h5py,
+/// `inspect`) never see a partial write and are never blocked: a rename does not disturb a file
+/// someone holds open.
 public final class SweepWriter: @unchecked Sendable {
     public let path: String
     public let layout: SummaryLayout
@@ -17,112 +24,249 @@ public final class SweepWriter: @unchecked Sendable {
     public private(set) var written = 0
     /// Run groups found damaged when resuming (skipped, removed and rerun), with the reason.
     public private(set) var damaged: [(id: String, reason: String)] = []
+    /// Runs recovered from the journal of an interrupted process when the file was opened.
+    public private(set) var recovered = 0
     private let lock = NSLock()
     private var closed = false
+    /// Bytes of journal entries written since the last fold.
+    private var pendingBytes = 0
+
+    /// The journal directory of results file `path`.
+    public static func journalPath(for path: String) -> String { path + ".journal" }
+    public var journal: String { Self.journalPath(for: path) }
 
     /// Opens `path` for a sweep. `resume`: keep the complete runs already there (an existing file
-    /// must be a sweep file with the same columns); otherwise a new file replaces any old one.
+    /// must be a sweep file with the same columns), including runs an interrupted process left in
+    /// the journal; otherwise a new file replaces any old one (and any old journal).
     public init(path: String, experiment: ExperimentFile, layout: SummaryLayout, resume: Bool,
                 shard: String = "") throws {
         self.path = path
         self.layout = layout
-        if resume && FileManager.default.fileExists(atPath: path) {
+        try FileManager.default.createDirectory(at: URL(fileURLWithPath: path).deletingLastPathComponent(),
+                                                withIntermediateDirectories: true)
+        Self.removeStaleTemporaries(path)
+        let fm = FileManager.default
+        if resume && (fm.fileExists(atPath: path) || !Self.journalEntries(path).isEmpty) {
+            if !fm.fileExists(atPath: path) {
+                try Self.createEmpty(path, experiment: experiment, layout: layout, shard: shard)
+            }
             damaged = try Self.salvageDamagedGroups(path)
-            let file = try Self.openForWriting(path)
-            defer { try? file.close() }
-            guard try file.root.attributes.string("kind") == "sweep" else {
-                throw HDF5Error(.invalidArgument, "\(path) is not a sweep results file (written by `continual run`?); choose another output")
-            }
-            let runs = try file.root.requireGroup("runs")
-            var incomplete: [String] = []
+            var journalDamage: [(id: String, reason: String)] = []
+            var absorbed: [String] = []
+            var recoveredIds: [String] = []
             var complete: [String] = []
-            for id in try runs.childNames() {
-                let g: HDF5Group
-                let columns: [HDF5Table.Column]
-                do {
-                    g = try runs.openGroup(id)
-                    guard (try? g.attributes.scalar("complete", as: Int64.self)) == 1, g.exists("summary_row") else {
-                        incomplete.append(id)  // a write that was cut short: rerun it
-                        continue
+            let pending = Self.journalEntries(path)
+            try HDF5Lock.withLock {
+                try Self.replace(path, extraBytes: pending.reduce(0) { $0 + Self.size($1) }) { file in
+                    guard try file.root.attributes.string("kind") == "sweep" else {
+                        throw HDF5Error(.invalidArgument, "\(path) is not a sweep results file (written by `continual run`?); choose another output")
                     }
-                    columns = try g.openDataset("summary_row").readTable().columns
-                } catch {
-                    // Damaged after all (salvageDamagedGroups found it readable): run it again.
-                    damaged.append((id, "\(error)"))
-                    incomplete.append(id)
-                    continue
+                    let result = try Self.absorb(pending, into: file.root, appendRows: false)
+                    absorbed = result.absorbed
+                    recoveredIds = result.added
+                    journalDamage = result.damaged
+                    let runs = try file.root.requireGroup("runs")
+                    var incomplete: [String] = []
+                    for id in try runs.childNames() {
+                        let columns: [HDF5Table.Column]
+                        do {
+                            let g = try runs.openGroup(id)
+                            guard (try? g.attributes.scalar("complete", as: Int64.self)) == 1, g.exists("summary_row") else {
+                                incomplete.append(id)  // a write that was cut short (older versions): rerun it
+                                continue
+                            }
+                            columns = try g.openDataset("summary_row").readTable().columns
+                            let status = RunDigest.verify(g)
+                            if status.isDamaged {
+                                journalDamage.append((id, status.description))
+                                incomplete.append(id)
+                                continue
+                            }
+                        } catch {
+                            // Damaged after all (salvageDamagedGroups found it readable): run it again.
+                            journalDamage.append((id, "\(error)"))
+                            incomplete.append(id)
+                            continue
+                        }
+                        guard columns == layout.columns else {
+                            throw HDF5Error(.typeMismatch, "\(path) holds runs of a different sweep (summary columns \(columns.map(\.name).filter { !layout.columns.map(\.name).contains($0) }) not in this sweep's, or of other types; expected swept columns \(layout.sweptColumnNames)); choose another output")
+                        }
+                        complete.append(id)
+                    }
+                    // Run ids hash the resolved config: a complete run the experiment does not expand to
+                    // comes from a changed config, and keeping it would mix two experiments in /summary.
+                    let expected = Dictionary(experiment.runs.map { ($0.runId, $0) }, uniquingKeysWith: { a, _ in a })
+                    let foreign = complete.filter { expected[$0] == nil }.sorted()
+                    guard foreign.isEmpty else {
+                        throw ForeignRuns(path: path, foreign: foreign, total: complete.count)
+                    }
+                    for id in incomplete { try runs.delete(id) }
+                    for id in complete { try Self.renumber(try runs.openGroup(id), to: expected[id]!.sweepIndex) }
+                    // The header describes the experiment being completed now (e.g. more seeds added).
+                    let created = try? file.root.attributes.string("created_utc")
+                    try Self.writeHeader(file.root, experiment: experiment, layout: layout, shard: shard)
+                    if let created { try file.root.attributes.set("created_utc", created) }
+                    try Self.rebuildSummary(file.root, layout: layout)
                 }
-                guard columns == layout.columns else {
-                    throw HDF5Error(.typeMismatch, "\(path) holds runs of a different sweep (summary columns \(columns.map(\.name).filter { !layout.columns.map(\.name).contains($0) }) not in this sweep's, or of other types; expected swept columns \(layout.sweptColumnNames)); choose another output")
-                }
-                complete.append(id)
             }
-            // Run ids hash the resolved config: a complete run the experiment does not expand to
-            // comes from a changed config, and keeping it would mix two experiments in /summary.
-            let expected = Dictionary(experiment.runs.map { ($0.runId, $0) }, uniquingKeysWith: { a, _ in a })
-            let foreign = complete.filter { expected[$0] == nil }.sorted()
-            guard foreign.isEmpty else {
-                throw ForeignRuns(path: path, foreign: foreign, total: complete.count)
-            }
-            for id in incomplete {
-                try runs.delete(id)
-            }
-            for id in complete {
-                try Self.renumber(try runs.openGroup(id), to: expected[id]!.sweepIndex)
-                completedIds.insert(id)
-            }
-            // The header describes the experiment being completed now (e.g. more seeds added).
-            let created = try? file.root.attributes.string("created_utc")
-            try Self.writeHeader(file.root, experiment: experiment, layout: layout, shard: shard)
-            if let created { try file.root.attributes.set("created_utc", created) }
-            try Self.rebuildSummary(file.root, layout: layout)
-            try file.flush()
+            // The results file now holds the journal's runs: the entries can go.
+            for entry in absorbed { unlink(entry) }
+            Self.removeJournalIfEmpty(path)
+            damaged += journalDamage
+            completedIds = Set(complete)
+            recovered = recoveredIds.filter { completedIds.contains($0) }.count
         } else {
-            try FileManager.default.createDirectory(at: URL(fileURLWithPath: path).deletingLastPathComponent(),
-                                                    withIntermediateDirectories: true)
-            let temporary = path + ".tmp-\(ProcessInfo.processInfo.processIdentifier)"
-            do {
+            // A journal left beside a file that is being replaced belongs to the old file.
+            try? fm.removeItem(atPath: Self.journalPath(for: path))
+            try Self.createEmpty(path, experiment: experiment, layout: layout, shard: shard)
+        }
+    }
+
+    /// A new results file with its header, no runs and an empty `/summary` (temporary + rename).
+    static func createEmpty(_ path: String, experiment: ExperimentFile, layout: SummaryLayout, shard: String) throws {
+        let temporary = path + ".tmp-\(ProcessInfo.processInfo.processIdentifier)"
+        do {
+            try HDF5Lock.withLock {
                 let file = try HDF5File.create(path: temporary)
                 try Self.writeHeader(file.root, experiment: experiment, layout: layout, shard: shard)
                 try file.root.createGroup("runs")
                 try Self.writeSummary([], layout: layout, into: file.root)
                 try file.close()
-                guard rename(temporary, path) == 0 else {
-                    throw HDF5Error(.library, "cannot move \(temporary) to \(path): \(String(cString: strerror(errno)))")
-                }
-            } catch {
-                try? FileManager.default.removeItem(atPath: temporary)
-                throw error
             }
+            try DurableFile.sync(temporary)
+            guard rename(temporary, path) == 0 else {
+                throw HDF5Error(.library, "cannot move \(temporary) to \(path): \(String(cString: strerror(errno)))")
+            }
+            DurableFile.syncDirectory(of: path)
+        } catch {
+            try? FileManager.default.removeItem(atPath: temporary)
+            throw error
         }
     }
 
-    /// Before a resume: run groups that cannot be opened (a crash under load, a bad disk) are
-    /// unlinked so they run again. HDF5 cannot unlink an object whose header is unreadable; then
-    /// the readable runs are copied into a fresh file (`ResultsMerger`, as `continual repair`),
-    /// the damaged file is kept beside it as `NAME.h5.damaged-N` and the fresh one takes its place.
+    /// Replaces `path` by a modified copy: copies it to a temporary file, lets `body` change the
+    /// copy, syncs it to disk and renames it over `path`. On any error (a full disk included) the
+    /// temporary file is removed and `path` is untouched. Call inside `HDF5Lock`.
+    static func replace(_ path: String, extraBytes: Int, _ body: (HDF5File) throws -> Void) throws {
+        let temporary = path + ".tmp-\(ProcessInfo.processInfo.processIdentifier)"
+        do {
+            try DiskSpace.require(size(path) + extraBytes + (1 << 20), toWrite: temporary)
+            try FileCopy.copy(from: path, to: temporary)
+            let file = try HDF5File.open(path: temporary, mode: .readWrite)
+            do {
+                try body(file)
+                try file.flush()
+                try file.close()
+            } catch {
+                try? file.close()
+                throw error
+            }
+            try DurableFile.sync(temporary)
+            guard rename(temporary, path) == 0 else {
+                throw HDF5Error(.library, "cannot move \(temporary) to \(path): \(String(cString: strerror(errno)))")
+            }
+            DurableFile.syncDirectory(of: path)
+        } catch {
+            try? FileManager.default.removeItem(atPath: temporary)
+            throw error
+        }
+    }
+
+    /// Copies the runs of journal `entries` into `root/runs` (runs already there and complete are
+    /// kept as they are: a fold cut short after its rename). `appendRows`: append their summary
+    /// rows to `/summary`. An entry that cannot be read is reported in `damaged` (its run reruns).
+    static func absorb(_ entries: [String], into root: HDF5Group, appendRows: Bool) throws
+        -> (absorbed: [String], added: [String], damaged: [(id: String, reason: String)])
+    {
+        let runs = try root.requireGroup("runs")
+        var rows: [[HDF5Value]] = [], absorbed: [String] = [], added: [String] = []
+        var damaged: [(id: String, reason: String)] = []
+        for entry in entries {
+            let id = ((entry as NSString).lastPathComponent as NSString).deletingPathExtension
+            do {
+                let journalFile = try HDF5File.open(path: entry, mode: .readOnly, trusted: true)
+                defer { try? journalFile.close() }
+                let source = try journalFile.root.openGroup("runs")
+                for name in try source.childNames() {
+                    if runs.exists(name) {
+                        if (try? runs.openGroup(name).attributes.scalar("complete", as: Int64.self)) == 1 { continue }
+                        try runs.delete(name)
+                    }
+                    try source.copy(name, to: runs)
+                    added.append(name)
+                    if appendRows, let row = try runs.openGroup(name).openDataset("summary_row").readTable().rows.first {
+                        rows.append(row)
+                    }
+                }
+            } catch {
+                damaged.append((id, "journal entry \(entry) is unreadable (\(error)); it runs again"))
+                if runs.exists(id) { try? runs.delete(id) }
+            }
+            absorbed.append(entry)
+        }
+        if appendRows && !rows.isEmpty {
+            try root.openDataset("summary").append(rows: rows)
+        }
+        return (absorbed, added, damaged)
+    }
+
+    /// Whole journal entries of results file `path` (`<run_id>.h5`; temporaries excluded), sorted.
+    public static func journalEntries(_ path: String) -> [String] {
+        let dir = journalPath(for: path)
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
+        return names.filter { $0.hasSuffix(".h5") }.sorted().map { dir + "/" + $0 }
+    }
+
+    static func removeJournalIfEmpty(_ path: String) {
+        let dir = journalPath(for: path)
+        if let names = try? FileManager.default.contentsOfDirectory(atPath: dir), names.isEmpty {
+            rmdir(dir)
+        }
+    }
+
+    /// Temporary files of a writer that was killed (`NAME.h5.tmp-PID`, journal `*.tmp-PID`). Only
+    /// the holder of the writer lock calls this, so no live writer owns them.
+    static func removeStaleTemporaries(_ path: String) {
+        let url = URL(fileURLWithPath: path)
+        let dir = url.deletingLastPathComponent().path, base = url.lastPathComponent
+        let fm = FileManager.default
+        for name in (try? fm.contentsOfDirectory(atPath: dir)) ?? [] where name.hasPrefix(base + ".tmp-") {
+            try? fm.removeItem(atPath: dir + "/" + name)
+        }
+        let journal = journalPath(for: path)
+        for name in (try? fm.contentsOfDirectory(atPath: journal)) ?? [] where name.contains(".tmp-") {
+            try? fm.removeItem(atPath: journal + "/" + name)
+        }
+    }
+
+    static func size(_ path: String) -> Int {
+        var st = stat()
+        return stat(path, &st) == 0 ? Int(st.st_size) : 0
+    }
+
+    /// Before a resume: run groups that cannot be opened (a crash of an older version, a bad disk)
+    /// are dropped so they run again. The file is only read here; if a group is damaged, the
+    /// readable runs are copied into a fresh file (`ResultsMerger`, as `continual repair`), the
+    /// damaged file is kept beside it as `NAME.h5.damaged-N` (a hard link, so `NAME.h5` exists at
+    /// every moment) and the fresh one is renamed into place.
     static func salvageDamagedGroups(_ path: String) throws -> [(id: String, reason: String)] {
         var damaged: [(id: String, reason: String)] = []
-        var stuck = false
         try HDF5Lock.withLock {
-            let file = try openForWriting(path)
+            let file = try HDF5File.open(path: path, mode: .readOnly)
             defer { try? file.close() }
             guard file.root.exists("runs") else { return }
             let runs = try file.root.openGroup("runs")
             for id in try runs.childNames() {
-                do { _ = try runs.openGroup(id) } catch {
-                    damaged.append((id, "\(error)"))
-                    if (try? runs.delete(id)) == nil { stuck = true }
-                }
+                do { _ = try runs.openGroup(id) } catch { damaged.append((id, "\(error)")) }
             }
             try file.close()
         }
-        guard stuck else { return damaged }
+        guard !damaged.isEmpty else { return damaged }
         let repaired = path + ".repair-\(ProcessInfo.processInfo.processIdentifier)"
         _ = try ResultsMerger.merge(inputs: [path], output: repaired, salvage: true)
         var k = 1
         while FileManager.default.fileExists(atPath: "\(path).damaged-\(k)") { k += 1 }
-        guard rename(path, "\(path).damaged-\(k)") == 0, rename(repaired, path) == 0 else {
+        guard link(path, "\(path).damaged-\(k)") == 0, rename(repaired, path) == 0 else {
             try? FileManager.default.removeItem(atPath: repaired)
             throw HDF5Error(.library, "cannot replace damaged \(path) by its repaired copy: \(String(cString: strerror(errno)))")
         }
@@ -146,6 +290,8 @@ public final class SweepWriter: @unchecked Sendable {
     /// current expansion, which moves when the sweep grows (e.g. seeds added before --resume).
     static func renumber(_ g: HDF5Group, to index: Int) throws {
         guard (try? g.attributes.scalar("sweep_index", as: Int64.self)) != Int64(index) else { return }
+        // Callers verified the group; the digest is recomputed over the new index.
+        defer { try? RunDigest.seal(g) }
         try g.attributes.set("sweep_index", Int64(index))
         var table = try g.openDataset("summary_row").readTable()
         guard let si = table.columns.firstIndex(where: { $0.name == "sweep_index" }), !table.rows.isEmpty else { return }
@@ -154,7 +300,8 @@ public final class SweepWriter: @unchecked Sendable {
         try g.write(table, name: "summary_row", compress: false, chunkRows: 1)
     }
 
-    /// Writes one finished run and flushes; returns false (writing nothing) once the writer is closed.
+    /// Writes one finished run (its journal entry, then a fold when one is due); returns false
+    /// (writing nothing) once the writer is closed.
     @discardableResult
     public func write(_ r: RunResult) throws -> Bool {
         // Serialised with every other HDF5 session of the process (see HDF5Lock).
@@ -162,33 +309,73 @@ public final class SweepWriter: @unchecked Sendable {
             lock.lock()
             defer { lock.unlock() }
             guard !closed else { return false }
-            let file = try Self.openForWriting(path)
-            defer { try? file.close() }
-            let runs = try file.root.requireGroup("runs")
-            try ResultsWriter.writeRun(r, into: runs)
-            let g = try runs.openGroup(r.runId)
-            try g.attributes.set("variant", r.run.variant)
-            try g.attributes.set("sweep_index", Int64(r.run.sweepIndex))
-            let values = JSONValue.object(Dictionary(uniqueKeysWithValues: r.run.sweepValues.map { ($0.path, $0.value) }))
-            try g.attributes.set("sweep_values_json", values.canonicalText())
-            let row = layout.row(r)
-            try g.write(HDF5Table(columns: layout.columns, rows: [row]), name: "summary_row", compress: false, chunkRows: 1)
-            try g.attributes.set("complete", Int64(1))  // last: marks the group as whole
-            if file.root.exists("summary") {
-                try file.root.openDataset("summary").append(rows: [row])
-            } else {
-                try Self.writeSummary([row], layout: layout, into: file.root)
-            }
-            try file.flush()
-            try file.close()
+            pendingBytes += try writeJournalEntry(r)
             completedIds.insert(r.runId)
             written += 1
+            if pendingBytes * 8 >= Self.size(path) { try fold(rebuild: false) }
             return true
         }
     }
 
-    /// Rewrites `/summary` sorted by sweep index and closes the writer (later writes are ignored).
-    /// Safe to call from a signal handler's queue: it waits for a write in progress.
+    /// The run as a standalone file `journal/<run_id>.h5` holding `/runs/<run_id>` exactly as the
+    /// results file will; returns its size.
+    private func writeJournalEntry(_ r: RunResult) throws -> Int {
+        try FileManager.default.createDirectory(atPath: journal, withIntermediateDirectories: true)
+        let entry = journal + "/" + r.runId + ".h5"
+        let temporary = entry + ".tmp-\(ProcessInfo.processInfo.processIdentifier)"
+        do {
+            let file = try HDF5File.create(path: temporary)
+            do {
+                let runs = try file.root.createGroup("runs")
+                try ResultsWriter.writeRun(r, into: runs)
+                let g = try runs.openGroup(r.runId)
+                try g.attributes.set("variant", r.run.variant)
+                try g.attributes.set("sweep_index", Int64(r.run.sweepIndex))
+                let values = JSONValue.object(Dictionary(uniqueKeysWithValues: r.run.sweepValues.map { ($0.path, $0.value) }))
+                try g.attributes.set("sweep_values_json", values.canonicalText())
+                try g.write(HDF5Table(columns: layout.columns, rows: [layout.row(r)]), name: "summary_row", compress: false, chunkRows: 1)
+                try RunDigest.seal(g)
+                try g.attributes.set("complete", Int64(1))  // last: marks the group as whole
+                try file.close()
+            } catch {
+                try? file.close()
+                throw error
+            }
+            try DurableFile.sync(temporary)
+            guard rename(temporary, entry) == 0 else {
+                throw HDF5Error(.library, "cannot move \(temporary) to \(entry): \(String(cString: strerror(errno)))")
+            }
+            DurableFile.syncDirectory(of: entry)
+            return Self.size(entry)
+        } catch {
+            try? FileManager.default.removeItem(atPath: temporary)
+            throw WriteFailed(path: path, run: r.runId, cause: "\(error)")
+        }
+    }
+
+    /// Folds the journal into the results file (copy, add, rename), then deletes the folded
+    /// entries. `rebuild`: rewrite `/summary` sorted by sweep index (else rows are appended).
+    private func fold(rebuild: Bool) throws {
+        let entries = Self.journalEntries(path)
+        guard !entries.isEmpty || rebuild else { return }
+        var absorbed: [String] = []
+        do {
+            try Self.replace(path, extraBytes: entries.reduce(0) { $0 + Self.size($1) }) { file in
+                let result = try Self.absorb(entries, into: file.root, appendRows: !rebuild)
+                absorbed = result.absorbed
+                if let d = result.damaged.first { throw HDF5Error(.library, d.reason) }
+                if rebuild { try Self.rebuildSummary(file.root, layout: layout) }
+            }
+        } catch {
+            throw WriteFailed(path: path, run: nil, cause: "\(error)")
+        }
+        for entry in absorbed { unlink(entry) }
+        Self.removeJournalIfEmpty(path)
+        pendingBytes = 0
+    }
+
+    /// Folds the journal, rewrites `/summary` sorted by sweep index and closes the writer (later
+    /// writes are ignored). Safe to call from a signal handler's queue: it waits for a write in progress.
     public func finish() throws {
         // Serialised with every other HDF5 session of the process (see HDF5Lock).
         try HDF5Lock.withLock {
@@ -196,11 +383,18 @@ public final class SweepWriter: @unchecked Sendable {
             defer { lock.unlock() }
             guard !closed else { return }
             closed = true
-            let file = try Self.openForWriting(path)
-            defer { try? file.close() }
-            try Self.rebuildSummary(file.root, layout: layout)
-            try file.flush()
-            try file.close()
+            try fold(rebuild: true)
+        }
+    }
+
+    /// A run (or a fold) could not be written; what was in the results file and its journal is kept.
+    public struct WriteFailed: Error, Sendable, CustomStringConvertible {
+        public var path: String
+        public var run: String?
+        public var cause: String
+        public var description: String {
+            (run.map { "cannot write run \($0) to \(path)" } ?? "cannot update \(path)") + ": \(cause); "
+                + "the file and the runs already written are kept — fix the cause and run again with --resume"
         }
     }
 
@@ -284,21 +478,5 @@ public final class SweepWriter: @unchecked Sendable {
         try d.attributes.set("meaning", "one row per run, sorted by sweep_index; metrics as in /metric_definitions; fractions 0..1")
         try writeLayout(layout, to: d.attributes)
         try d.attributes.set("timing_columns_json", (try? JSONValue.encodeCanonicalText(ResultsSchema.timingColumns.sorted())) ?? "[]")
-    }
-
-    /// Opens an existing file for writing, retrying for up to a minute while another process
-    /// (h5py, h5dump) holds it open: HDF5 ≥ 1.10 locks files.
-    static func openForWriting(_ path: String) throws -> HDF5File {
-        try AppendReserve.reserve(path)
-        var lastError: (any Error)?
-        for attempt in 0..<300 {
-            do { return try HDF5File.open(path: path, mode: .readWrite) } catch {
-                lastError = error
-                if !FileManager.default.fileExists(atPath: path) { break }
-                if attempt == 0 { FileHandle.standardError.write(Data("note: \(path) is busy (open in another program?); retrying\n".utf8)) }
-                usleep(200_000)
-            }
-        }
-        throw lastError ?? HDF5Error(.library, "cannot open \(path)")
     }
 }

@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""Estimated peak memory (`continual validate`) against measured peak RSS (`continual run`),
+per shipped experiment (issue 26, "validate = runnable").
+
+The estimate counts what a run allocates (data, model, optimizer, buffers, results); the measured
+figure is the peak resident set of `continual run --jobs 1` minus that of the process doing
+nothing run-specific (`continual validate` on the same file: the Swift runtime, libhdf5, the
+parsed config). Usage: memory_estimate.py --bin .build/release/continual [--timeout 300] FILE.json…
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+UNITS = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}
+
+
+def parse_bytes(text):
+    m = re.match(r"([\d.e+]+)\s*([KMGT]?B)", text)
+    return float(m.group(1)) * UNITS[m.group(2)] if m else None
+
+
+def peak_kb(cmd, timeout):
+    r = subprocess.run(["/usr/bin/time", "-f", "PEAK %M"] + cmd, capture_output=True, text=True, timeout=timeout)
+    m = re.search(r"PEAK (\d+)", r.stderr)
+    return (int(m.group(1)) if m else None), r.returncode, r.stdout + r.stderr
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--bin", default=".build/release/continual")
+    ap.add_argument("--timeout", type=float, default=300)
+    ap.add_argument("files", nargs="+")
+    a = ap.parse_args()
+    print(f"{'experiment':28} {'estimate':>10} {'measured':>10} {'error':>7}")
+    for f in a.files:
+        base_kb, rc, out = peak_kb([a.bin, "validate", f], a.timeout)
+        m = re.search(r"peak memory per run ≈ ([\d.e+]+ [KMGT]?B)", out)
+        if rc != 0 or not m:
+            print(f"{os.path.basename(f):28} validate failed ({rc})")
+            continue
+        est = parse_bytes(m.group(1))
+        with tempfile.TemporaryDirectory() as d:
+            try:
+                run_kb, rc, out = peak_kb([a.bin, "run", f, "-o", os.path.join(d, "r.h5"), "--jobs", "1", "-q"], a.timeout)
+            except subprocess.TimeoutExpired:
+                print(f"{os.path.basename(f):28} {est / 1e6:9.1f}M   (run longer than {a.timeout:.0f} s, not measured)")
+                continue
+        measured = (run_kb - base_kb) * 1024
+        err = (est - measured) / measured * 100 if measured > 0 else float("nan")
+        print(f"{os.path.basename(f):28} {est / 1e6:9.1f}M {measured / 1e6:9.1f}M {err:+6.0f}%"
+              + ("" if rc == 0 else f"  (run exit {rc})"), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

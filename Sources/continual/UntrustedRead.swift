@@ -1,0 +1,121 @@
+import ArgumentParser
+import ContinualExperiments
+import ContinualHDF5
+import Foundation
+
+/// Reads HDF5 files this process did not write in a child process first, with a time limit.
+///
+/// libhdf5 (Debian's 1.10.8) crashes or loops forever on some damaged files (Fuzz/findings). Before
+/// the CLI opens a file read-only (a results file to inspect, merge, repair or export, a scenario
+/// import, a `model.init_from` file, a checkpoint), `HDF5File.untrustedReadCheck` re-executes this
+/// binary as `continual __read-check FILE`, which opens the file and reads every attribute and
+/// dataset (`RunDigest.readAll` of the root group), reporting progress after each object. The library is deterministic, so a file the
+/// child read to the end is safe to read here; a crash or a time-out becomes a clear error naming
+/// the file, and this process never receives the signal. Each file is checked once per process
+/// (keyed by device, inode, size and modification time).
+enum UntrustedRead {
+    /// Set in the child, so it does not check again.
+    static let childVariable = "CONTINUALKIT_READ_CHECK_CHILD"
+
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var checked: Set<String> = []
+
+    /// Installs the check (not in the child itself).
+    static func install() {
+        guard ProcessInfo.processInfo.environment[childVariable] == nil else { return }
+        HDF5File.untrustedReadCheck = { path in try check(path) }
+    }
+
+    /// Seconds the child may go without reading another object (10; `CONTINUALKIT_READ_TIMEOUT`):
+    /// a healthy file's objects take milliseconds each, libhdf5's hangs never return.
+    static func timeLimit() -> Double {
+        ProcessInfo.processInfo.environment["CONTINUALKIT_READ_TIMEOUT"].flatMap(Double.init) ?? 10
+    }
+
+    /// When the child last reported progress.
+    final class Activity: @unchecked Sendable {
+        private let lock = NSLock()
+        private var last = Date()
+        func touch() { lock.lock(); last = Date(); lock.unlock() }
+        func silence() -> Double { lock.lock(); defer { lock.unlock() }; return Date().timeIntervalSince(last) }
+    }
+
+    static func check(_ path: String) throws {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return }  // HDF5's open reports a missing file
+        let key = "\(st.st_dev):\(st.st_ino):\(st.st_size):\(st.st_mtim.tv_sec).\(st.st_mtim.tv_nsec)"
+        lock.lock()
+        let known = checked.contains(key)
+        lock.unlock()
+        if known { return }
+        let limit = timeLimit()
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: executablePath())
+        child.arguments = ["__read-check", path]
+        var environment = ProcessInfo.processInfo.environment
+        environment[childVariable] = "1"
+        child.environment = environment
+        // The child writes a byte after each object it reads: the limit is on silence, so a big
+        // file on a slow machine is not mistaken for a hang inside libhdf5.
+        let progress = Pipe()
+        child.standardOutput = progress
+        child.standardError = FileHandle.nullDevice
+        let activity = Activity()
+        progress.fileHandleForReading.readabilityHandler = { handle in
+            if !handle.availableData.isEmpty { activity.touch() }
+        }
+        defer { progress.fileHandleForReading.readabilityHandler = nil }
+        let done = DispatchSemaphore(value: 0)
+        child.terminationHandler = { _ in done.signal() }
+        do { try child.run() } catch {
+            return  // cannot isolate (e.g. no permission to execute): read in-process as before
+        }
+        while done.wait(timeout: .now() + 0.05) == .timedOut {
+            if activity.silence() > limit {
+                kill(child.processIdentifier, SIGKILL)
+                done.wait()
+                throw HDF5Error(.library, "the file is damaged: the HDF5 library timed out reading \(path) "
+                    + "(no progress for \(Int(limit)) s in a separate process; a damaged file can make libhdf5 loop forever)")
+            }
+        }
+        if child.terminationReason == .uncaughtSignal {
+            let signal = child.terminationStatus
+            let name = String(cString: strsignal(signal))
+            throw HDF5Error(.library, "the file is damaged: the HDF5 library crashed reading \(path) "
+                + "(signal \(signal), \(name), in a separate process; nothing was written)")
+        }
+        lock.lock()
+        checked.insert(key)
+        lock.unlock()
+    }
+
+    /// This executable (Linux: /proc/self/exe, which survives a rename of the binary).
+    static func executablePath() -> String {
+        if let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") { return target }
+        return Bundle.main.executablePath ?? CommandLine.arguments[0]
+    }
+}
+
+/// `continual __read-check FILE…` (hidden): reads every attribute and dataset of each file.
+/// Exit 0: read to the end; 3: an HDF5 error (the caller then reports it the usual way).
+struct ReadCheckCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "__read-check", abstract: "Read a whole HDF5 file (used by the CLI to isolate libhdf5).",
+        shouldDisplay: false)
+
+    @Argument var files: [String]
+
+    func run() throws {
+        for path in files {
+            do {
+                let file = try HDF5File.open(path: path, mode: .readOnly)
+                let out = FileHandle.standardOutput
+                let tick = Data([0x2e])
+                try RunDigest.readAll(file.root) { out.write(tick) }
+                try file.close()
+            } catch {
+                Foundation.exit(3)
+            }
+        }
+    }
+}
