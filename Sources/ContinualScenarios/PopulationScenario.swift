@@ -9,10 +9,15 @@ public protocol PopulationScenario: ScenarioOptions {
     /// Why these options cannot run as a population of several users (the option key and the
     /// reason), or nil: every user must get the same number of experiences.
     func populationProblem() -> (key: String, message: String)?
+    /// The options ready to give a population of `users` members from `seed` (a data file reads
+    /// its users and picks them here; generators need nothing). Throws when the population cannot
+    /// be formed, e.g. more members than the file has users.
+    func forPopulation(users: Int, seed: UInt64) throws -> Self
 }
 
 extension PopulationScenario {
     public func populationProblem() -> (key: String, message: String)? { nil }
+    public func forPopulation(users: Int, seed: UInt64) throws -> Self { self }
 }
 
 extension ParameterConcept {

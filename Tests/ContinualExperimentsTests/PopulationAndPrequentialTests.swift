@@ -51,8 +51,8 @@ struct PopulationAndPrequentialTests {
         #expect(throws: ConfigError.self) { try Self.experiment(#""population": {"users": 0}"#) }
         #expect(throws: ConfigError.self) { try Self.experiment(#""population": {"user": 3}"#) }
         let json = #"{"name": "x", "scenario": {"type": "dataset", "path": "nope.csv"}, "population": {"users": 2}}"#
-        let r = RunExecutor.execute(try ExperimentFile.parse(data: Data(json.utf8)).runs[0])
-        #expect(r.status == .failed && r.message.contains("does not support populations"))
+        // A data file is a population only of its users: without a user column it cannot be one.
+        #expect(throws: ConfigError.self) { try ExperimentFile.parse(data: Data(json.utf8)) }
     }
 
     @Test("prequential mode: every sample is predicted before it is learned; the curve is recorded and written")

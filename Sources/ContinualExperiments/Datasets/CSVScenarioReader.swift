@@ -14,13 +14,21 @@ public struct CSVScenarioReader: Sendable {
     public var classes: Int?
     /// Force the head kind ("binary" / "multiclass"); nil = 2 classes ⇒ binary.
     public var forceMulticlass = false
+    /// Key columns (user, session, time): never features; their values are returned per sample
+    /// by `readWithKeys`. Each pairs the column name with the JSON key that named it, for errors.
+    public var keyColumns: [(name: String, key: String)] = []
 
     public init() {}
 
     public func read(path: String) throws -> ExperienceStream {
+        try readWithKeys(path: path).stream
+    }
+
+    /// The stream and, per experience, the text of every key column for each train and test row.
+    public func readWithKeys(path: String) throws -> (stream: ExperienceStream, keys: [SampleKeys]) {
         guard FileManager.default.fileExists(atPath: path) else { throw ScenarioError("\(path): no such file") }
         guard let data = FileManager.default.contents(atPath: path) else { throw ScenarioError("\(path): cannot read the file") }
-        return try parse(bytes: [UInt8](data), path: path)
+        return try [UInt8](data).withUnsafeBufferPointer { b in try parse(b, path: path) }
     }
 
     public func parse(_ text: String, path: String) throws -> ExperienceStream {
@@ -56,10 +64,10 @@ public struct CSVScenarioReader: Sendable {
     /// CRLF (Windows/Excel), a UTF-8 byte order mark is skipped, and a NUL byte anywhere is an
     /// error naming its line and column (C number parsers would stop at it: `5\0.75` read as 5).
     public func parse(bytes data: [UInt8], path: String) throws -> ExperienceStream {
-        try data.withUnsafeBufferPointer { b in try parse(b, path: path) }
+        try data.withUnsafeBufferPointer { b in try parse(b, path: path) }.stream
     }
 
-    private func parse(_ b: UnsafeBufferPointer<UInt8>, path: String) throws -> ExperienceStream {
+    private func parse(_ b: UnsafeBufferPointer<UInt8>, path: String) throws -> (stream: ExperienceStream, keys: [SampleKeys]) {
         var begin = 0
         if b.count >= 3, b[0] == 0xEF, b[1] == 0xBB, b[2] == 0xBF { begin = 3 }
         // Line ranges without their LF / CRLF.
@@ -106,11 +114,23 @@ public struct CSVScenarioReader: Sendable {
             return i
         }
         let ec = try column(experienceColumn), sc = try column(splitColumn), lc = try column(labelColumn)
-        let featureColumns = header.indices.filter { $0 != ec && $0 != sc && $0 != lc }
+        var kc: [Int] = []
+        for (name, key) in keyColumns {
+            guard let i = firstColumn[name] else {
+                throw ScenarioError("\(path):\(headerIndex + 1): .scenario.\(key): no column \"\(name)\" in the header "
+                    + "(found: \(header.joined(separator: ", ")))")
+            }
+            guard ![ec, sc, lc].contains(i) else {
+                throw ScenarioError("\(path): .scenario.\(key): \"\(name)\" is already the experience, split or label column")
+            }
+            kc.append(i)
+        }
+        let featureColumns = header.indices.filter { $0 != ec && $0 != sc && $0 != lc && !kc.contains($0) }
         guard !featureColumns.isEmpty else { throw ScenarioError("\(path):\(headerIndex + 1): no feature columns in the header") }
         let d = featureColumns.count
         let labelLimit = min(classes ?? DataLimits.maxClasses, DataLimits.maxClasses)
         var byExperience: [Int: (train: Samples, test: Samples)] = [:]
+        var keysByExperience: [Int: SampleKeys] = [:]
         var maxLabel: Int32 = 0
         var row = [Float]()
         row.reserveCapacity(d)
@@ -158,6 +178,15 @@ public struct CSVScenarioReader: Sendable {
                 entry.train.labels.append(y)
             }
             byExperience[e] = entry
+            if !kc.isEmpty {
+                var keys = keysByExperience[e] ?? SampleKeys()
+                for (k, c) in kc.enumerated() {
+                    let value = text(f[c])
+                    guard !value.isEmpty else { throw ScenarioError("\(at(c)): empty \(keyColumns[k].key) value") }
+                    keys.append(value, column: keyColumns[k].name, test: isTest)
+                }
+                keysByExperience[e] = keys
+            }
         }
         guard !byExperience.isEmpty else { throw ScenarioError("\(path): no data rows after the header") }
         let k = classes ?? Int(maxLabel) + 1
@@ -166,9 +195,10 @@ public struct CSVScenarioReader: Sendable {
             Experience(index: i, name: "experience_\(id)", train: byExperience[id]!.train, test: byExperience[id]!.test,
                        metadata: ["experience_id": "\(id)", "source": path])
         }
-        try ExperienceStream.requireNonEmptySplits(experiences, source: path)
-        return ExperienceStream(name: "dataset", featureNames: featureColumns.map { header[$0] }, head: head,
-                                experiences: experiences, metadata: ["source": path, "format": "csv"])
+        if keyColumns.isEmpty { try ExperienceStream.requireNonEmptySplits(experiences, source: path) }
+        let stream = ExperienceStream(name: "dataset", featureNames: featureColumns.map { header[$0] }, head: head,
+                                      experiences: experiences, metadata: ["source": path, "format": "csv"])
+        return (stream, byExperience.keys.sorted().map { keysByExperience[$0] ?? SampleKeys() })
     }
 
     /// A number from a field's bytes (what `Float(String)` accepts).

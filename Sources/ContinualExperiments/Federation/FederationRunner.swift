@@ -100,7 +100,7 @@ public enum FederationRunner {
         guard let fed = config.federation, let population = config.population else {
             throw Failure(description: "a federated run needs \"federation\" and \"population\" blocks")
         }
-        guard let scenario = config.scenario.options as? any PopulationScenario else {
+        guard let generator = config.scenario.options as? any PopulationScenario else {
             throw Failure(description: "scenario \"\(config.scenario.typeName)\" does not support populations, so it cannot give federated clients")
         }
         let N = population.users, R = fed.rounds
@@ -108,6 +108,8 @@ public enum FederationRunner {
         let setupStart = clock.now
         let rank = transport.rank, size = transport.size
         let popSeed = population.seed ?? config.seed
+        // A data file's population: its users (one client per person), picked from the file.
+        let scenario = try generator.forPopulation(users: N, seed: popSeed)
         let device = config.device ?? DeviceConfig()
         let pass = TrainingPass(epochs: fed.localEpochs, shuffle: config.training.options.shuffle,
                                 maxSteps: fed.localSteps > 0 ? fed.localSteps : nil)

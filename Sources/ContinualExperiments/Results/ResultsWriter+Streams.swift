@@ -45,6 +45,11 @@ extension ResultsWriter {
             try d.attributes.set("meaning", meaning)
             try d.attachDimensionScale(user, toDimension: 0)
         }
+        if let names = p.userNames {
+            // A population read from a data file's user column: each index's user in that file.
+            let d = try g.write(names, name: "user_name")
+            try d.attributes.set("meaning", "the user's id in the data file (its user column)")
+        }
         try perUser(p.dataSeeds.map { Int64(bitPattern: $0) }, "data_seed", "seed of the user's generated data (int64 bit pattern)")
         try perUser(p.modelSeeds.map { Int64(bitPattern: $0) }, "model_seed", "seed of the user's model (int64 bit pattern)")
         try perUser(p.trainSeconds, "train_seconds", "training wall time of the user's model, seconds")
