@@ -33,7 +33,6 @@ def _records(run_dir):
 
 
 def test_one_offline_run_per_toolkit_run_with_config_metrics_and_figures(small, tmp_path, capsys):
-    pytest.importorskip("wandb")
     out = tmp_path / "wb"
     assert main(["export", small, "--wandb", str(out)]) == 0
     assert "2 offline W&B runs" in capsys.readouterr().out
