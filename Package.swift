@@ -1,7 +1,7 @@
 // swift-tools-version:6.1
 import PackageDescription
 
-// Layers (dependencies point down only; see README "Architecture"):
+// Layers (dependencies point down only; see docs/architecture.md, whose table a test checks against this file):
 // continual (CLI) → ContinualExperiments → ContinualStrategies / ContinualScenarios / ContinualMetrics
 // → ContinualCore. ContinualHDF5 wraps the C library and knows nothing of continual learning.
 let package = Package(

@@ -59,10 +59,12 @@ import Testing
         }
     }
 
+    /// 1e-320, a subnormal Double (as a literal the compiler warns that it underflows).
+    static let subnormal = Double("1e-320")!
     static let extremes: [JSONValue] = [
         .int(-1), .int(0), .int(1), .int(-2_147_483_648), .int(2_147_483_648), .int(1 << 53), .int(Int64.max), .int(Int64.min),
         .int(1_000_000_000_000), .int(1_000_000_000), .int(1_000_000), .uint(UInt64.max), .double(1e308), .double(-1e308),
-        .double(1e-320), .double(0.5), .double(-0.5), .double(3.5e38), .double(1e19), .double(1e12),
+        .double(subnormal), .double(0.5), .double(-0.5), .double(3.5e38), .double(1e19), .double(1e12),
     ]
     static let oddStrings: [String] = [
         "", " ", String(repeating: "x", count: 10_000), "../../../../etc/passwd", "/dev/zero", "datasets/digits.h5",

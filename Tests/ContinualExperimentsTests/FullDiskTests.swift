@@ -36,7 +36,7 @@ func fillDisk(_ dir: String, leave: Int) throws {
     guard statvfs(dir, &st) == 0 else { return }
     let free = Int(st.f_bavail) * Int(st.f_frsize)
     guard free > leave else { return }
-    FileManager.default.createFile(atPath: dir + "/filler", contents: Data(count: free - leave))
+    _ = FileManager.default.createFile(atPath: dir + "/filler", contents: Data(count: free - leave))
 }
 
 func temporaries(_ dir: String) -> [String] {

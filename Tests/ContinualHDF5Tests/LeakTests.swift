@@ -14,7 +14,7 @@ import Testing
             let data = try run.write((0..<5000).map(Double.init), shape: [50, 100], name: "x")
             _ = try data.read(as: Float.self)
             _ = try? data.readStrings()
-            try run.write(["a", "b"], name: "s").readStrings()
+            _ = try run.write(["a", "b"], name: "s").readStrings()
             let table = try run.write(HDF5Table(columns: [("k", .string), ("v", .float64)], rows: [["a", 1.0]]), name: "t")
             try table.append(rows: [["b", 2.0]])
             _ = try? table.append(rows: [[1.0, "wrong"]])

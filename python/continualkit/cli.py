@@ -4,7 +4,7 @@
     continualkit table results/regularisation.h5 --baseline naive --metrics acc,bwt --format latex
     continualkit plot results/regularisation.h5 -o figures/ --format pdf,png
     continualkit report results/regularisation.h5 -o report.html
-    continualkit export results/regularisation.h5 --csv out/ | --parquet out/ | --tensorboard runs/
+    continualkit export results/regularisation.h5 --csv out/ | --parquet out/ | --tensorboard runs/ | --wandb wb/
     continualkit check results/regularisation.h5 [--expect-runs 45]
     continualkit compare reference.h5 merged.h5
     continualkit datasets hapt -o datasets/hapt.h5 [--protocol activities|sessions] [--users 1,2,3]
@@ -88,8 +88,13 @@ def cmd_export(a):
         dirs = E.to_tensorboard(a.file, a.tensorboard)
         print(f"{len(dirs)} TensorBoard runs in {a.tensorboard} (tensorboard --logdir {a.tensorboard})")
         done = True
+    if a.wandb:
+        dirs = E.to_wandb(a.file, a.wandb, project=a.wandb_project, figures=not a.no_figures)
+        print(f"{len(dirs)} offline W&B runs in {os.path.join(a.wandb, 'wandb')} "
+              f"(upload: wandb sync {os.path.join(a.wandb, 'wandb', 'offline-run-*')})")
+        done = True
     if not done:
-        sys.exit("give --csv DIR, --parquet DIR and/or --tensorboard DIR")
+        sys.exit("give --csv DIR, --parquet DIR, --tensorboard DIR and/or --wandb DIR")
 
 
 def cmd_check(a):
@@ -183,11 +188,15 @@ def main(argv=None):
     s.add_argument("--png", action="store_true", help="embed PNG instead of inline SVG (smaller for huge sweeps)")
     s.set_defaults(fn=cmd_report)
 
-    s = sub.add_parser("export", help="CSV / Parquet / TensorBoard")
+    s = sub.add_parser("export", help="CSV / Parquet / TensorBoard / Weights & Biases (offline runs)")
     s.add_argument("file")
     s.add_argument("--csv", metavar="DIR")
     s.add_argument("--parquet", metavar="DIR")
     s.add_argument("--tensorboard", metavar="DIR")
+    s.add_argument("--wandb", metavar="DIR", help="one offline W&B run per run (config, metrics per experience, "
+                                                  "figures); upload later with `wandb sync`")
+    s.add_argument("--wandb-project", metavar="NAME", help="W&B project (default: the experiment's name)")
+    s.add_argument("--no-figures", action="store_true", help="with --wandb: do not draw and attach figures")
     s.set_defaults(fn=cmd_export)
 
     s = sub.add_parser("check", help="recompute every stored metric from the matrices and compare")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 
 import matplotlib
 
@@ -46,6 +47,24 @@ METRIC_LABELS = {"acc": "ACC (%)", "bwt": "BWT (points)", "forgetting": "forgett
                  "final_acc": "final ACC (%)", "acc_int8": "int8 ACC (%)"}
 MATRIX_LABELS = {"accuracy_matrix": "accuracy", "balanced_accuracy": "balanced accuracy",
                  "macro_f1": "macro-F1", "auroc": "AUROC", "auprc": "AUPRC"}
+
+
+def phase_styles(names) -> list[dict]:
+    """Style of each experience in `names` such that a recurring phase ("morning", then
+    "morning #2") keeps its colour and gets a different line style and marker per recurrence:
+    colour by the name without its " #k" suffix (in order of first appearance), dash and marker
+    by the recurrence."""
+    bases, seen, out = [], {}, []
+    for nm in names:
+        base = re.sub(r"\s*#\d+$", "", str(nm))
+        if base not in bases:
+            bases.append(base)
+        k = seen.get(base, 0)
+        seen[base] = k + 1
+        i = bases.index(base)
+        out.append(dict(color=OKABE_ITO[i % 6], linestyle=LINESTYLES[(k + i // 6) % 4],
+                        marker=MARKERS[(k + i // 6) % 8]))
+    return out
 
 
 def style(i: int) -> dict:
@@ -216,13 +235,14 @@ def forgetting_curves(path, configurations=None, metric="accuracy_matrix", df=No
         names = list(da.evaluated_name.values)
         js = np.unique(np.linspace(0, T - 1, min(T, max_lines)).round().astype(int))
         x = np.arange(T)
+        styles = phase_styles([names[j] for j in js])
         for k, j in enumerate(js):
-            st = style(k)
+            st = styles[k]
             xs = x[j:]
             ys = [seed_stats(R[:, i, j]) for i in xs]
             mean = np.array([s["mean"] for s in ys])
             h, = ax.plot(xs, mean, color=st["color"], linestyle=st["linestyle"], lw=1.2,
-                         marker="o" if T <= 12 else None, ms=2.5, label=names[j])
+                         marker=st["marker"] if T <= 12 else None, ms=3, label=names[j])
             if n >= MIN_N_BAND:
                 lo = np.clip([s["ci_low"] for s in ys], 0, 100)
                 hi = np.clip([s["ci_high"] for s in ys], 0, 100)
@@ -260,9 +280,9 @@ def forgetting_curves(path, configurations=None, metric="accuracy_matrix", df=No
         for ax, ph in zip(axes, legends):
             ax.legend([h for _, h in ph], [nm for nm, _ in ph], fontsize=5, ncol=2, frameon=False, loc="lower left",
                       handlelength=1.5, columnspacing=0.8, labelspacing=0.2)
-    fig.suptitle(f"{_experiment(df)}: accuracy on each experience over training (mean; band: 95% CI over "
-                 f"seeds where n ≥ {MIN_N_BAND}; black: mean over seen experiences)", fontsize=9)
+    fig.suptitle(f"{_experiment(df)}: accuracy on each experience over training", fontsize=9)
     fig.tight_layout()
+    _footnote(fig, FORGETTING_NOTE)
     return fig
 
 
@@ -548,6 +568,18 @@ def _place_labels(ax, xs, ys, labels, fontsize=6.5, xerr=None, yerr=None):
     return texts, failed
 
 
+#: Details of the figures, kept out of their short titles: the report prints them as captions and
+#: `continualkit plot` as a footnote under the axes.
+FORGETTING_NOTE = (f"Lines: mean over seeds; bands: 95% CI where n ≥ {MIN_N_BAND}; black: mean over the experiences "
+                   "seen so far. A recurring phase keeps its colour, with its own dash and marker.")
+PARETO_NOTE = "Points: mean over seeds, bars: 95% CI on both axes; filled, joined: the Pareto front."
+
+
+def _footnote(fig, text):
+    """A caption under the figure (small grey text; saved with bbox_inches='tight')."""
+    fig.text(0.01, -0.01, text, ha="left", va="top", fontsize=6, color="0.35", wrap=True)
+
+
 def pareto(path, cost="energy_j", metric="acc", df=None, configurations=None):
     """Accuracy against a cost (default training energy; `peak_memory_bytes` for memory), one
     point per configuration at its mean over seeds with 95 % CI error bars on both axes; the
@@ -577,8 +609,9 @@ def pareto(path, cost="energy_j", metric="acc", df=None, configurations=None):
     fig, ax = plt.subplots(figsize=(6.0, 4.2))
     on = np.zeros(len(x), bool)
     on[front] = True
-    ax.errorbar(x[~on], y[~on], xerr=xe[~on], yerr=ye[~on], fmt="o", mfc="white", mec=OKABE_ITO[0],
-                ecolor=OKABE_ITO[0], ms=4, capsize=2, lw=0.8, label="dominated")
+    if (~on).any():                 # no legend entry for points that do not exist
+        ax.errorbar(x[~on], y[~on], xerr=xe[~on], yerr=ye[~on], fmt="o", mfc="white", mec=OKABE_ITO[0],
+                    ecolor=OKABE_ITO[0], ms=4, capsize=2, lw=0.8, label="dominated")
     ax.errorbar(x[on], y[on], xerr=xe[on], yerr=ye[on], fmt="o", color=OKABE_ITO[1], ms=4.5, capsize=2, lw=0.8,
                 label="Pareto front")
     ax.step(x[front], y[front], where="post", color=OKABE_ITO[1], lw=1, alpha=0.7)
@@ -597,8 +630,9 @@ def pareto(path, cost="energy_j", metric="acc", df=None, configurations=None):
     ax.grid(alpha=0.3)
     ax.legend(frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, fontsize=7)
     ax.set_title(f"{_experiment(df)}: {METRIC_LABELS.get(metric, metric).split(' (')[0]} against "
-                 f"{label.split(' (')[0]} (mean, 95% CI over seeds)")
+                 f"{label.split(' (')[0]}")
     fig.tight_layout()
+    _footnote(fig, PARETO_NOTE)
     numbered = len(confs) > MAX_NAMED_POINTS
     if not numbered:
         texts, failed = _place_labels(ax, x, y, [_wrap(c, 24) for c in confs], xerr=xe, yerr=ye)
@@ -731,8 +765,9 @@ def federation_rounds(path, configurations=None, df=None):
         ax.set_title("privacy spent: ε after each round (DP configurations; mean over seeds)", fontsize=8)
     fig.legend([handles[k] for k in keys], [labels[k] for k in keys], loc="upper center", ncol=len(keys),
                frameon=False, bbox_to_anchor=(0.5, 1 - 0.4 / fig.get_figheight()))
-    fig.suptitle(f"{_experiment(df)}: accuracy on the evaluated clients' current test data over rounds "
-                 f"(mean over seeds; band: 95% CI where n ≥ {MIN_N_BAND})", fontsize=9, y=1 - 0.1 / fig.get_figheight())
+    fig.suptitle(f"{_experiment(df)}: accuracy over rounds", fontsize=9, y=1 - 0.1 / fig.get_figheight())
+    _footnote(fig, "Accuracy on the evaluated clients' current test data; lines: mean over seeds, bands: 95% CI "
+                   f"where n ≥ {MIN_N_BAND}.")
     # inches from the top: suptitle, then the legend, then the panels' two-line titles
     fig.subplots_adjust(top=1 - 1.3 / fig.get_figheight(), left=0.08, right=0.98, bottom=0.6 / fig.get_figheight())
     return fig

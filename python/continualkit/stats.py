@@ -83,6 +83,26 @@ def aggregate_long(df: pd.DataFrame, metrics=METRICS) -> pd.DataFrame:
         ["configuration", "metric", "n", "mean", "std", "ci_half", "ci_low", "ci_high"]]
 
 
+def holm(pvalues) -> np.ndarray:
+    """Holm–Bonferroni adjusted p-values (Holm 1979), the step-down correction for a family of m
+    tests that controls the family-wise error rate without assuming independence: sort the p
+    ascending, p_(i) → min(1, max over k ≤ i of (m − k + 1)·p_(k)). NaN entries are not tests:
+    they stay NaN and do not count in m. Rejecting where the adjusted p ≤ α is Holm's procedure at
+    level α (the values of statsmodels' `multipletests(p, method="holm")`)."""
+    p = np.asarray(list(pvalues), dtype=float)
+    out = np.full(p.shape, math.nan)
+    idx = np.flatnonzero(~np.isnan(p))
+    m = len(idx)
+    if m == 0:
+        return out
+    order = idx[np.argsort(p[idx], kind="stable")]
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p[i]))
+        out[i] = running
+    return out
+
+
 def paired(df: pd.DataFrame, baseline: str, metric: str = "acc", configuration: str | None = None) -> pd.DataFrame:
     """Each configuration (or only `configuration`) against `baseline`, matched on the seed
     (same seed = same data and initialisation): n pairs, mean difference (method − baseline) with

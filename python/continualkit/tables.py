@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from .io import _str, federation_runs, is_federated, load_summary, local_only_configuration
-from .stats import aggregate, paired, seed_stats
+from .stats import aggregate, holm, paired, seed_stats
 
 #: Metrics shown by default, and how they are printed: (header, scale, sign).
 DEFAULT_METRICS = ("acc", "bwt", "forgetting")
@@ -88,10 +88,16 @@ def grouped(df: pd.DataFrame, metrics=DEFAULT_METRICS, ci=True, numeric=False) -
 
 def paired_table(df: pd.DataFrame, baseline: str, metrics=DEFAULT_METRICS, numeric=False) -> pd.DataFrame:
     """Every configuration minus `baseline`, matched on seed, per metric: mean difference with its
-    95 % CI, paired t-test p, Wilcoxon p (n ≥ 6), and seeds won (higher value; for forgetting
-    a win is lower)."""
+    95 % CI, paired t-test p, Wilcoxon p (n ≥ 6), each also Holm–Bonferroni corrected over the
+    whole table (all configurations and metrics are one family; `stats.holm`), and seeds won
+    (higher value; for forgetting a win is lower)."""
     frames = [paired(df, baseline, m) for m in metrics if m in df.columns]
     out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if not out.empty:
+        # The table is one family of tests (every configuration × metric): Holm–Bonferroni over
+        # all of its p-values, per test, the uncorrected p kept beside the corrected one.
+        out["p_ttest_holm"] = holm(out["p_ttest"])
+        out["p_wilcoxon_holm"] = holm(out["p_wilcoxon"])
     if numeric or out.empty:
         return out
     rows = []
@@ -103,7 +109,8 @@ def paired_table(df: pd.DataFrame, baseline: str, metrics=DEFAULT_METRICS, numer
                      f"Δ vs {baseline} (pts)": "—" if r["n"] == 0 else f"{r['diff_mean'] * scale:+.2f}",
                      "95% CI": _ci({"ci_half": r["ci_high"] - r["diff_mean"], "ci_low": r["ci_low"],
                                     "ci_high": r["ci_high"]}, scale, 2),
-                     "p (paired t)": _p(r["p_ttest"]), "p (Wilcoxon)": _p(r["p_wilcoxon"]),
+                     "p (paired t)": _p(r["p_ttest"]), "p Holm (t)": _p(r["p_ttest_holm"]),
+                     "p (Wilcoxon)": _p(r["p_wilcoxon"]), "p Holm (W)": _p(r["p_wilcoxon_holm"]),
                      "seeds better": f"{wins}/{r['n']}"})
     return pd.DataFrame(rows)
 

@@ -146,3 +146,35 @@ def test_variants_without_a_swept_value_stay_separate(tmp_path):
     agg = aggregate(df, ["acc"])
     assert len(agg) == 6 and set(agg[("acc", "n")]) == {3}
     assert "naive_lr=0.01" in agg.index and "ewc_lam=10_lr=0.1" in agg.index
+
+
+def test_holm_matches_a_hand_computation_and_statsmodels():
+    from continualkit.stats import holm
+    p = [0.01, 0.04, 0.03, 0.005, float("nan")]
+    # by hand, m = 4 tests (NaN is not a test): sorted 0.005, 0.01, 0.03, 0.04
+    # → 4·0.005 = 0.02, 3·0.01 = 0.03, 2·0.03 = 0.06, max(0.06, 1·0.04) = 0.06
+    got = holm(p)
+    assert np.allclose(got[:4], [0.03, 0.06, 0.06, 0.02])
+    assert np.isnan(got[4])
+    from statsmodels.stats.multitest import multipletests     # the [test] extra; an independent oracle
+    rng = np.random.default_rng(3)
+    for m in (1, 2, 7, 16):
+        q = rng.uniform(0, 0.2, m) ** 2
+        assert np.allclose(holm(q), multipletests(q, method="holm")[1], rtol=0, atol=1e-15)
+    assert holm([0.9, 0.8])[0] == 1.0            # capped at 1
+    assert np.isnan(holm([])).all()
+
+
+def test_paired_table_shows_holm_beside_the_uncorrected_p(synthetic):
+    from continualkit.stats import holm
+    from continualkit.tables import paired_table
+    df = load_summary(synthetic)
+    base = df["configuration"].iloc[0]
+    num = paired_table(df, base, ("acc", "bwt"), numeric=True)
+    assert len(num) == 2 * (df["configuration"].nunique() - 1)
+    assert np.allclose(num["p_ttest_holm"], holm(num["p_ttest"]), equal_nan=True)
+    assert (num["p_ttest_holm"].dropna() >= num["p_ttest"].dropna() - 1e-15).all()
+    shown = paired_table(df, base, ("acc", "bwt"))
+    cols = list(shown.columns)
+    assert cols.index("p Holm (t)") == cols.index("p (paired t)") + 1
+    assert cols.index("p Holm (W)") == cols.index("p (Wilcoxon)") + 1

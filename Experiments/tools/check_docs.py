@@ -1,0 +1,452 @@
+#!/usr/bin/env python3
+"""Keep the numbers in README.md and docs/*.md true: rerun the commands that produced them.
+
+A marked block is an HTML comment (invisible on GitHub) right before a fenced code block, a
+markdown table or a paragraph. Unmarked prose and blocks are not checked, so new sections never
+break the check; a marked block always is. Three markers:
+
+    <!-- save: my_first.json -->            the next fenced block is written to that file in the
+                                            work directory before the document's commands run
+    <!-- check: COMMAND                     cheap: COMMAND is rerun (bash, in the work directory)
+         volatile: REGEX -->                and the block must show what it prints; REGEX (optional)
+                                            masks values that differ between runs (wall times)
+    <!-- measured: COMMAND                  expensive (benchmarks, the Hsu table): not rerun in CI;
+         depends: PATH PATH ...             the block records where it was measured and a hash of
+         commit: … date: … machine: …       the files it depends on, and the check fails (STALE)
+         sha: HASH -->                      when they changed since, until it is regenerated
+
+How a check block is compared: each line of the block is matched, in order, with the next line
+of the output that has the same key (first cell of a markdown row, first word of a text line),
+and the two must be equal once whitespace and the volatile values are set aside; a line that is
+only `…` elides output lines; a doc line that is wholly volatile (a progress line) is skipped.
+Without `…`, the output must have no line the block lacks (a new row is a difference too).
+
+The work directory is a fresh temporary directory per document with a symlink to each top-level
+entry of the repository except results/ and .build/, so README commands run as written
+(`continual run Experiments/quickstart.json` writes ./results/quickstart.h5 there). `continual`
+is the binary in $CONTINUAL_BIN (default .build/release/continual), put first on the PATH;
+$ROOT is the repository root.
+
+    python3 Experiments/tools/check_docs.py                 # check every marked block (CI)
+    python3 Experiments/tools/check_docs.py --update        # rewrite check blocks from fresh output
+    python3 Experiments/tools/check_docs.py --update --measured  # also rerun measured commands
+    python3 Experiments/tools/check_docs.py --restamp docs/hsu-table.md   # after regenerating a
+                                       measured block by hand: record commit, date, machine, hash
+    python3 Experiments/tools/check_docs.py --list          # every marker and its command
+
+Exit status: 0 all blocks agree, 1 a difference or a stale measured block, 2 bad usage/markers.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import glob
+import hashlib
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+ELISION = {"…", "..."}
+MARKER_START = re.compile(r"^\s*<!--\s*(save|check|measured):(.*)$")
+
+
+@dataclass
+class Block:
+    """A marked block: the marker's fields, and the [start, end) lines of its body in the file."""
+    doc: str
+    kind: str                      # save, check, measured
+    fields: dict
+    marker: tuple                  # [first, last] line index of the marker comment
+    start: int                     # first body line (for a fence: the line after ```)
+    end: int                       # one past the last body line
+    lines: list = field(default_factory=list)
+
+    @property
+    def where(self) -> str:
+        return f"{self.doc}:{self.marker[0] + 1}"
+
+    @property
+    def command(self) -> str:
+        return self.fields.get(self.kind, "").strip()
+
+
+# ----------------------------------------------------------------------------- parsing
+def documents(root=ROOT) -> list[str]:
+    return ["README.md"] + sorted(os.path.relpath(p, root) for p in glob.glob(os.path.join(root, "docs", "*.md")))
+
+
+def _parse_fields(text: str) -> dict:
+    """`key: value` lines of a marker (a value may continue on following lines without a key)."""
+    fields, key = {}, None
+    for raw in text.split("\n"):
+        m = re.match(r"^\s*([a-z_]+):\s?(.*)$", raw)
+        if m and m.group(1) in ("save", "check", "measured", "volatile", "depends", "commit", "date",
+                                "machine", "sha"):
+            key = m.group(1)
+            fields[key] = m.group(2).strip()
+        elif key and raw.strip():
+            fields[key] += " " + raw.strip()
+    return fields
+
+
+def parse(doc: str, lines: list[str]) -> list[Block]:
+    """The marked blocks of one document (raises ValueError on a marker without a block)."""
+    out = []
+    i = 0
+    while i < len(lines):
+        m = MARKER_START.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        first = i
+        body = lines[i][lines[i].index("<!--") + 4:]
+        while "-->" not in lines[i]:
+            i += 1
+            if i >= len(lines):
+                raise ValueError(f"{doc}:{first + 1}: marker comment never closed")
+            body += "\n" + lines[i]
+        body = body[:body.rindex("-->")]
+        fields = _parse_fields(body)
+        kind = m.group(1)
+        j = i + 1
+        while j < len(lines) and not lines[j].strip():
+            j += 1
+        if j >= len(lines):
+            raise ValueError(f"{doc}:{first + 1}: marker with no block after it")
+        if lines[j].lstrip().startswith("```"):
+            k = j + 1
+            while k < len(lines) and lines[k].strip() != "```":
+                k += 1
+            if k >= len(lines):
+                raise ValueError(f"{doc}:{j + 1}: code block never closed")
+            start, end = j + 1, k
+        elif lines[j].lstrip().startswith("|"):
+            k = j
+            while k < len(lines) and lines[k].lstrip().startswith("|"):
+                k += 1
+            start, end = j, k
+        else:                                                       # a paragraph
+            k = j
+            while k < len(lines) and lines[k].strip():
+                k += 1
+            start, end = j, k
+        if kind == "save" and not lines[j].lstrip().startswith("```"):
+            raise ValueError(f"{doc}:{first + 1}: `save:` must stand before a fenced block")
+        if kind == "measured" and "depends" not in fields:
+            raise ValueError(f"{doc}:{first + 1}: a `measured:` marker needs `depends:` paths")
+        out.append(Block(doc, kind, fields, (first, i), start, end, lines[start:end]))
+        i = end
+    return out
+
+
+# ----------------------------------------------------------------------------- comparing
+def _is_table(line: str) -> bool:
+    return line.lstrip().startswith("|")
+
+
+def _cells(line: str) -> list[str]:
+    s = line.strip()
+    if s.startswith("|"):
+        s = s[1:]
+    if s.endswith("|") and not s.endswith(r"\|"):
+        s = s[:-1]
+    cells = [c.strip() for c in re.split(r"(?<!\\)\|", s)]
+    if all(re.fullmatch(r":?-{3,}:?", c) for c in cells):        # separator row: alignment is style
+        return ["---"] * len(cells)
+    return cells
+
+
+def _mask(line: str, volatile: re.Pattern | None) -> str:
+    return volatile.sub("<volatile>", line) if volatile else line
+
+
+def _tokens(line: str, volatile) -> list[str]:
+    line = _mask(line, volatile)
+    return _cells(line) if _is_table(line) else line.split()
+
+
+def _key(line: str, volatile) -> str:
+    t = _tokens(line, volatile)
+    return ("|" if _is_table(line) else "") + (t[0] if t else "")
+
+
+def _wholly_volatile(line: str, volatile) -> bool:
+    return volatile is not None and _mask(line, volatile).strip() == "<volatile>"
+
+
+def compare(doc_lines: list[str], output: str, volatile: re.Pattern | None):
+    """(problems, matches): the doc lines that the output does not show, and for each doc line
+    index the output line it matched (for --update)."""
+    out = [l.rstrip() for l in output.split("\n")]
+    problems, matches = [], {}
+    cursor = 0
+    elided = any(l.strip() in ELISION for l in doc_lines)
+    used = set()
+    for n, line in enumerate(doc_lines):
+        if not line.strip() or line.strip() in ELISION or _wholly_volatile(line, volatile):
+            continue
+        key = _key(line, volatile)
+        hit = next((k for k in range(cursor, len(out)) if out[k].strip() and _key(out[k], volatile) == key), None)
+        if hit is None:
+            problems.append(f"line {n + 1} not printed by the command: {line.strip()}")
+            continue
+        matches[n] = hit
+        used.add(hit)
+        cursor = hit + 1
+        a, b = _tokens(line, volatile), _tokens(out[hit], volatile)
+        if a != b:
+            diffs = [f"{x!r} → {y!r}" for x, y in zip(a, b) if x != y]
+            if len(a) != len(b):
+                diffs.append(f"{len(a)} → {len(b)} fields")
+            problems.append(f"line {n + 1} differs ({'; '.join(diffs)}):\n      docs:    {line.strip()}\n"
+                            f"      command: {out[hit].strip()}")
+    if not elided:
+        for k, l in enumerate(out):
+            if l.strip() and k not in used and not _wholly_volatile(l, volatile):
+                problems.append(f"the command prints a line the docs do not show: {l.strip()}")
+    return problems, matches
+
+
+def updated_lines(doc_lines: list[str], output: str, volatile) -> list[str]:
+    """The block rewritten from fresh output: without `…` the whole output (a wholly volatile doc
+    line kept in front, e.g. the terminal's progress line); with `…` each matched line replaced."""
+    out = [l.rstrip() for l in output.rstrip("\n").split("\n")]
+    while out and not out[0].strip():
+        out.pop(0)
+    elided = any(l.strip() in ELISION for l in doc_lines)
+    _, matches = compare(doc_lines, output, volatile)
+    if not elided:
+        kept = [l for l in doc_lines if _wholly_volatile(l, volatile)]
+        body = [l for l in out if not (kept and _wholly_volatile(l, volatile))]
+        return kept + body
+    return [out[matches[n]] if n in matches else l for n, l in enumerate(doc_lines)]
+
+
+# ----------------------------------------------------------------------------- running
+def work_directory(root=ROOT) -> str:
+    d = tempfile.mkdtemp(prefix="check_docs.")
+    for name in os.listdir(root):
+        if name in ("results", ".build", ".git") or name.startswith(".build"):
+            continue
+        os.symlink(os.path.join(root, name), os.path.join(d, name))
+    return d
+
+
+def environment(root=ROOT) -> dict:
+    env = dict(os.environ)
+    binary = os.path.abspath(os.environ.get("CONTINUAL_BIN", os.path.join(root, ".build", "release", "continual")))
+    if not os.access(binary, os.X_OK):
+        raise SystemExit(f"check_docs: no continual binary at {binary} (swift build -c release --product "
+                         "continual, or set CONTINUAL_BIN)")
+    bindir = tempfile.mkdtemp(prefix="check_docs_bin.")
+    os.symlink(binary, os.path.join(bindir, "continual"))
+    env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
+    env["ROOT"] = root
+    env["COLUMNS"] = "80"
+    env.pop("FORCE_COLOR", None)
+    return env
+
+
+def run(command: str, cwd: str, env: dict, timeout: float) -> str:
+    p = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, timeout=timeout)
+    if p.returncode != 0:
+        raise RuntimeError(f"exit {p.returncode}: {command}\n{p.stderr.strip()[-2000:]}")
+    return p.stdout
+
+
+# ----------------------------------------------------------------------------- measured blocks
+def depends_files(spec: str, root=ROOT) -> list[str]:
+    """Files under the `depends:` paths (tracked by git when the root is a git work tree)."""
+    paths = spec.split()
+    try:
+        listed = subprocess.run(["git", "ls-files", "--", *paths], cwd=root, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, text=True, check=True).stdout.split("\n")
+        files = [f for f in listed if f and os.path.isfile(os.path.join(root, f))]
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        files = []
+    if not files:
+        for p in paths:
+            full = os.path.join(root, p)
+            if os.path.isfile(full):
+                files.append(p)
+            for dirpath, _, names in os.walk(full):
+                files += [os.path.relpath(os.path.join(dirpath, n), root) for n in names]
+    missing = [p for p in paths if not os.path.exists(os.path.join(root, p))]
+    if missing:
+        raise ValueError(f"depends: no such path {missing}")
+    return sorted(set(files))
+
+
+def depends_hash(spec: str, root=ROOT) -> str:
+    """sha256 over (path, content) of every file the block depends on; 16 hex digits."""
+    h = hashlib.sha256()
+    for f in depends_files(spec, root):
+        h.update(f.encode() + b"\0")
+        with open(os.path.join(root, f), "rb") as fh:
+            h.update(hashlib.sha256(fh.read()).digest())
+    return h.hexdigest()[:16]
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            names = [l.split(":", 1)[1].strip() for l in f if l.startswith("model name")]
+        if names:
+            cpu = names[0]
+    except OSError:
+        pass
+    return f"{os.cpu_count()} cores, {cpu}, {platform.system()} {platform.machine()}"
+
+
+def stamp(block: Block, root=ROOT) -> list[str]:
+    """The measured marker rewritten with this checkout's commit, today's date, this machine and
+    the current hash of its dependencies."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short=10", "HEAD"], cwd=root, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, text=True, check=True).stdout.strip()
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        commit = "unknown"
+    f = dict(block.fields)
+    f.update(commit=commit, date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+             machine=machine(), sha=depends_hash(f["depends"], root))
+    keys = ["measured", "depends", "commit", "date", "machine", "sha"] + \
+           [k for k in f if k not in ("measured", "depends", "commit", "date", "machine", "sha")]
+    out = [f"<!-- measured: {f['measured']}"]
+    out += [f"     {k}: {f[k]}" for k in keys[1:] if k in f]
+    out[-1] += " -->"
+    return out
+
+
+# ----------------------------------------------------------------------------- main
+def process(doc: str, args, root=ROOT, env=None) -> tuple[list[str], int, int]:
+    """(problems, blocks checked, blocks rewritten) for one document; rewrites it with --update."""
+    path = os.path.join(root, doc)
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    blocks = parse(doc, lines)
+    if not blocks:
+        return [], 0, 0
+    problems, checked, rewritten = [], 0, 0
+    edits = {}                                  # (start, end) → new lines
+    work = None
+    try:
+        for b in blocks:
+            if b.kind == "save":
+                work = work or work_directory(root)
+                with open(os.path.join(work, b.command), "w", encoding="utf-8") as fh:
+                    fh.write("\n".join(b.lines) + "\n")
+                continue
+            if args.only and not any(s in b.where or s in b.command for s in args.only):
+                continue
+            volatile = re.compile(b.fields["volatile"]) if b.fields.get("volatile") else None
+            if b.kind == "measured":
+                checked += 1
+                recorded = b.fields.get("sha", "")
+                try:
+                    now = depends_hash(b.fields["depends"], root)
+                except ValueError as e:
+                    problems.append(f"{b.where}: {e}")
+                    continue
+                rerun = args.update and args.measured
+                restamp = args.restamp and any(s in b.where for s in args.restamp)
+                if rerun:
+                    work = work or work_directory(root)
+                    print(f"running (measured) {b.where}: {b.command}", file=sys.stderr)
+                    output = run(b.command, work, env, timeout=args.timeout_measured)
+                    edits[(b.start, b.end)] = updated_lines(b.lines, output, volatile)
+                if rerun or restamp:
+                    edits[(b.marker[0], b.marker[1] + 1)] = stamp(b, root)
+                    rewritten += 1
+                elif recorded != now:
+                    problems.append(
+                        f"{b.where}: STALE — measured at commit {b.fields.get('commit', '?')} "
+                        f"({b.fields.get('date', '?')}), but {b.fields['depends']} changed since (hash "
+                        f"{recorded or 'none'} → {now}). Rerun `{b.command}` and update the block "
+                        f"(check_docs.py --update --measured --only {b.doc}:{b.marker[0] + 1}, or by hand "
+                        f"then --restamp {b.doc}:{b.marker[0] + 1})")
+                continue
+            if args.restamp and not args.update:          # restamping touches measured blocks only
+                continue
+            checked += 1
+            work = work or work_directory(root)
+            t0 = datetime.datetime.now()
+            try:
+                output = run(b.command, work, env, timeout=args.timeout)
+            except (RuntimeError, subprocess.TimeoutExpired) as e:
+                problems.append(f"{b.where}: command failed: {e}")
+                continue
+            secs = (datetime.datetime.now() - t0).total_seconds()
+            if args.verbose:
+                print(f"  {b.where}: {b.command} ({secs:.1f} s)", file=sys.stderr)
+            found, _ = compare(b.lines, output, volatile)
+            if args.update:
+                new = updated_lines(b.lines, output, volatile)
+                if new != b.lines:
+                    edits[(b.start, b.end)] = new
+                    rewritten += 1
+            else:
+                problems += [f"{b.where}: {p}  [{b.command}]" for p in found]
+    finally:
+        if work:
+            shutil.rmtree(work, ignore_errors=True)
+    if edits:
+        for (s, e), new in sorted(edits.items(), reverse=True):
+            lines[s:e] = new
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines))
+    return problems, checked, rewritten
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("docs", nargs="*", help="documents (default: README.md and docs/*.md)")
+    p.add_argument("--update", action="store_true", help="rewrite check blocks from fresh output")
+    p.add_argument("--measured", action="store_true", help="with --update: also rerun measured commands")
+    p.add_argument("--restamp", nargs="+", metavar="DOC[:LINE]",
+                   help="record commit/date/machine/hash of these measured blocks (regenerated by hand)")
+    p.add_argument("--only", nargs="+", metavar="DOC[:LINE]|TEXT", help="only blocks whose place or command match")
+    p.add_argument("--list", action="store_true", help="list the markers and exit")
+    p.add_argument("--root", default=ROOT, help=argparse.SUPPRESS)
+    p.add_argument("--timeout", type=float, default=300, help="seconds per check command (default 300)")
+    p.add_argument("--timeout-measured", type=float, default=7200)
+    p.add_argument("-v", "--verbose", action="store_true")
+    args = p.parse_args(argv)
+    root = os.path.abspath(args.root)
+    docs = args.docs or documents(root)
+    try:
+        if args.list:
+            for d in docs:
+                with open(os.path.join(root, d), encoding="utf-8") as f:
+                    for b in parse(d, f.read().split("\n")):
+                        print(f"{b.where:32} {b.kind:9} {b.command}")
+            return 0
+        needs_binary = args.update or not args.restamp
+        env = environment(root) if needs_binary else dict(os.environ)
+        problems, checked, rewritten = [], 0, 0
+        for d in docs:
+            pr, c, r = process(d, args, root, env)
+            problems += pr
+            checked += c
+            rewritten += r
+    except ValueError as e:
+        print(f"check_docs: {e}", file=sys.stderr)
+        return 2
+    for pr in problems:
+        print("FAIL:", pr)
+    verb = "rewritten" if args.update or args.restamp else "differ"
+    count = rewritten if args.update or args.restamp else len(problems)
+    print(f"docs: {checked} marked blocks checked in {len(docs)} documents, {count} {verb}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
