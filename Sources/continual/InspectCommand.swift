@@ -62,6 +62,8 @@ struct InspectCommand: ParsableCommand {
             print("mean ± std over seeds, 95% CI (Student t), n seeds completed; percentage points:\n")
             let width = isatty(STDOUT_FILENO) == 1 ? ProgressPrinter.terminalWidth() : 80
             print(SweepReport.text(groups, width: width))
+            let federated = contents.runs.filter { $0.federation != nil && $0.status == "completed" }
+            if !federated.isEmpty { print("\n" + Self.federationTable(federated)) }
             if !runs { return }
         }
         if !brief {
@@ -87,7 +89,7 @@ struct InspectCommand: ParsableCommand {
                          (m["fwt"] ?? .nan) * 100, (m["forgetting"] ?? .nan) * 100, r.trainSeconds))
         }
         let federated = contents.runs.filter { $0.federation != nil && $0.status == "completed" }
-        if !federated.isEmpty { print("\n" + Self.federationTable(federated)) }
+        if !federated.isEmpty, a["kind"] != "sweep" { print("\n" + Self.federationTable(federated)) }
     }
 
     /// Federated runs, one line per configuration (seeds pooled, sweep order): personal ACC (the
