@@ -74,6 +74,8 @@ struct InspectCommand: ParsableCommand {
             print("mean ± std over seeds, 95% CI (Student t), n seeds completed; percentage points:\n")
             let width = isatty(STDOUT_FILENO) == 1 ? ProgressPrinter.terminalWidth() : 80
             print(SweepReport.text(groups, width: width))
+            let federated = contents.runs.filter { $0.federation != nil && $0.status == "completed" }
+            if !federated.isEmpty { print("\n" + Self.federationTable(federated)) }
             if !runs { return }
         }
         if !brief {
@@ -103,6 +105,48 @@ struct InspectCommand: ParsableCommand {
                 + String(format: "%6.2f  %+6.2f  %+6.2f  %6.2f  %7.3f", (m["acc"] ?? .nan) * 100, (m["bwt"] ?? .nan) * 100,
                          (m["fwt"] ?? .nan) * 100, (m["forgetting"] ?? .nan) * 100, r.trainSeconds))
         }
+        let federated = contents.runs.filter { $0.federation != nil && $0.status == "completed" }
+        if !federated.isEmpty, a["kind"] != "sweep" { print("\n" + Self.federationTable(federated)) }
+    }
+
+    /// Federated runs, one line per configuration (seeds pooled, sweep order): personal ACC (the
+    /// run's ACC) and global ACC (`FederationOutcome.globalACC`, the definition `continualkit
+    /// table` and the README use), mean ± sample std over seeds in %; "—" without a global model.
+    static func federationTable(_ runs: [ResultsReader.StoredRun]) -> String {
+        var order: [String] = []
+        var groups: [String: [ResultsReader.StoredRun]] = [:]
+        for r in runs {
+            let name = SweepReport.configurationName(r.name)
+            if groups[name] == nil { order.append(name) }
+            groups[name, default: []].append(r)
+        }
+        func cell(_ values: [Double]) -> String {
+            let v = values.filter { !$0.isNaN }
+            guard !v.isEmpty else { return "—" }
+            let mean = v.reduce(0, +) / Double(v.count)
+            guard v.count > 1 else { return String(format: "%.2f", mean * 100) }
+            let sd = (v.reduce(0) { $0 + ($1 - mean) * ($1 - mean) } / Double(v.count - 1)).squareRoot()
+            return sd <= 1e-9 * max(1, abs(mean)) ? String(format: "%.2f", mean * 100)
+                : String(format: "%.2f ± %.2f", mean * 100, sd * 100)
+        }
+        func pad(_ s: String, _ n: Int, left: Bool = false) -> String {
+            let t = s.count > n ? String(s.prefix(n - 1)) + "…" : s
+            let fill = String(repeating: " ", count: n - t.count)
+            return left ? fill + t : t + fill
+        }
+        var lines = ["federated runs: personal ACC = the model each phone predicts with (ACC above);",
+                     "global ACC = the final global model on every experience of the evaluated",
+                     "clients (docs/federated.md); mean ± std over seeds, %",
+                     pad("configuration", 30) + pad("n", 3, left: true) + pad("personal ACC", 16, left: true)
+                        + pad("global ACC", 16, left: true) + "  " + "rule"]
+        for name in order {
+            let g = groups[name]!
+            lines.append(pad(name, 30) + pad("\(g.count)", 3, left: true)
+                + pad(cell(g.map { $0.metrics["acc"] ?? .nan }), 16, left: true)
+                + pad(cell(g.map { $0.federation!.globalACC }), 16, left: true) + "  "
+                + (g[0].federation!.aggregation))
+        }
+        return lines.joined(separator: "\n")
     }
 
     /// `--verify`: one line per run group, damaged ones named; exit 2 if any is damaged.

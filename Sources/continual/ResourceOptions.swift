@@ -45,6 +45,7 @@ struct ResourceOptions: ParsableArguments {
     /// Runs `Preflight.checkAll` and turns a refusal into exit 2.
     func preflight(_ runs: [ResolvedRun], file: String) throws -> Preflight.Report {
         let limits = try limits()
+        ResourceLimits.forRuns = limits   // the check every run repeats when it starts uses the same limits
         do {
             return try Preflight.checkAll(runs, file: file, limits: limits)
         } catch let error as ConfigError {

@@ -104,3 +104,52 @@ import Testing
         }
     }
 }
+
+/// Bulyan against an independent numpy implementation of El Mhamdi et al.'s definition (repeated
+/// Krum, then per coordinate the mean of the β values nearest the median; its outputs are written
+/// below with the inputs), and FedNova's normalised average worked by hand.
+@Suite struct BulyanAndFedNovaTests {
+    func u(_ d: [Float], _ n: Int = 1, steps: Double = 0) -> ClientUpdate { ClientUpdate(delta: d, samples: n, steps: steps) }
+
+    @Test func bulyanSelectsByRepeatedKrumThenAveragesNearestTheMedian() throws {
+        let xs: [[Float]] = [[0, 1], [1, 0.5], [2, -1], [0.5, 0.25], [1.5, 2], [40, -30], [-20, 10]]
+        let updates = xs.map { u($0) }
+        // numpy: selection [1, 3, 0, 2, 4] (the two outliers never picked); β = 5 − 2 = 3;
+        // column 0 (1, .5, 0, 2, 1.5): median 1, nearest 1, .5, 1.5 → 1;
+        // column 1 (.5, .25, 1, −1, 2): median .5, nearest .5, .25, 1 → 7/12.
+        #expect(AggregationRule.bulyanSelection(updates, byzantine: 1) == [1, 3, 0, 2, 4])
+        #expect(try AggregationRule.bulyan(byzantine: 1).aggregate(updates) == [1, Float(7.0 / 12.0)])
+    }
+
+    @Test func bulyanMatchesNumpyWithTwoAttackers() throws {
+        let xs: [[Float]] = [[0.1, 0.2, 0.3], [0.2, 0.1, 0.0], [0.15, 0.25, 0.35], [5, 5, 5], [0.12, 0.18, 0.31],
+                             [0.11, 0.22, 0.29], [0.13, 0.21, 0.33], [-4, -4, -4], [0.14, 0.19, 0.28], [0.1, 0.2, 0.3],
+                             [0.16, 0.24, 0.27]]
+        let updates = xs.map { u($0) }
+        #expect(AggregationRule.bulyanSelection(updates, byzantine: 2) == [5, 6, 0, 8, 9, 10, 2])
+        let expected: [Float] = [Float(0.12666666507720947), Float(0.20333333313465118), Float(0.29666668176651)]
+        #expect(try AggregationRule.bulyan(byzantine: 2).aggregate(updates) == expected)
+    }
+
+    @Test func bulyanRefusesFewerThan4fPlus3() throws {
+        let updates = (0..<6).map { u([Float($0)]) }
+        #expect(throws: AggregationError.tooFewClients(rule: "bulyan(byzantine: 1)", clients: 6, needed: 7)) {
+            try AggregationRule.bulyan(byzantine: 1).aggregate(updates)
+        }
+        // f = 0: every update is selected and β = n: the plain mean.
+        #expect(try AggregationRule.bulyan(byzantine: 0).aggregate([u([1]), u([2]), u([6])]) == [3])
+    }
+
+    @Test func fedNovaNormalisesBySteps() throws {
+        // p = (1/4, 3/4), a = (2, 1): τ_eff = 1.25; Σ p Δ/a = (2.375, −0.5); Δ = (2.96875, −0.625).
+        let updates = [u([1, 2], 1, steps: 2), u([3, -1], 3, steps: 1)]
+        #expect(try AggregationRule.normalized.aggregate(updates) == [2.96875, -0.625])
+        // FedAvg would give (2.5, −0.25): the client with more steps no longer counts double.
+        #expect(try AggregationRule.mean.aggregate(updates) == [2.5, -0.25])
+        // Equal step counts: FedAvg exactly.
+        let equal = [u([1, 2], 1, steps: 4), u([3, -1], 3, steps: 4)]
+        #expect(try AggregationRule.normalized.aggregate(equal) == AggregationRule.mean.aggregate(equal))
+        // A client that took no step is left out.
+        #expect(try AggregationRule.normalized.aggregate([u([9, 9], 5, steps: 0), u([1, 2], 1, steps: 3)]) == [1, 2])
+    }
+}

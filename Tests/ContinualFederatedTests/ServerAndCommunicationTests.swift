@@ -84,3 +84,54 @@ import Testing
         #expect(UpdateEncoding.topK(fraction: 0.01).encode([0.1, 0.3, -0.2]) == ([0, 0.3, 0], 8))
     }
 }
+
+/// FedYogi and FedAdagrad (Reddi et al. 2021, Algorithm 2) against their update rules worked
+/// step by step, and where they differ from FedAdam.
+@Suite struct AdaptiveServerOptimizerTests {
+    @Test func fedYogiTwoStepsByTheFormula() {
+        var x: [Float] = [0, 0, 0], state = ServerOptimizerState()
+        let opt = ServerOptimizer.yogi(learningRate: 0.1, beta1: 0.9, beta2: 0.99, tau: 1e-3)
+        let d1: [Float] = [0.2, -0.05, 0], d2: [Float] = [0.01, 0.5, 0]
+        opt.apply(d1, to: &x, state: &state)
+        var m = [Float](repeating: 0, count: 3), v = m, expected = m
+        for i in 0..<3 {
+            // v₀ = 0 < Δ²: sign(v − Δ²) = −1, so v grows by (1 − β₂)Δ² (FedAdam's first step).
+            m[i] = (1 - Float(0.9)) * d1[i]
+            v[i] = 0 - (1 - Float(0.99)) * (d1[i] * d1[i]) * (d1[i] == 0 ? 0 : -1)
+            expected[i] = 0.1 * m[i] / (v[i].squareRoot() + 1e-3)
+        }
+        #expect(zip(x, expected).allSatisfy { abs($0 - $1) <= 1e-6 * max(1, abs($1)) })
+        opt.apply(d2, to: &x, state: &state)
+        // Coordinate 0: v = 4e-4 > Δ² = 1e-4, so v *decreases* by (1 − β₂)Δ² (Adam would mix it).
+        #expect(state.second[0] == v[0] - (1 - Float(0.99)) * (d2[0] * d2[0]))
+        // Coordinate 1: v = 2.5e-5 < Δ² = 0.25, so v grows by (1 − β₂)Δ².
+        #expect(state.second[1] == v[1] + (1 - Float(0.99)) * (d2[1] * d2[1]))
+        for i in 0..<2 {
+            let m2 = 0.9 * m[i] + (1 - Float(0.9)) * d2[i]
+            #expect(abs(state.first[i] - m2) <= 1e-7)
+            let want = expected[i] + 0.1 * m2 / (state.second[i].squareRoot() + 1e-3)
+            #expect(abs(x[i] - want) <= 1e-5 * max(1, abs(want)), "coordinate \(i)")
+        }
+        #expect(x[2] == 0 && state.second[2] == 0)
+        // FedAdam's second moment after the same two steps differs on coordinate 0.
+        var y: [Float] = [0, 0, 0], adam = ServerOptimizerState()
+        for d in [d1, d2] { ServerOptimizer.adam(learningRate: 0.1).apply(d, to: &y, state: &adam) }
+        #expect(adam.second[0] != state.second[0])
+    }
+
+    @Test func fedAdagradAccumulatesSquares() {
+        var x: [Float] = [1, -1], state = ServerOptimizerState()
+        let opt = ServerOptimizer.adagrad(learningRate: 0.5, beta1: 0.5, tau: 0.01)
+        opt.apply([0.4, -0.2], to: &x, state: &state)
+        // m = 0.5Δ, v = Δ²: x = x₀ + η·0.5Δ / (|Δ| + τ).
+        #expect(state.second == [Float(0.4) * 0.4, Float(0.2) * 0.2])
+        #expect(x[0] == 1 + 0.5 * (0.5 * 0.4) / ((Float(0.4) * 0.4).squareRoot() + 0.01))
+        opt.apply([0.4, 0], to: &x, state: &state)
+        // v only grows: the second step on coordinate 0 is smaller than the first.
+        #expect(state.second[0] == Float(0.4) * 0.4 + Float(0.4) * 0.4)
+        #expect(state.second[1] == Float(0.2) * 0.2)
+        let m0 = 0.5 * (0.5 * Float(0.4)) + 0.5 * 0.4
+        #expect(abs(x[0] - (1 + 0.5 * (0.5 * 0.4) / (0.4 + 0.01) + 0.5 * m0 / ((0.32 as Float).squareRoot() + 0.01))) < 1e-6)
+        #expect(ServerOptimizer.yogi(learningRate: 1).name == "fedyogi" && opt.name == "fedadagrad")
+    }
+}

@@ -415,8 +415,10 @@ def federation_runs(path: str, summary: pd.DataFrame | None = None) -> pd.DataFr
     """One row per completed federated run (the summary's columns plus what the federation table
     aggregates), in sweep order: `personal_acc` and `forgetting` (the summary's `acc` and
     `forgetting`: means over the evaluated clients, or of `population/metrics` when absent),
-    `global_acc` (mean of `global_final_accuracy`: the final global model's ACC over the same
-    clients and experiences; NaN unless share = all), `bytes_per_client` (mean over clients of
+    `global_acc` (the file's `federation` attribute `global_acc`, else the mean of
+    `global_final_accuracy`: the final global model's accuracy over every experience of the
+    evaluated clients — the one definition of docs/federated.md, the same number `continual
+    inspect` prints; NaN unless share = all), `bytes_per_client` (mean over clients of
     client_bytes_up + client_bytes_down), `joules_per_client` (mean of client_joules),
     `epsilon` (ε after the last round; NaN without noise, inf for clipping without noise),
     `delta`, `rounds_per_client` (mean participations; NaN for share = none, which has no server
@@ -449,8 +451,11 @@ def federation_runs(path: str, summary: pd.DataFrame | None = None) -> pd.DataFr
                 **r.to_dict(),
                 "personal_acc": pop_mean("acc"),
                 "forgetting": pop_mean("forgetting"),
-                "global_acc": float(np.nanmean(gfa)) if share == "all" and gfa is not None and np.isfinite(gfa).any()
-                else np.nan,
+                # the file's own value (FederationOutcome.globalACC, what `continual inspect`
+                # prints) when stored; older files: the same definition from the dataset
+                "global_acc": (float(fg.attrs["global_acc"]) if "global_acc" in fg.attrs
+                               else float(np.nanmean(gfa)) if gfa is not None and np.isfinite(gfa).any()
+                               else np.nan) if share == "all" else np.nan,
                 "bytes_per_client": float(np.mean(up + down)) if up is not None and down is not None else np.nan,
                 "joules_per_client": float(np.mean(fg["client_joules"][()])) if "client_joules" in fg else np.nan,
                 "epsilon": float(eps[-1]) if len(eps) else float(fg.attrs.get("final_epsilon", np.nan)),

@@ -230,3 +230,26 @@ def test_plot_check_and_report(fed, synthetic, tmp_path):
     assert "federation (mean ± std over seeds)" in html and "ε (δ = 1e-05)" in html
     assert "id='fig-personalisation_gain' data-width='page'" in html
     assert "Accuracy against energy per client" in html       # the federation's energy, not the summary's energy_j
+
+
+def test_inspect_and_table_print_the_same_global_acc(fed):
+    """Issue 29: one definition of global ACC — the file's `global_acc` attribute (the final
+    global model over every experience of the evaluated clients), printed alike by
+    `continual inspect` and `continualkit table`."""
+    path = fed["tiny"]
+    with h5py.File(path, "r") as f:
+        for rid in f["runs"]:
+            fg = f["runs"][rid]["federation"]
+            if fg.attrs["share"] in (b"all", "all"):
+                assert fg.attrs["global_acc"] == pytest.approx(np.nanmean(fg["global_final_accuracy"][()]), rel=1e-12)
+    out = subprocess.run([find_continual(), "inspect", path, "--brief"], capture_output=True, text=True,
+                         timeout=120).stdout
+    assert "federated runs:" in out
+    lines = out.split("federated runs:")[1].splitlines()
+    text = T.federation_table(path).set_index("configuration")
+    for conf in text.index:
+        row = next(l for l in lines if l.startswith(conf + " "))
+        cells = [c.strip() for c in (row[30:33], row[33:49], row[49:65])]
+        want = text.loc[conf, "global ACC %"]
+        assert cells[2].split(" ± ")[0] == want.split(" ± ")[0], (conf, row, want)
+        assert cells[1].split(" ± ")[0] == text.loc[conf, "personal ACC %"].split(" ± ")[0], (conf, row)

@@ -1,4 +1,5 @@
 import ContinualCore
+import Foundation
 import ContinualFederated
 import ContinualScenarios
 
@@ -18,7 +19,10 @@ import ContinualScenarios
 /// - `personal: "global"` — the phone predicts with the current global model (FedAvg as
 ///   evaluated in McMahan et al. 2017); `"local"` — it predicts with its own copy, which takes
 ///   the global shared part when it takes part in a round and keeps training on new data
-///   whenever its device allows (FedAvg + fine-tuning, FedPer, local-only);
+///   whenever its device allows (FedAvg + fine-tuning, FedPer, local-only); `"ditto"` — Ditto
+///   (Li et al. 2021): the phone keeps a second, personal model that, in every round the client
+///   takes part in, trains on the same new data with the pull (λ/2)‖v − w‖² to the round's global
+///   model w (`ditto_lambda`; see `DittoTerm`), and predicts with it;
 /// - the optimizer restarts every local round (its moments are not shared);
 /// - the DP accountant assumes Poisson sampling at rate q = `client_fraction` (required with
 ///   noise); device availability only removes invited clients, which cannot raise ε.
@@ -37,14 +41,26 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         /// invited; every phone trains on its new data whenever its device allows.
         case none
     }
-    public enum Personal: String, Codable, CaseIterable, Sendable { case global, local }
+    public enum Personal: String, Codable, CaseIterable, Sendable { case global, local, ditto }
     public enum Rule: String, Codable, CaseIterable, Sendable {
         case fedavg, median
         case trimmedMean = "trimmed_mean"
         case krum
         case multiKrum = "multi_krum"
+        /// Bulyan over Krum (El Mhamdi et al. 2018); `byzantine` f, needs n ≥ 4f + 3 updates.
+        case bulyan
+        /// FedNova (Wang et al. 2020): each update normalised by its local steps (plain or
+        /// momentum SGD, or FedProx's proximal SGD), then averaged by samples and rescaled.
+        case fednova
+        /// SCAFFOLD (Karimireddy et al. 2020): control variates correct every local step; the
+        /// server averages the updates unweighted and keeps its control (see `Scaffold`).
+        case scaffold
     }
-    public enum Server: String, Codable, CaseIterable, Sendable { case sgd, fedavgm, fedadam }
+    public enum Server: String, Codable, CaseIterable, Sendable {
+        case sgd, fedavgm, fedadam, fedyogi, fedadagrad
+        /// The adaptive optimizers of Reddi et al. 2021 (a second moment and τ; server_lr default 0.01).
+        public var isAdaptive: Bool { self == .fedadam || self == .fedyogi || self == .fedadagrad }
+    }
     public enum Encoding: String, Codable, CaseIterable, Sendable {
         case float32, float16, int8
         case topK = "top_k"
@@ -80,6 +96,8 @@ public struct FederationConfig: Codable, Sendable, Equatable {
     public var byzantine = 1
     public var krumSelected = 1
     public var proximalMu = 0.0
+    /// Ditto's λ (`personal: "ditto"`).
+    public var dittoLambda = 1.0
     public var serverOptimizer: Server = .sgd
     public var serverLearningRate = 1.0
     public var serverBeta1 = 0.9
@@ -107,6 +125,8 @@ public struct FederationConfig: Codable, Sendable, Equatable {
     public var radioJoulesPerByte = 1e-7
     /// Threads (0 = one per core). Not part of the resolved config: results do not depend on it.
     public var jobs = 0
+    /// The clients as a split of the scenario's labelled stream (nil: the population generator's users).
+    public var partition: PartitionConfig? = nil
 
     public init(rounds: Int) { self.rounds = rounds }
 
@@ -114,12 +134,12 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         case rounds, clientsPerRound = "clients_per_round", clientFraction = "client_fraction", sampling, availability
         case when, deviceMix = "device_mix", localEpochs = "local_epochs", localSteps = "local_steps", share, personal
         case aggregation, trimFraction = "trim_fraction", byzantine, krumSelected = "krum_selected"
-        case proximalMu = "proximal_mu", serverOptimizer = "server_optimizer", serverLearningRate = "server_lr"
+        case proximalMu = "proximal_mu", dittoLambda = "ditto_lambda", serverOptimizer = "server_optimizer", serverLearningRate = "server_lr"
         case serverBeta1 = "server_beta1", serverBeta2 = "server_beta2", serverTau = "server_tau"
         case clipNorm = "clip_norm", noiseMultiplier = "noise_multiplier", delta, encoding, topKFraction = "top_k_fraction"
         case secureAggregation = "secure_aggregation", adversaryFraction = "adversary_fraction", attack
         case attackScale = "attack_scale", evaluateEvery = "evaluate_every", evaluateClients = "evaluate_clients"
-        case radioJoulesPerByte = "radio_joules_per_byte", jobs
+        case radioJoulesPerByte = "radio_joules_per_byte", jobs, partition
     }
 
     public init(from decoder: any Decoder) throws {
@@ -140,8 +160,9 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         byzantine = try c.decode(.byzantine, default: 1)
         krumSelected = try c.decode(.krumSelected, default: aggregation == .multiKrum ? 2 : 1)
         proximalMu = try c.decode(.proximalMu, default: 0)
+        dittoLambda = try c.decode(.dittoLambda, default: 1)
         serverOptimizer = try c.decodeChoice(.serverOptimizer, default: .sgd)
-        serverLearningRate = try c.decode(.serverLearningRate, default: serverOptimizer == .fedadam ? 0.01 : 1)
+        serverLearningRate = try c.decode(.serverLearningRate, default: serverOptimizer.isAdaptive ? 0.01 : 1)
         serverBeta1 = try c.decode(.serverBeta1, default: 0.9)
         serverBeta2 = try c.decode(.serverBeta2, default: 0.99)
         serverTau = try c.decode(.serverTau, default: 1e-3)
@@ -158,6 +179,7 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         evaluateClients = try c.decode(.evaluateClients, default: 0)
         radioJoulesPerByte = try c.decode(.radioJoulesPerByte, default: 1e-7)
         jobs = try c.decode(.jobs, default: 0)
+        partition = try c.decodeIfPresent(PartitionConfig.self, forKey: .partition)
 
         try c.require((1...100_000).contains(rounds), .rounds, "must be in 1...100000, got \(rounds)")
         try c.require(clientsPerRound == nil || clientFraction == nil, .clientFraction,
@@ -169,15 +191,17 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         for key in c.allKeys where [.trimFraction, .byzantine, .krumSelected].contains(key) {
             let fits = (key == .trimFraction && aggregation == .trimmedMean)
                 || ((key == .byzantine || key == .krumSelected) && (aggregation == .krum || aggregation == .multiKrum))
-            try c.require(fits, key, "not an option of aggregation \"\(aggregation.rawValue)\" (trim_fraction: trimmed_mean; byzantine, krum_selected: krum, multi_krum)")
+                || (key == .byzantine && aggregation == .bulyan)
+            try c.require(fits, key, "not an option of aggregation \"\(aggregation.rawValue)\" (trim_fraction: trimmed_mean; byzantine: krum, multi_krum, bulyan; krum_selected: krum, multi_krum)")
         }
         try c.require(trimFraction >= 0 && trimFraction < 0.5, .trimFraction, "must be in [0, 0.5), got \(trimFraction)")
         try c.require(byzantine >= 0, .byzantine, "must be ≥ 0, got \(byzantine)")
         try c.require(krumSelected >= 1 && (aggregation != .krum || krumSelected == 1), .krumSelected,
                       aggregation == .krum ? "krum selects 1 update; use \"multi_krum\" to average several" : "must be ≥ 1, got \(krumSelected)")
         for key in c.allKeys where [.serverBeta1, .serverBeta2, .serverTau].contains(key) {
-            let fits = key == .serverBeta1 ? serverOptimizer != .sgd : serverOptimizer == .fedadam
-            try c.require(fits, key, "not an option of server_optimizer \"\(serverOptimizer.rawValue)\" (server_beta1: fedavgm, fedadam; server_beta2, server_tau: fedadam)")
+            let fits = key == .serverBeta1 ? serverOptimizer != .sgd
+                : key == .serverTau ? serverOptimizer.isAdaptive : (serverOptimizer == .fedadam || serverOptimizer == .fedyogi)
+            try c.require(fits, key, "not an option of server_optimizer \"\(serverOptimizer.rawValue)\" (server_beta1: fedavgm, fedadam, fedyogi, fedadagrad; server_beta2: fedadam, fedyogi; server_tau: fedadam, fedyogi, fedadagrad)")
         }
         try c.require(serverLearningRate > 0 && serverLearningRate.isFinite, .serverLearningRate, "must be a finite number > 0, got \(serverLearningRate)")
         try c.require((0..<1).contains(serverBeta1), .serverBeta1, "must be in [0, 1), got \(serverBeta1)")
@@ -186,6 +210,9 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         try c.require(localEpochs >= 1 && localEpochs <= 10_000, .localEpochs, "must be in 1...10000, got \(localEpochs)")
         try c.require(localSteps >= 0, .localSteps, "must be ≥ 0 (0 = no limit), got \(localSteps)")
         try c.require(proximalMu >= 0 && proximalMu.isFinite, .proximalMu, "must be a finite number ≥ 0, got \(proximalMu)")
+        try c.require(dittoLambda >= 0 && dittoLambda.isFinite && dittoLambda <= 1e30, .dittoLambda, "must be in [0, 1e30], got \(dittoLambda)")
+        try c.require(!c.contains(.dittoLambda) || personal == .ditto, .dittoLambda, "only with \"personal\": \"ditto\"")
+        try c.require(personal != .ditto || share == .all, .personal, "Ditto's personal model is pulled towards the whole global model: use \"share\": \"all\"")
         if let clip = clipNorm { try c.require(clip > 0 && clip.isFinite, .clipNorm, "must be a finite number > 0, got \(clip)") }
         try c.require(noiseMultiplier >= 0 && noiseMultiplier.isFinite, .noiseMultiplier, "must be a finite number ≥ 0, got \(noiseMultiplier)")
         try c.require(noiseMultiplier == 0 || clipNorm != nil, .noiseMultiplier,
@@ -245,14 +272,14 @@ public struct FederationConfig: Codable, Sendable, Equatable {
             try c.encode(byzantine, forKey: .byzantine)
             try c.encode(krumSelected, forKey: .krumSelected)
         }
+        if aggregation == .bulyan { try c.encode(byzantine, forKey: .byzantine) }
         try c.encode(proximalMu, forKey: .proximalMu)
+        if personal == .ditto { try c.encode(dittoLambda, forKey: .dittoLambda) }
         try c.encode(serverOptimizer, forKey: .serverOptimizer)
         try c.encode(serverLearningRate, forKey: .serverLearningRate)
         if serverOptimizer != .sgd { try c.encode(serverBeta1, forKey: .serverBeta1) }
-        if serverOptimizer == .fedadam {
-            try c.encode(serverBeta2, forKey: .serverBeta2)
-            try c.encode(serverTau, forKey: .serverTau)
-        }
+        if serverOptimizer == .fedadam || serverOptimizer == .fedyogi { try c.encode(serverBeta2, forKey: .serverBeta2) }
+        if serverOptimizer.isAdaptive { try c.encode(serverTau, forKey: .serverTau) }
         try c.encodeIfPresent(clipNorm, forKey: .clipNorm)
         try c.encode(noiseMultiplier, forKey: .noiseMultiplier)
         if noiseMultiplier > 0 { try c.encode(delta, forKey: .delta) }
@@ -267,6 +294,7 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         try c.encode(evaluateEvery, forKey: .evaluateEvery)
         try c.encode(evaluateClients, forKey: .evaluateClients)
         try c.encode(radioJoulesPerByte, forKey: .radioJoulesPerByte)
+        try c.encodeIfPresent(partition, forKey: .partition)
         // jobs does not change the numbers: not part of the resolved config (nor the run id).
     }
 
@@ -289,6 +317,9 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         case .median: return .median
         case .trimmedMean: return .trimmedMean(fraction: trimFraction)
         case .krum, .multiKrum: return .krum(byzantine: byzantine, selected: krumSelected)
+        case .bulyan: return .bulyan(byzantine: byzantine)
+        case .fednova: return .normalized
+        case .scaffold: return .uniformMean
         }
     }
 
@@ -298,7 +329,83 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         case .fedavgm: return .momentum(learningRate: Float(serverLearningRate), beta: Float(serverBeta1))
         case .fedadam: return .adam(learningRate: Float(serverLearningRate), beta1: Float(serverBeta1),
                                     beta2: Float(serverBeta2), tau: Float(serverTau))
+        case .fedyogi: return .yogi(learningRate: Float(serverLearningRate), beta1: Float(serverBeta1),
+                                    beta2: Float(serverBeta2), tau: Float(serverTau))
+        case .fedadagrad: return .adagrad(learningRate: Float(serverLearningRate), beta1: Float(serverBeta1),
+                                          tau: Float(serverTau))
         }
+    }
+
+    /// The fewest updates a round needs for the rule to aggregate (Krum: n > 2f + 2, and
+    /// m ≤ n − f for Multi-Krum; Bulyan: n ≥ 4f + 3), with the key that sets it; nil for rules
+    /// that aggregate any non-empty set.
+    public var fewestUpdates: (count: Int, key: String, reason: String)? {
+        switch aggregation {
+        case .krum, .multiKrum:
+            let n = max(2 * byzantine + 3, krumSelected + byzantine)
+            return (n, krumSelected + byzantine > 2 * byzantine + 3 ? "krum_selected" : "byzantine",
+                    "\(aggregation.rawValue) with byzantine f = \(byzantine)\(aggregation == .multiKrum ? " and krum_selected m = \(krumSelected)" : "") needs n > 2f + 2\(aggregation == .multiKrum ? " and m ≤ n − f" : "") updates per round, at least \(n)")
+        case .bulyan:
+            return (4 * byzantine + 3, "byzantine", "bulyan with byzantine f = \(byzantine) needs n ≥ 4f + 3 updates per round, at least \(4 * byzantine + 3)")
+        default: return nil
+        }
+    }
+
+    /// A rule that cannot aggregate with `clients` clients, or FedNova with a local optimizer
+    /// whose normaliser is not defined here (key under `"federation"`, reason); nil if fine.
+    /// A robust rule is refused when the expected number of clients invited per round (k, or
+    /// q·N under Poisson sampling) is at most its minimum: such rounds would (almost) never
+    /// aggregate, and the model would stay at its initialisation.
+    public func aggregationProblem(clients n: Int, optimizer: OptimizerSpec) -> (key: String, message: String)? {
+        if let need = fewestUpdates, share != .none {
+            let expected = sampling == .poisson ? (clientFraction ?? 1) * Double(n) : Double(invitedPerRound(clients: n))
+            if expected < Double(need.count) {
+                let per = sampling == .poisson ? "client_fraction q = \(clientFraction ?? 1) of \(n) clients invites q·N = \(expected) per round on average"
+                    : "\(Int(expected)) clients are invited per round"
+                return (need.key, need.reason + "; " + per + " (invite more, or lower byzantine)")
+            }
+        }
+        if personal == .ditto {
+            guard case .sgd(_, let momentum, _, let nesterov) = optimizer, momentum == 0, !nesterov else {
+                return ("personal", "Ditto's personal step is proximal-gradient SGD (DittoTerm): the run's optimizer must be \"sgd\" without momentum")
+            }
+        }
+        if aggregation == .scaffold {
+            guard case .sgd(_, let momentum, _, let nesterov) = optimizer, momentum == 0, !nesterov else {
+                return ("aggregation", "SCAFFOLD's control update (x − y)/(Kη) assumes plain local SGD: the run's optimizer must be \"sgd\" without momentum")
+            }
+            if share != .all { return ("share", "SCAFFOLD corrects the whole model's gradient: use \"share\": \"all\"") }
+            if proximalMu > 0 { return ("proximal_mu", "SCAFFOLD and FedProx's proximal term are two drift corrections; use one") }
+        }
+        if aggregation == .fednova {
+            switch optimizer {
+            case .sgd(_, let momentum, _, let nesterov):
+                if nesterov { return ("aggregation", "fednova's normaliser is defined for plain, momentum or proximal local SGD; use \"nesterov\": false") }
+                if momentum > 0 && proximalMu > 0 {
+                    return ("proximal_mu", "fednova normalises plain, momentum or proximal local SGD, not momentum and a proximal term together")
+                }
+            default:
+                return ("aggregation", "fednova normalises by the local SGD steps (Wang et al. 2020); the run's optimizer must be \"sgd\"")
+            }
+        }
+        return nil
+    }
+
+    /// FedNova's normaliser aᵢ of a client that ran `steps` local steps of `optimizer` (‖aᵢ‖₁
+    /// in Wang et al. 2020): τ for plain SGD; [τ − ρ(1 − ρ^τ)/(1 − ρ)] / (1 − ρ) with momentum
+    /// ρ; [1 − (1 − ημ)^τ] / (ημ) with FedProx's proximal term μ at learning rate η.
+    public func novaNormalizer(steps: Int, optimizer: OptimizerSpec) -> Double {
+        let tau = Double(steps)
+        guard case .sgd(let lr, let momentum, _, _) = optimizer, steps > 0 else { return tau }
+        if momentum > 0 {
+            let rho = Double(momentum)
+            return (tau - rho * (1 - pow(rho, tau)) / (1 - rho)) / (1 - rho)
+        }
+        if proximalMu > 0 {
+            let eta = Double(lr) * proximalMu
+            return (1 - pow(1 - eta, tau)) / eta
+        }
+        return tau
     }
 
     public var updateEncoding: UpdateEncoding {

@@ -24,6 +24,14 @@ public struct ResourceLimits: Sendable, Equatable {
     public static var physicalMemory: Double { Double(ProcessInfo.processInfo.physicalMemory) }
     public static let machine = ResourceLimits()
 
+    /// The limits every run is checked against when it starts (`RunExecutor`): the machine's,
+    /// unless the CLI set the user's (`--max-memory`, `--max-work`, `--max-flops`) so that
+    /// `run` honours what `validate` was told.
+    public static var forRuns: ResourceLimits {
+        get { runLimits.lock.withLock { runLimits.value } }
+        set { runLimits.lock.withLock { runLimits.value = newValue } }
+    }
+
     /// Parses `8G`, `512M`, `300k` or a number of bytes (powers of 1024).
     public static func parseBytes(_ text: String) -> Double? {
         let t = text.trimmingCharacters(in: .whitespaces).lowercased()
@@ -38,6 +46,13 @@ public struct ResourceLimits: Sendable, Equatable {
         return v
     }
 }
+
+/// Process-wide storage of `ResourceLimits.forRuns`.
+private final class RunLimitsBox: @unchecked Sendable {
+    let lock = NSLock()
+    var value = ResourceLimits.machine
+}
+private let runLimits = RunLimitsBox()
 
 /// A run's estimated peak memory and work, computed in floating point from the config (no
 /// allocation, no integer overflow), with the key paths of the sizes that dominate each.
@@ -252,15 +267,21 @@ extension RunEstimate {
             // participation window, times local epochs), plus personal training and evaluations.
             let users = Double(population.users)
             let R = Double(federation.rounds)
-            // Data twice: the generated stream and the client's arrival-order copy coexist while it is built.
-            let perClient = 2 * size.samples * (D * 4 + 4) + params * perParameter + R * 40 + T * T * 16 + 4096
+            // Data once (features and Int32 labels, stored at their exact size): the generated
+            // stream and the arrival-order copy coexist only while a client is built, which the
+            // population term above (`jobs` runs' data at once) already counts.
+            // A partition gives each client 1/N of the scenario's data (held once more, whole, by the server side).
+            let clientSamples = federation.partition != nil ? size.samples / max(users, 1) : size.samples
+            let learners = federation.personal == .ditto ? 2.0 : 1.0   // Ditto keeps a personal model beside the local one
+            let perClient = clientSamples * (D * 4 + 4) + learners * params * perParameter + R * 40 + T * T * 16 + 4096
                 + (memory.first { $0.1.hasSuffix(".capacity") || $0.1.hasSuffix(".capacity_bytes") }?.0 ?? 0)
             estimate.memoryBytes = users * perClient + estimate.memoryBytes
             estimate.memoryKey = ".population.users"
             let evaluated = Double(federation.evaluateClients > 0 ? min(federation.evaluateClients, population.users) : population.users)
-            let evaluations = (R / Double(federation.evaluateEvery) + T) * size.test / T * evaluated + T * size.test * evaluated
-            let rows = users * size.train * Double(federation.localEpochs) * (federation.personal == .local ? 2 : 1)
-            estimate.work = rows + evaluations + users * size.generated + users * R
+            let share = federation.partition != nil ? 1 / max(users, 1) : 1.0   // a client's part of the data
+            let evaluations = ((R / Double(federation.evaluateEvery) + T) * size.test / T * evaluated + T * size.test * evaluated) * share
+            let rows = users * share * size.train * Double(federation.localEpochs) * (federation.personal == .local ? 2 : 1)
+            estimate.work = rows + evaluations + users * share * size.generated + users * R
             estimate.workKey = ".population.users"
             estimate.flops = 6 * params * rows + 2 * params * evaluations
             estimate.flopsKey = ".population.users"

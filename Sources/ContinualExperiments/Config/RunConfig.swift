@@ -157,6 +157,9 @@ public struct RunConfig: Codable, Sendable, Equatable {
         if let k = federation.clientsPerRound, let n = population?.users, k > n {
             return (["federation", "clients_per_round"], "\(k) clients per round, but the population has \(n) users")
         }
+        if let problem = federation.aggregationProblem(clients: population?.users ?? 0, optimizer: optimizer.spec) {
+            return (["federation", problem.key], problem.message)
+        }
         if federation.evaluateClients > (population?.users ?? 0) {
             return (["federation", "evaluate_clients"], "\(federation.evaluateClients) clients, but the population has \(population?.users ?? 0) users")
         }

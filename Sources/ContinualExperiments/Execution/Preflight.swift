@@ -60,7 +60,7 @@ public enum Preflight {
                     + DatasetScenario.missingFileHint(filePath))
             }
         }
-        if config.population != nil, !(config.scenario.options is any PopulationScenario) {
+        if config.population != nil, !(config.scenario.options is any PopulationScenario), config.federation?.partition == nil {
             throw fail(".population", "scenario \"\(config.scenario.typeName)\" does not support populations (supported: "
                 + Registry.scenarios.filter { $0 is any PopulationScenario.Type }.map { $0.typeName }.joined(separator: ", ") + ")")
         }
@@ -100,6 +100,12 @@ public enum Preflight {
         if var problem = estimate.problem(limits, file: file) { problem.message += context; throw problem }
         let T = stream.experiences.count
         guard T > 0 else { throw fail(".scenario", "the scenario has no experiences") }
+        if let pc = config.federation?.partition, let n = config.population?.users {
+            // The federation's split of the data among its clients (docs/federated.md).
+            if let f = ClientPartition.problem(stream, clients: n, config: pc, seed: pc.seed ?? config.seed) {
+                throw fail(".federation." + f.key, f.message)
+            }
+        }
         // Scheduled runs train sessions planned from the device simulation at run time; their
         // plugins are checked against the scenario's experiences (the structure is the same).
         func modelSpec(_ model: ModelConfig) throws -> MLPSpec {
@@ -167,11 +173,23 @@ public enum Preflight {
 
     /// The config-only resource check (no file is read): what `RunExecutor` repeats so a config
     /// built in code cannot make it allocate past the machine's memory.
-    public static func resourceProblem(_ run: ResolvedRun, limits: ResourceLimits = .machine) -> ConfigError? {
+    ///
+    /// The estimate is `validate`'s: the config-only one, and when that exceeds the limits and the
+    /// data are small enough to build (the rule `check` uses), the one with the data's real
+    /// sizes, so `validate` and `run` accept and refuse the same runs. The limits default to
+    /// `ResourceLimits.forRuns` (the CLI's --max-memory, --max-work, --max-flops).
+    public static func resourceProblem(_ run: ResolvedRun, limits: ResourceLimits = .forRuns) -> ConfigError? {
         let json = (try? JSONDecoder().decode(JSONValue.self, from: Data(run.canonicalJSON.utf8)))?.objectValue ?? [:]
-        let size = ScenarioSize.estimate(json["scenario"]?.objectValue ?? [:], resolvedPath: dataPath(run.config))
-        return RunEstimate.of(run.config, json: json, size: size, cores: ProcessInfo.processInfo.activeProcessorCount)
-            .problem(limits, file: "")
+        let filePath = dataPath(run.config)
+        let rough = ScenarioSize.estimate(json["scenario"]?.objectValue ?? [:], resolvedPath: filePath)
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        guard let problem = RunEstimate.of(run.config, json: json, size: rough, cores: cores).problem(limits, file: "") else {
+            return nil
+        }
+        let buildable = filePath != nil ? rough.fileBytes <= limits.memoryBytes / 4 : rough.generated <= buildLimit
+        guard buildable, let stream = try? run.config.scenario.options.makeStream(seed: run.config.seed) else { return problem }
+        return RunEstimate.of(run.config, json: json, size: ScenarioSize.of(stream, key: rough.key, generated: rough.generated),
+                              cores: cores).problem(limits, file: "")
     }
 
     /// The scenario alone (`continual scenario export`): its data must fit this machine's memory.

@@ -1,4 +1,5 @@
 import ContinualCore
+import ContinualFederated
 import ContinualMetrics
 
 /// One simulated phone of a federated run: its personal learner (model, optimizer and strategy
@@ -7,7 +8,15 @@ import ContinualMetrics
 struct FederatedClient {
     let id: Int
     var trainer: Trainer
+    /// Ditto's personal model (its learner ends with a `DittoTerm`); nil for other methods.
+    var ditto: Trainer? = nil
+    /// Personal rounds Ditto's learner has trained (its loop's experience index).
+    var dittoRounds = 0
+    /// SCAFFOLD's client control variate cᵢ (empty = 0, and for other methods).
+    var control: [Float] = []
     let modelSeed: UInt64
+    /// When its training samples arrive (its own experience sizes).
+    let schedule: ArrivalSchedule
     let dataSeed: UInt64
     /// Every training sample of the client's stream, experiences in order (arrival order).
     let train: Samples
@@ -45,11 +54,12 @@ struct FederatedClient {
     var globalSeries: [Double] = []
     var globalFinal: [Double] = []
 
-    init(id: Int, trainer: Trainer, modelSeed: UInt64, dataSeed: UInt64, train: Samples, tests: [Experience],
+    init(id: Int, trainer: Trainer, modelSeed: UInt64, schedule: ArrivalSchedule, dataSeed: UInt64, train: Samples, tests: [Experience],
          adversary: Bool, available: [Bool], pattern: String) {
         self.id = id
         self.trainer = trainer
         self.modelSeed = modelSeed
+        self.schedule = schedule
         self.dataSeed = dataSeed
         self.train = train
         self.tests = tests
@@ -71,6 +81,25 @@ struct FederatedClient {
         var labels = Array(train.labels[lo..<hi])
         if let k = classes { for i in labels.indices where labels[i] >= 0 { labels[i] = Int32(k - 1) - labels[i] } }
         return Samples(dimension: d, features: Array(train.features[(lo * d)..<(hi * d)]), labels: labels)
+    }
+
+    /// Ditto's personal round on `data`, pulled towards `global` (the round's global model):
+    /// the same loop, shuffle and tallies as `trainRound`, on the personal learner.
+    mutating func trainDitto(on data: Samples, global: [Float], period: Int, round: Int, pass: TrainingPass,
+                             scratch: inout LoopScratch) throws -> ExperienceRecord {
+        guard var learner = ditto, var term = learner.plugins.last as? DittoTerm else {
+            throw TrainingError.invalid("client \(id) has no Ditto learner")
+        }
+        term.anchor = global
+        learner.plugins[learner.plugins.count - 1] = term
+        swap(&trainer, &learner)
+        swap(&localRounds, &dittoRounds)
+        defer {
+            swap(&localRounds, &dittoRounds)
+            swap(&trainer, &learner)
+            ditto = learner
+        }
+        return try trainRound(on: data, period: period, round: round, pass: pass, scratch: &scratch)
     }
 
     /// One local round on `data` through the loop's per-experience code; tallies the work under

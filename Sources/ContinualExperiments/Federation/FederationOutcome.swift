@@ -60,6 +60,21 @@ public struct FederationOutcome: Sendable, Equatable {
     /// "all"; else empty).
     public var globalFinalAccuracy: [[Double]] = []
 
+    // The partition of a labelled stream among the clients (`federation.partition`; else empty).
+    /// Training and test samples per client (row) and experience.
+    public var partitionTrainCounts: [[Int]] = []
+    public var partitionTestCounts: [[Int]] = []
+    /// Training samples per client (row) and label (`partitionLabels`, ascending).
+    public var partitionLabelCounts: [[Int]] = []
+    public var partitionLabels: [Int] = []
+    /// The draw that was accepted (1 = the first; see `PartitionConfig`).
+    public var partitionAttempts = 0
+
+    /// SCAFFOLD: the server's control c after the last round, and the mean of all N clients'
+    /// controls cᵢ (equal to c up to rounding: the method's invariant). Empty otherwise.
+    public var serverControl: [Float] = []
+    public var clientControlMean: [Double] = []
+
     // Wall times (the only numbers that differ between two runs of the same config).
     /// Building the clients (data generation, device days, learners), seconds.
     public var setupSeconds = 0.0
@@ -78,6 +93,21 @@ public struct FederationOutcome: Sendable, Equatable {
 
     /// Client updates that reached the server.
     public var clientUpdates: Int { completed.reduce(0, +) }
+
+    /// Global ACC — the one definition that `continual inspect`, `continualkit table` and the
+    /// README print (docs/federated.md): the mean, over the evaluated clients and *every*
+    /// experience of each, of the final global model's accuracy (`globalFinalAccuracy`), NaN
+    /// entries skipped; NaN unless `share` is "all". It is the global model's counterpart of the
+    /// personal ACC (the mean final row of the clients' accuracy matrices), so with
+    /// `personal: "global"` the two coincide. Summed in client order, then experience order.
+    public var globalACC: Double { Self.globalACC(globalFinalAccuracy) }
+
+    /// `globalACC` of a stored (clients × experiences) matrix.
+    public static func globalACC(_ matrix: [[Double]]) -> Double {
+        var sum = 0.0, n = 0
+        for row in matrix { for v in row where !v.isNaN { sum += v; n += 1 } }
+        return n > 0 ? sum / Double(n) : .nan
+    }
 
     /// ε after the last round (NaN when no noise).
     public var finalEpsilon: Double { epsilon.last ?? .nan }

@@ -42,7 +42,11 @@ public enum FederationRunner {
         var bytesUp = 0
         var bytesDown = 0
         var joules = 0.0
+        /// FedNova's normaliser of the local round (0 unless the rule is fednova).
+        var steps = 0.0
         var delta: [Float] = []
+        /// SCAFFOLD's Δcᵢ (empty otherwise).
+        var control: [Float] = []
 
         func encode(into w: inout ByteWriter) {
             w.int(id)
@@ -51,8 +55,9 @@ public enum FederationRunner {
             w.int(processed)
             w.int(bytesUp)
             w.int(bytesDown)
-            w.doubles([joules])
+            w.doubles([joules, steps])
             w.floats(delta)
+            w.floats(control)
         }
 
         static func decode(_ r: inout ByteReader) throws -> Entry {
@@ -66,8 +71,11 @@ public enum FederationRunner {
             e.processed = try r.int()
             e.bytesUp = try r.int()
             e.bytesDown = try r.int()
-            e.joules = try r.doubles().first ?? 0
+            let d = try r.doubles()
+            e.joules = d.first ?? 0
+            e.steps = d.count > 1 ? d[1] : 0
             e.delta = try r.floats()
+            e.control = try r.floats()
             return e
         }
     }
@@ -100,8 +108,10 @@ public enum FederationRunner {
         guard let fed = config.federation, let population = config.population else {
             throw Failure(description: "a federated run needs \"federation\" and \"population\" blocks")
         }
-        guard let generator = config.scenario.options as? any PopulationScenario else {
-            throw Failure(description: "scenario \"\(config.scenario.typeName)\" does not support populations, so it cannot give federated clients")
+        let generator = config.scenario.options as? any PopulationScenario
+        guard generator != nil || fed.partition != nil else {
+            throw Failure(description: "scenario \"\(config.scenario.typeName)\" does not support populations, so it cannot give "
+                + "federated clients; split its data among them with \"federation\": {\"partition\": {...}}")
         }
         let N = population.users, R = fed.rounds
         let clock = ContinuousClock()
@@ -109,7 +119,7 @@ public enum FederationRunner {
         let rank = transport.rank, size = transport.size
         let popSeed = population.seed ?? config.seed
         // A data file's population: its users (one client per person), picked from the file.
-        let scenario = try generator.forPopulation(users: N, seed: popSeed)
+        let scenario = try generator.map { try $0.forPopulation(users: N, seed: popSeed) }
         let device = config.device ?? DeviceConfig()
         let pass = TrainingPass(epochs: fed.localEpochs, shuffle: config.training.options.shuffle,
                                 maxSteps: fed.localSteps > 0 ? fed.localSteps : nil)
@@ -132,6 +142,30 @@ public enum FederationRunner {
         }()
         let isEvaluated: Set<Int> = Set(evaluated)
 
+        // The clients' data: a population generator's users, or a seeded split of the scenario's
+        // stream (the same on every rank).
+        var partition: ClientPartition? = nil
+        var baseStream: ExperienceStream? = nil
+        if let pc = fed.partition {
+            let base = try config.scenario.options.makeStream(seed: config.seed)
+            switch Result(catching: { try ClientPartition.make(base, clients: N, config: pc, seed: pc.seed ?? config.seed) }) {
+            case .success(let p): partition = p
+            case .failure(let error):
+                throw Failure(description: ".federation.\((error as? ClientPartition.Failure)?.key ?? "partition"): \(error)")
+            }
+            baseStream = base
+        }
+        // Client `id`'s model seed and stream.
+        let source: @Sendable (Int) throws -> (modelSeed: UInt64, stream: ExperienceStream) = { [partition, baseStream] id in
+            if let partition, let baseStream {
+                var rng = RandomSource(seed: popSeed, stream: "federation.partition.client.\(id)")
+                return (rng.next(), partition.stream(of: id, from: baseStream))
+            }
+            // The same person as a population run's user `id`.
+            let member = PopulationExecutor.member(id, of: scenario!, spread: population.spread, seed: popSeed)
+            return (member.modelSeed, try member.options.makeStream(seed: member.modelSeed))
+        }
+
         // Build this rank's clients (in parallel; each from its index alone).
         let mine = stride(from: rank, to: N, by: size).map { $0 }
         var firstStream: ExperienceStream? = nil
@@ -140,9 +174,8 @@ public enum FederationRunner {
         do {
             // The server's model: the run seed's initialisation (or the warm start), prepared by
             // the strategy (adapters and LoRA blocks added): the same start for every phone. It
-            // needs the stream's shape: client 0's options (any client would do).
-            let client0 = PopulationExecutor.member(0, of: scenario, spread: population.spread, seed: popSeed)
-            let stream = try client0.options.makeStream(seed: client0.modelSeed)
+            // needs the stream's shape: client 0's (any client would do), or the partitioned stream.
+            let stream = try baseStream ?? source(0).stream
             let s = try config.model.spec(inputs: stream.dimension, head: stream.head, experiences: stream.experiences.count)
             var p = Trainer(spec: s, optimizer: config.optimizer.spec, options: config.training.options,
                             plugins: config.strategy.map { $0.options.makePlugin() }, seed: config.seed)
@@ -156,8 +189,8 @@ public enum FederationRunner {
         guard let spec, let prototype, let firstStream else { throw Failure(description: "no prototype model") }
         let T = firstStream.experiences.count
         let trainSizes = firstStream.experiences.map(\.train.count)
-        let S = trainSizes.reduce(0, +)
-        let ends = trainSizes.reduce(into: [Int]()) { $0.append(($0.last ?? 0) + $1) }
+        // The shared schedule (clients of the prototype's sizes); each client keeps its own.
+        let schedule = ArrivalSchedule(trainSizes: trainSizes, rounds: R)
         let initialParameters = prototype.model.parameters
         let classes = spec.head.classCount
         let shared = sharedRanges(of: prototype.model, share: fed.share)
@@ -172,10 +205,10 @@ public enum FederationRunner {
             while k < mine.count {
                 let id = mine[k]
                 do {
-                    built.base[k] = try makeClient(id, config: config, fed: fed, population: population, popSeed: popSeed,
-                                                    scenario: scenario, spec: spec, device: device, rounds: R,
-                                                    initial: initialParameters, trainSizes: trainSizes,
-                                                    adversary: adversaries.contains(id), proximal: proximal)
+                    let (modelSeed, stream) = try source(id)
+                    built.base[k] = try makeClient(id, stream: stream, modelSeed: modelSeed, config: config, fed: fed,
+                                                    spec: spec, device: device, rounds: R, initial: initialParameters,
+                                                    experiences: T, adversary: adversaries.contains(id), proximal: proximal)
                 } catch {
                     errors.record(id, "client \(id): \(error)")
                 }
@@ -201,16 +234,21 @@ public enum FederationRunner {
         let q = fed.samplingRate(clients: N)
         var outcome = FederationOutcome(config: fed, clients: N, samplingRate: q, sharedParameters: sharedCount,
                                         totalParameters: global.parameterCount)
+        if let partition, let baseStream {
+            outcome.partitionTrainCounts = partition.trainCounts
+            outcome.partitionTestCounts = partition.testCounts
+            outcome.partitionLabelCounts = partition.labelCounts(baseStream)
+            outcome.partitionLabels = partition.labels.map(Int.init)
+            outcome.partitionAttempts = partition.attempts
+        }
         let encoding = fed.updateEncoding
+        // SCAFFOLD's server control c (the same on every rank).
+        let scaffold = fed.aggregation == .scaffold
+        var serverControl = [Float](repeating: 0, count: scaffold ? sharedCount : 0)
         let rule = fed.rule
         let server = fed.server
-        func arrival(_ r: Int) -> Int { Int((Int64(r) * Int64(S)) / Int64(R)) }
-        func period(ofRound r: Int) -> Int {
-            let last = max(arrival(r + 1) - 1, 0)
-            return ends.firstIndex(where: { last < $0 }) ?? (T - 1)
-        }
-        // Row j of the personal matrix is taken after the round in which experience j's last sample arrived.
-        let rowRound: [Int] = ends.map { end in (0..<R).first(where: { arrival($0 + 1) >= end }) ?? (R - 1) }
+        // Row j of a client's personal matrix is taken after the round in which its experience j's
+        // last sample arrived (`ArrivalSchedule`, per client).
 
         outcome.setupSeconds = (clock.now - setupStart).seconds
         let roundStart = clock.now
@@ -237,17 +275,19 @@ public enum FederationRunner {
                 invited = ids.prefix(k).sorted()
             }
             let invitedSet = Set(invited)
-            let end = arrival(r + 1)
-            let p = period(ofRound: r)
 
             // 2. Local work of this rank's clients: invited ones take part when their device
             //    allows; with personal models, every other available client trains on its own.
             let globalParameters = global.parameters
+            let control = serverControl   // SCAFFOLD's c of this round
             let entries = PopulationExecutor.Slots<Entry?>(table.clients.count, initial: nil)
             forEach(table, where: { k in
                 invitedSet.contains(table.clients[k].id)
-                    || (fed.personal == .local && table.clients[k].available[r] && table.clients[k].personalCursor < end)
+                    || (fed.personal == .local && table.clients[k].available[r]
+                        && table.clients[k].personalCursor < table.clients[k].schedule.arrival(r + 1))
             }, workers: workers) { c, scratch in
+                let end = c.schedule.arrival(r + 1)
+                let p = c.schedule.period(ofRound: r)
                 var e = Entry()
                 e.id = c.id
                 e.adversary = c.adversary
@@ -270,7 +310,22 @@ public enum FederationRunner {
                         }
                         let data = c.data(c.federatedCursor, end,
                                           flip: c.adversary && fed.attack == .labelFlip ? classes : nil)
+                        if scaffold {
+                            // Every local step uses g + c − cᵢ (the term is the learner's last plugin).
+                            let ci = c.control
+                            setControlCorrection(&c, control.indices.map { control[$0] - (ci.isEmpty ? 0 : ci[$0]) })
+                        }
                         let record = try c.trainRound(on: data, period: p, round: r, pass: pass, scratch: &scratch)
+                        if scaffold {
+                            setControlCorrection(&c, [])
+                            if record.steps > 0 {
+                                let updated = Scaffold.clientControl(old: c.control, server: control, start: globalParameters,
+                                                                     end: c.trainer.model.parameters, steps: record.steps,
+                                                                     learningRate: config.optimizer.spec.learningRate)
+                                e.control = updated.indices.map { updated[$0] - (c.control.isEmpty ? 0 : c.control[$0]) }
+                                c.control = updated
+                            }
+                        }
                         c.federatedCursor = end
                         if fed.personal == .local { c.personalCursor = max(c.personalCursor, end) }
                         var delta = [Float]()
@@ -287,14 +342,26 @@ public enum FederationRunner {
                         }
                         e.completed = true
                         e.samples = data.count
+                        if fed.aggregation == .fednova {
+                            e.steps = fed.novaNormalizer(steps: record.steps, optimizer: config.optimizer.spec)
+                        }
                         if fed.share != .none {
                             let (decoded, bytes) = encoding.encode(delta)
                             e.delta = decoded
                             e.bytesUp = bytes
                             e.bytesDown = 4 * sharedCount
+                            // SCAFFOLD: Δcᵢ up and c down, float32 each.
+                            if scaffold { e.bytesUp += 4 * sharedCount; e.bytesDown += 4 * sharedCount }
                         }
                         e.joules = trainingJoules(record, traffic: traffic, profile: device.profile)
                         e.processed = record.samplesProcessed
+                        if fed.personal == .ditto {
+                            // Ditto: the personal model trains on the same (clean) data, pulled to the round's global model.
+                            let personal = try c.trainDitto(on: c.data(c.federatedCursor - data.count, end, flip: nil), global: globalParameters,
+                                                            period: p, round: r, pass: pass, scratch: &scratch)
+                            e.joules += trainingJoules(personal, traffic: traffic, profile: device.profile)
+                            e.processed += personal.samplesProcessed
+                        }
                         c.participations += 1
                     } else {
                         (e.joules, e.processed) = try personalRound(&c, round: r, period: p, end: end, pass: pass,
@@ -345,7 +412,7 @@ public enum FederationRunner {
             // 5. The server step.
             var aggregatedThisRound = false
             if fed.share != .none {
-                let updates = all.filter(\.completed).map { ClientUpdate(delta: $0.delta, samples: $0.samples) }
+                let updates = all.filter(\.completed).map { ClientUpdate(delta: $0.delta, samples: $0.samples, steps: $0.steps) }
                 var aggregate: [Float]? = nil
                 if let clip = fed.clipNorm {
                     // DP-FedAvg: the mechanism releases noise even when no client took part.
@@ -372,8 +439,11 @@ public enum FederationRunner {
                     }
                     aggregatedThisRound = true
                     if !global.parameters.allSatisfy({ $0.isFinite }) {
-                        throw TrainingError.diverged(experience: p, epoch: r, loss: .nan)
+                        throw TrainingError.diverged(experience: schedule.period(ofRound: r), epoch: r, loss: .nan)
                     }
+                }
+                if scaffold {
+                    Scaffold.updateServerControl(&serverControl, deltas: all.filter(\.completed).map(\.control), clients: N)
                 }
                 if fed.noiseMultiplier > 0 { accountant.compose(samplingRate: q, noiseMultiplier: fed.noiseMultiplier) }
             }
@@ -395,27 +465,32 @@ public enum FederationRunner {
             // 6. Evaluation: every `evaluate_every` rounds and the last, on the current test data;
             //    personal matrix rows after the rounds that end an experience.
             let evaluateNow = (r + 1) % fed.evaluateEvery == 0 || r == R - 1
-            let rows = (0..<T).filter { rowRound[$0] == r }
-            if evaluateNow || !rows.isEmpty {
-                let g = global
-                forEach(table, where: { isEvaluated.contains(table.clients[$0].id) }, workers: workers) { c, _ in
-                    let ws = g.makeWorkspace(capacity: config.training.options.evaluationBatchSize)
-                    func personal(_ e: Experience) -> Double {
-                        if fed.personal == .global { return g.accuracy(on: e.test, route: 0, workspace: ws) }
-                        let model = c.trainer.model
-                        return Trainer.evaluate(model: model, plugins: &c.trainer.plugins, experiences: [e], workspace: ws)[0]
+            let g = global
+            forEach(table, where: { k in
+                isEvaluated.contains(table.clients[k].id) && (evaluateNow || table.clients[k].schedule.rowRound.contains(r))
+            }, workers: workers) { c, _ in
+                let p = c.schedule.period(ofRound: r)
+                let rows = c.schedule.rowRound.filter { $0 == r }
+                let ws = g.makeWorkspace(capacity: config.training.options.evaluationBatchSize)
+                func personal(_ e: Experience) -> Double {
+                    if fed.personal == .global { return g.accuracy(on: e.test, route: 0, workspace: ws) }
+                    if fed.personal == .ditto, var learner = c.ditto {
+                        defer { c.ditto = learner }
+                        return Trainer.evaluate(model: learner.model, plugins: &learner.plugins, experiences: [e], workspace: ws)[0]
                     }
-                    if evaluateNow {
-                        c.personalSeries.append(personal(c.tests[p]))
-                        c.globalSeries.append(fed.share == .all ? g.accuracy(on: c.tests[p].test, route: 0, workspace: ws) : .nan)
-                    }
-                    for _ in rows { c.matrix.append(c.tests.map(personal)) }
-                    if r == R - 1 && fed.share == .all {
-                        c.globalFinal = c.tests.map { g.accuracy(on: $0.test, route: 0, workspace: ws) }
-                    }
+                    let model = c.trainer.model
+                    return Trainer.evaluate(model: model, plugins: &c.trainer.plugins, experiences: [e], workspace: ws)[0]
                 }
-                if evaluateNow { outcome.evaluatedRounds.append(r) }
+                if evaluateNow {
+                    c.personalSeries.append(personal(c.tests[p]))
+                    c.globalSeries.append(fed.share == .all ? g.accuracy(on: c.tests[p].test, route: 0, workspace: ws) : .nan)
+                }
+                for _ in rows { c.matrix.append(c.tests.map(personal)) }
+                if r == R - 1 && fed.share == .all {
+                    c.globalFinal = c.tests.map { g.accuracy(on: $0.test, route: 0, workspace: ws) }
+                }
             }
+            if evaluateNow { outcome.evaluatedRounds.append(r) }
         }
 
         outcome.roundSeconds = (clock.now - roundStart).seconds
@@ -441,6 +516,13 @@ public enum FederationRunner {
         outcome.clientBytesDown = finals.map(\.bytesDown)
         outcome.clientJoules = finals.map(\.joules)
         outcome.evaluatedClients = evaluated
+        if scaffold {
+            outcome.serverControl = serverControl
+            // Mean of every client's cᵢ (0 for clients never trained), in client order.
+            var acc = [Double](repeating: 0, count: sharedCount)
+            for f in finals where !f.control.isEmpty { for j in acc.indices { acc[j] += Double(f.control[j]) } }
+            outcome.clientControlMean = acc.map { $0 / Double(N) }
+        }
         outcome.clientTrainSeconds = finals.reduce(0.0) { $0 + $1.trainSeconds }
         let evalFinals = finals.filter { isEvaluated.contains($0.id) }
         if fed.share == .all { outcome.globalFinalAccuracy = evalFinals.map(\.globalFinal) }
@@ -529,6 +611,13 @@ public enum FederationRunner {
         return (trainingJoules(record, traffic: traffic, profile: profile), record.samplesProcessed)
     }
 
+    /// Sets SCAFFOLD's correction c − cᵢ on the client's learner (its last plugin).
+    static func setControlCorrection(_ c: inout FederatedClient, _ correction: [Float]) {
+        guard var term = c.trainer.plugins.last as? ControlVariateTerm else { return }
+        term.correction = correction
+        c.trainer.plugins[c.trainer.plugins.count - 1] = term
+    }
+
     /// The rule's aggregate, or nil when the round has too few updates for it (a round without
     /// aggregation, recorded as such); other aggregation errors end the run.
     static func robustAggregate(_ rule: AggregationRule, _ updates: [ClientUpdate]) throws -> [Float]? {
@@ -584,20 +673,22 @@ public enum FederationRunner {
         }
     }
 
-    /// Builds client `id`: its stream (the population's user `id`), device availability,
-    /// learner (the strategy prepared, parameters = the server's initial model).
-    static func makeClient(_ id: Int, config: RunConfig, fed: FederationConfig, population: PopulationConfig,
-                           popSeed: UInt64, scenario: any PopulationScenario, spec: MLPSpec, device: DeviceConfig,
-                           rounds R: Int, initial: [Float], trainSizes: [Int], adversary: Bool,
-                           proximal: Bool) throws -> FederatedClient {
-        // The same person as a population run's user `id`.
-        let (modelSeed, options) = PopulationExecutor.member(id, of: scenario, spread: population.spread, seed: popSeed)
-        let stream = try options.makeStream(seed: modelSeed)
-        guard stream.experiences.map(\.train.count) == trainSizes else {
-            throw Failure(description: "its experiences have \(stream.experiences.map(\.train.count)) training samples, "
-                + "client 0's \(trainSizes); federated rounds need every client's data to arrive on the same schedule")
+    /// Builds client `id` from its stream (the population's user `id`, or its partition share):
+    /// its arrival schedule (its own experience sizes), device availability, learner (the
+    /// strategy prepared, parameters = the server's initial model).
+    static func makeClient(_ id: Int, stream: ExperienceStream, modelSeed: UInt64, config: RunConfig, fed: FederationConfig,
+                           spec: MLPSpec, device: DeviceConfig, rounds R: Int, initial: [Float], experiences T: Int,
+                           adversary: Bool, proximal: Bool) throws -> FederatedClient {
+        let trainSizes = stream.experiences.map(\.train.count)
+        guard trainSizes.count == T else {
+            throw Failure(description: "its stream has \(trainSizes.count) experiences, client 0's \(T); every client's "
+                + "accuracy matrix must have the same experiences")
         }
+        guard trainSizes.reduce(0, +) > 0 else { throw Failure(description: "it has no training sample") }
         var train = Samples(dimension: stream.dimension)
+        // Exact capacity: the copy lives for the whole run (growth by doubling would hold up to 2×).
+        train.features.reserveCapacity(trainSizes.reduce(0, +) * stream.dimension)
+        train.labels.reserveCapacity(trainSizes.reduce(0, +))
         for e in stream.experiences { train.append(e.train) }
         train.routes = nil
         let tests = stream.experiences.map { Experience(index: $0.index, name: $0.name, train: Samples(dimension: stream.dimension),
@@ -625,6 +716,7 @@ public enum FederationRunner {
         }
         var plugins = config.strategy.map { $0.options.makePlugin() }
         if proximal { plugins.append(ProximalTerm(mu: fed.proximalMu)) }
+        if fed.aggregation == .scaffold { plugins.append(ControlVariateTerm()) }
         var trainer = Trainer(spec: spec, optimizer: config.optimizer.spec, options: config.training.options,
                               plugins: plugins, seed: modelSeed)
         try trainer.prepareRounds(dimension: stream.dimension, head: stream.head, featureNames: stream.featureNames,
@@ -633,9 +725,24 @@ public enum FederationRunner {
             throw Failure(description: "the prepared model has \(trainer.model.parameterCount) parameters, the server's \(initial.count)")
         }
         trainer.model.parameters = initial
-        return FederatedClient(id: id, trainer: trainer, modelSeed: modelSeed,
+        var ditto: Trainer? = nil
+        if fed.personal == .ditto {
+            // The personal model: the same start, strategy and seed, plus Ditto's pull (last).
+            var learner = Trainer(spec: spec, optimizer: config.optimizer.spec, options: config.training.options,
+                                  plugins: config.strategy.map { $0.options.makePlugin() }
+                                    + [DittoTerm(lambda: fed.dittoLambda, learningRate: config.optimizer.spec.learningRate)],
+                                  seed: modelSeed)
+            try learner.prepareRounds(dimension: stream.dimension, head: stream.head, featureNames: stream.featureNames,
+                                      experienceCount: R)
+            learner.model.parameters = initial
+            ditto = learner
+        }
+        var client = FederatedClient(id: id, trainer: trainer, modelSeed: modelSeed,
+                               schedule: ArrivalSchedule(trainSizes: trainSizes, rounds: R),
                                dataSeed: UInt64(stream.metadata["seed"] ?? "") ?? 0, train: train, tests: tests,
                                adversary: adversary, available: available, pattern: state.pattern.rawValue)
+        client.ditto = ditto
+        return client
     }
 
     /// Runs `body` on the clients whose table index satisfies `filter`, in parallel (each client by one worker;
@@ -680,6 +787,7 @@ public enum FederationRunner {
         var processed: [Int] = [], steps: [Int] = [], lossCount: [Int] = [], extraFLOPs: [Int] = []
         var lossSum: [Double] = [], penaltySum: [Double] = []
         var personalSeries: [Double] = [], globalSeries: [Double] = [], globalFinal: [Double] = []
+        var control: [Float] = []
 
         static func decode(_ r: inout ByteReader) throws -> ClientFinal {
             var f = ClientFinal()
@@ -709,6 +817,7 @@ public enum FederationRunner {
             f.personalSeries = try r.doubles()
             f.globalSeries = try r.doubles()
             f.globalFinal = try r.doubles()
+            f.control = try r.floats()
             return f
         }
     }
@@ -740,5 +849,6 @@ public enum FederationRunner {
         w.doubles(c.personalSeries)
         w.doubles(c.globalSeries)
         w.doubles(c.globalFinal)
+        w.floats(c.control)
     }
 }

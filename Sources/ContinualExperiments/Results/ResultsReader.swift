@@ -19,6 +19,9 @@ public enum ResultsReader {
         public var trainSeconds: Double
         /// Position in the experiment's expansion: `continual inspect` lists runs in this order.
         public var sweepIndex: Int64 = 0
+        /// Federated runs: the federation group's aggregation rule and global ACC
+        /// (`FederationOutcome.globalACC`; NaN unless share = all); nil for other runs.
+        public var federation: (share: String, aggregation: String, globalACC: Double)? = nil
     }
 
     public struct Contents: Sendable {
@@ -73,6 +76,21 @@ public enum ResultsReader {
                         run.trainSeconds = try g.openGroup("costs").attributes.scalar("train_seconds", as: Double.self) ?? .nan
                     }
                     run.sweepIndex = try a.scalar("sweep_index", as: Int64.self) ?? 0
+                    if g.exists("federation") {
+                        let f = try g.openGroup("federation")
+                        var global = try f.attributes.scalar("global_acc", as: Double.self)
+                        if global == nil, f.exists("global_final_accuracy") {
+                            // Files written before the attribute: the same definition from the dataset.
+                            let d = try f.openDataset("global_final_accuracy")
+                            let shape = try d.shape, values: [Double] = try d.read()
+                            if shape.count == 2 {
+                                global = FederationOutcome.globalACC((0..<shape[0]).map { Array(values[($0 * shape[1])..<(($0 + 1) * shape[1])]) })
+                            }
+                        }
+                        let share = try f.attributes.string("share") ?? ""
+                        run.federation = (share, try f.attributes.string("aggregation") ?? "",
+                                          share == "all" ? (global ?? .nan) : .nan)
+                    }
                     runs.append(run)
                   } catch {
                     damaged.append((id, "\(error)"))

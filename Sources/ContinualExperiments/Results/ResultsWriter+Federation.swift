@@ -22,6 +22,8 @@ extension ResultsWriter {
         try a.set("shared_parameters", Int64(f.sharedParameters))
         try a.set("total_parameters", Int64(f.totalParameters))
         try a.set("final_epsilon", f.finalEpsilon)
+        // The one definition of global ACC (FederationOutcome.globalACC), stored so every reader prints the same number.
+        try a.set("global_acc", f.globalACC)
         try a.set("client_updates", Int64(f.clientUpdates))
         try a.set("setup_seconds", f.setupSeconds)
         try a.set("round_seconds", f.roundSeconds)
@@ -95,6 +97,21 @@ extension ResultsWriter {
             try p.attributes.set("meaning", "quantiles (population.quantiles levels) over evaluated clients, per evaluation")
             let gq = try g.write(f.globalQuantiles.flatMap { $0 }, shape: [E, q], name: "global_accuracy_quantiles")
             try gq.attributes.set("meaning", "quantiles (population.quantiles levels) over evaluated clients, per evaluation")
+        }
+        if let pc = f.config.partition, !f.partitionTrainCounts.isEmpty {
+            // The split of the labelled stream among the clients (federation.partition), as drawn.
+            try a.set("partition", pc.type.rawValue)
+            if pc.type == .dirichlet { try a.set("partition_alpha", pc.alpha) }
+            if pc.type == .classes { try a.set("partition_classes_per_client", Int64(pc.classesPerClient)) }
+            try a.set("partition_draws", Int64(f.partitionAttempts))
+            let n = f.partitionTrainCounts.count
+            for (values, name, meaning) in [(f.partitionTrainCounts, "partition_train", "training samples of each client (row) in each experience"),
+                                            (f.partitionTestCounts, "partition_test", "test samples of each client (row) in each experience"),
+                                            (f.partitionLabelCounts, "partition_label_counts", "training samples of each client (row) per label (partition_labels)")] {
+                let d = try g.write(values.flatMap { $0 }.map(Int64.init), shape: [n, values.first?.count ?? 0], name: name)
+                try d.attributes.set("meaning", meaning)
+            }
+            _ = try g.write(f.partitionLabels.map(Int64.init), shape: [f.partitionLabels.count], name: "partition_labels")
         }
     }
 }

@@ -16,12 +16,24 @@
 ///   squared distances to its n − f − 2 nearest other updates; Krum returns the update with the
 ///   lowest score (ties: the lower index), Multi-Krum (`selected` m > 1) the unweighted mean of
 ///   the m lowest-scoring. Needs n > 2f + 2, the paper's condition.
+/// - `bulyan(byzantine:)`: Bulyan (El Mhamdi et al. 2018) over Krum. Selection: θ = n − 2f
+///   updates, chosen one at a time by Krum among those not yet chosen (each Krum score over the
+///   remaining set R sums the max(0, |R| − f − 2) nearest, so the last picks stay defined);
+///   then per coordinate the mean of the β = θ − 2f selected values closest to the selected
+///   values' median (ties: the lower value first). Needs n ≥ 4f + 3, the paper's condition.
+/// - `normalized`: FedNova (Wang et al. 2020), the normalised average for clients that ran
+///   different numbers of local steps: with pᵢ = nᵢ / Σn and aᵢ = `ClientUpdate.steps`,
+///   Δ = (Σ pᵢ aᵢ) · Σ pᵢ Δᵢ / aᵢ. With equal aᵢ it is FedAvg; a client that ran more steps no
+///   longer pulls the model further towards its own optimum (the objective inconsistency the
+///   paper removes). Updates with aᵢ = 0 (no step) are left out.
 public enum AggregationRule: Sendable, Equatable, Hashable {
     case mean
     case uniformMean
     case median
     case trimmedMean(fraction: Double)
     case krum(byzantine: Int, selected: Int = 1)
+    case bulyan(byzantine: Int)
+    case normalized
 
     /// The rule's name as written in results and in the experiment JSON.
     public var name: String {
@@ -31,6 +43,8 @@ public enum AggregationRule: Sendable, Equatable, Hashable {
         case .median: return "median"
         case .trimmedMean: return "trimmed_mean"
         case .krum(_, let m): return m == 1 ? "krum" : "multi_krum"
+        case .bulyan: return "bulyan"
+        case .normalized: return "fednova"
         }
     }
 
@@ -67,7 +81,55 @@ public enum AggregationRule: Sendable, Equatable, Hashable {
             let scores = Self.krumScores(updates, byzantine: f)
             let order = scores.indices.sorted { (scores[$0], $0) < (scores[$1], $1) }
             return Self.mean(of: updates, indices: Array(order.prefix(m)).sorted())
+        case .bulyan(let f):
+            let n = updates.count
+            guard f >= 0 else { throw .invalidRule("bulyan needs byzantine ≥ 0, got \(f)") }
+            guard n >= 4 * f + 3 else {
+                throw .tooFewClients(rule: "bulyan(byzantine: \(f))", clients: n, needed: 4 * f + 3)
+            }
+            let selected = Self.bulyanSelection(updates, byzantine: f)
+            let beta = selected.count - 2 * f
+            let d = updates[0].delta.count
+            var out = [Float](repeating: 0, count: d)
+            var column = [Float](repeating: 0, count: selected.count)
+            for j in 0..<d {
+                for (k, i) in selected.enumerated() { column[k] = updates[i].delta[j] }
+                column.sort()
+                let med = Self.median(sorted: column[...])
+                let closest = column.sorted { (abs(Double($0) - med), $0) < (abs(Double($1) - med), $1) }
+                var s = 0.0
+                for v in closest.prefix(beta) { s += Double(v) }
+                out[j] = Float(s / Double(beta))
+            }
+            return out
+        case .normalized:
+            let used = updates.indices.filter { updates[$0].steps > 0 }
+            guard !used.isEmpty else { throw .tooFewClients(rule: "fednova (updates with ≥ 1 local step)", clients: 0, needed: 1) }
+            let total = used.reduce(0.0) { $0 + Double(updates[$1].samples) }
+            guard total > 0 else { throw .zeroTotalWeight }
+            var tauEff = 0.0
+            var acc = [Double](repeating: 0, count: updates[0].delta.count)
+            for i in used {
+                let p = Double(updates[i].samples) / total, a = updates[i].steps
+                tauEff += p * a
+                for (j, v) in updates[i].delta.enumerated() { acc[j] += p * Double(v) / a }
+            }
+            return acc.map { Float(tauEff * $0) }
         }
+    }
+
+    /// Bulyan's selection: the indices (in the order picked) of θ = n − 2f updates, each the
+    /// Krum choice among the updates not yet picked.
+    public static func bulyanSelection(_ updates: [ClientUpdate], byzantine f: Int) -> [Int] {
+        var remaining = Array(updates.indices)
+        var picked: [Int] = []
+        while picked.count < updates.count - 2 * f {
+            let subset = remaining.map { updates[$0] }
+            let scores = krumScores(subset, byzantine: f)
+            let best = scores.indices.min { (scores[$0], $0) < (scores[$1], $1) }!
+            picked.append(remaining.remove(at: best))
+        }
+        return picked
     }
 
     /// Krum's score of every update: Σ of squared L2 distances to its n − f − 2 nearest others.
@@ -83,7 +145,7 @@ public enum AggregationRule: Sendable, Equatable, Hashable {
                 dist[j * n + i] = s
             }
         }
-        let neighbours = n - f - 2
+        let neighbours = max(0, n - f - 2)
         return (0..<n).map { i in
             var others = (0..<n).filter { $0 != i }.map { dist[i * n + $0] }
             others.sort()
@@ -143,7 +205,7 @@ public enum AggregationRule: Sendable, Equatable, Hashable {
         return out
     }
 
-    private static func median(sorted v: ArraySlice<Float>) -> Double {
+    static func median(sorted v: ArraySlice<Float>) -> Double {
         let n = v.count, lo = v.startIndex
         return n % 2 == 1 ? Double(v[lo + n / 2]) : (Double(v[lo + n / 2 - 1]) + Double(v[lo + n / 2])) / 2
     }

@@ -10,10 +10,15 @@ public struct ClientUpdate: Sendable, Equatable {
     public var delta: [Float]
     /// Training samples behind the update; FedAvg's weight. Must be ≥ 0.
     public var samples: Int
+    /// FedNova's normaliser aᵢ: the sum of the local learning-rate multipliers the update is made
+    /// of (τᵢ, the optimizer steps, for plain local SGD; see `AggregationRule.normalized`).
+    /// 0 when the rule does not use it.
+    public var steps: Double
 
-    public init(delta: [Float], samples: Int) {
+    public init(delta: [Float], samples: Int, steps: Double = 0) {
         self.delta = delta
         self.samples = samples
+        self.steps = steps
     }
 
     /// ‖delta‖₂, accumulated in `Double` (the clipping bound is checked against this value).

@@ -6,6 +6,14 @@
 /// - `adam(learningRate:beta1:beta2:tau:)`: FedAdam (Reddi et al. 2021): m ← β₁m + (1−β₁)Δ,
 ///   v ← β₂v + (1−β₂)Δ², x ← x + η·m / (√v + τ). As in the paper there is no bias correction; τ
 ///   (the adaptivity, 1e-3 in most of its experiments) keeps early steps bounded.
+/// - `yogi(learningRate:beta1:beta2:tau:)`: FedYogi (Reddi et al. 2021): m as FedAdam,
+///   v ← v − (1−β₂)·Δ²·sign(v − Δ²), x ← x + η·m / (√v + τ). Yogi's additive second moment
+///   grows at most by (1−β₂)Δ² per round, so a few large updates do not freeze the step size.
+/// - `adagrad(learningRate:beta1:tau:)`: FedAdagrad (Reddi et al. 2021): m as FedAdam,
+///   v ← v + Δ², x ← x + η·m / (√v + τ).
+///
+/// The second moment starts at 0 (as Flower's FedAdam, FedYogi and FedAdagrad; the paper allows
+/// any v₋₁ ≥ τ²): the first step of FedYogi equals FedAdam's.
 ///
 /// State (v, m) lives in `ServerOptimizerState`, a value the caller keeps between rounds (and can
 /// checkpoint). Arithmetic per coordinate in `Float`, in coordinate order: the result depends only
@@ -14,6 +22,8 @@ public enum ServerOptimizer: Sendable, Equatable, Hashable {
     case sgd(learningRate: Float = 1)
     case momentum(learningRate: Float, beta: Float = 0.9)
     case adam(learningRate: Float, beta1: Float = 0.9, beta2: Float = 0.99, tau: Float = 1e-3)
+    case yogi(learningRate: Float, beta1: Float = 0.9, beta2: Float = 0.99, tau: Float = 1e-3)
+    case adagrad(learningRate: Float, beta1: Float = 0.9, tau: Float = 1e-3)
 
     /// The rule's name as written in results and in the experiment JSON.
     public var name: String {
@@ -21,6 +31,8 @@ public enum ServerOptimizer: Sendable, Equatable, Hashable {
         case .sgd: return "sgd"
         case .momentum: return "fedavgm"
         case .adam: return "fedadam"
+        case .yogi: return "fedyogi"
+        case .adagrad: return "fedadagrad"
         }
     }
 
@@ -44,6 +56,24 @@ public enum ServerOptimizer: Sendable, Equatable, Hashable {
                 let d = delta[i]
                 state.first[i] = b1 * state.first[i] + (1 - b1) * d
                 state.second[i] = b2 * state.second[i] + (1 - b2) * d * d
+                parameters[i] += lr * state.first[i] / (state.second[i].squareRoot() + tau)
+            }
+        case let .yogi(lr, b1, b2, tau):
+            state.prepare(count: n, moments: 2)
+            for i in 0..<n {
+                let d = delta[i], d2 = d * d
+                state.first[i] = b1 * state.first[i] + (1 - b1) * d
+                let v = state.second[i]
+                let sign: Float = v > d2 ? 1 : (v < d2 ? -1 : 0)
+                state.second[i] = v - (1 - b2) * d2 * sign
+                parameters[i] += lr * state.first[i] / (state.second[i].squareRoot() + tau)
+            }
+        case let .adagrad(lr, b1, tau):
+            state.prepare(count: n, moments: 2)
+            for i in 0..<n {
+                let d = delta[i]
+                state.first[i] = b1 * state.first[i] + (1 - b1) * d
+                state.second[i] += d * d
                 parameters[i] += lr * state.first[i] / (state.second[i].squareRoot() + tau)
             }
         }
