@@ -73,18 +73,26 @@ struct InspectCommand: ParsableCommand {
                     print(String(format: "ACC %.2f%%  BWT %+.2f  FWT %+.2f  forgetting %.2f  (points)",
                                  (m["acc"] ?? .nan) * 100, (m["bwt"] ?? .nan) * 100, (m["fwt"] ?? .nan) * 100,
                                  (m["forgetting"] ?? .nan) * 100))
+                    if !r.steps.isEmpty { print(Self.budgetLine(r)) }
                 }
             }
             print("")
         }
-        print("name                 strategy         status      ACC%    BWT     FWT     forget  train s")
+        print("name                 strategy         status      ACC%    BWT     FWT     forget  steps/e")
         for r in contents.runs {
             let m = r.metrics
             print(r.name.padding(toLength: 20, withPad: " ", startingAt: 0) + " "
                 + r.strategy.padding(toLength: 16, withPad: " ", startingAt: 0) + " "
                 + r.status.padding(toLength: 10, withPad: " ", startingAt: 0) + " "
-                + String(format: "%6.2f  %+6.2f  %+6.2f  %6.2f  %7.3f", (m["acc"] ?? .nan) * 100, (m["bwt"] ?? .nan) * 100,
-                         (m["fwt"] ?? .nan) * 100, (m["forgetting"] ?? .nan) * 100, r.trainSeconds))
+                + String(format: "%6.2f  %+6.2f  %+6.2f  %6.2f  %7.0f", (m["acc"] ?? .nan) * 100, (m["bwt"] ?? .nan) * 100,
+                         (m["fwt"] ?? .nan) * 100, (m["forgetting"] ?? .nan) * 100,
+                         r.steps.isEmpty ? Double.nan : Double(r.steps.reduce(0, +)) / Double(r.steps.count)))
         }
+    }
+
+    /// "budget 375 steps/exp; steps per experience 375 375 …" (the compute each experience got).
+    static func budgetLine(_ r: ResultsReader.StoredRun) -> String {
+        let shown = r.steps.prefix(12).map(String.init).joined(separator: " ") + (r.steps.count > 12 ? " …" : "")
+        return (r.budget.isEmpty ? "" : "budget \(r.budget); ") + "steps per experience " + shown
     }
 }

@@ -19,6 +19,10 @@ public enum ResultsReader {
         public var trainSeconds: Double
         /// Position in the experiment's expansion: `continual inspect` lists runs in this order.
         public var sweepIndex: Int64 = 0
+        /// Optimizer steps per experience and the configured budget ("4 epochs/exp",
+        /// "375 steps/exp"; empty in files written before budgets were recorded).
+        public var steps: [Int64] = []
+        public var budget: String = ""
     }
 
     public struct Contents: Sendable {
@@ -73,6 +77,11 @@ public enum ResultsReader {
                         run.trainSeconds = try g.openGroup("costs").attributes.scalar("train_seconds", as: Double.self) ?? .nan
                     }
                     run.sweepIndex = try a.scalar("sweep_index", as: Int64.self) ?? 0
+                    if g.exists("steps") { run.steps = try g.openDataset("steps").read() }
+                    if let kind = try? a.string("training_budget"), let value = try? a.scalar("training_budget_value", as: Int64.self) {
+                        run.budget = kind == "epochs" ? "\(value) epoch\(value == 1 ? "" : "s")/exp"
+                            : kind == "flops_per_experience" ? String(format: "%.2g FLOPs/exp", Double(value)) : "\(value) steps/exp"
+                    }
                     runs.append(run)
                   } catch {
                     damaged.append((id, "\(error)"))
