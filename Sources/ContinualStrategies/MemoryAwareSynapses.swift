@@ -11,12 +11,28 @@ import ContinualCore
 /// and smaller where samples disagree in sign). Penalty while training later experiences:
 ///   λ Σ_i Ω_i (θ_i − θ*_i)²   (gradient 2λ Ω (θ − θ*)), θ* the parameters after the last experience.
 ///
-/// Choices where implementations differ, each an option:
-/// - accumulation over experiences: `"sum"` (the paper: importances add up) or `"decay"`
-///   (Avalanche: Ω ← α Ω_old + (1 − α) Ω_new, `alpha`);
+/// Choices where implementations differ, each an option (defaults = the paper, eq. 2–4, and the
+/// authors' code `MAS_utils/MAS_based_Training.py: compute_importance_l2`, which sums z² over the
+/// logits and the batch with `MSELoss(size_average=False)` and keeps a running mean over samples):
+/// - per-sample or batched gradients (`estimator`): the paper takes |∂‖F(x)‖²/∂θ| per sample;
+///   Avalanche's `MASPlugin` and Hsu et al.'s `agents/regularization.py` take the absolute value of
+///   a mini-batch gradient (signs cancel across samples: smaller Ω);
+/// - `norm`: `"squared"` ‖F‖² (paper, authors, Hsu) or `"l2"` ‖F‖ (Avalanche and FACIL,
+///   `torch.norm(out, dim=1).mean()`);
+/// - `logits`: `"all"` outputs (paper, Avalanche) or the `"seen"` classes of a single multi-class
+///   head (Hsu et al., `valid_out_dim` in class-incremental runs);
+/// - `logit_reduction`: `"sum"` over the logits (paper, authors) or `"mean"` (Hsu et al.:
+///   `pred.pow_(2).mean()`, i.e. ‖F‖² divided by the number of logits kept);
+/// - accumulation over experiences: `"sum"` (the paper and the authors' code, and Hsu et al.:
+///   importances add up) or `"decay"` (Avalanche: Ω ← α Ω_old + (1 − α) Ω_new, `alpha`);
 /// - which inputs: the experience's training inputs with their labels ignored (`data: "train"`,
 ///   default) or its held-out test inputs (`"test"`: unlabelled data the model never trained on).
-/// Samples pass through the experience's own route (its head on multi-head models).
+/// Samples pass through the experience's own route (its head on multi-head models). The penalty
+/// is the paper's λ Σ Ω (θ − θ*)² (Hsu et al. the same; Avalanche halves it).
+///
+/// With Hsu et al.'s choices (batched over 128 samples, mean over the seen logits) Ω is smaller
+/// than the paper's by at least the number of logits kept and by the sign cancellation of the
+/// batch, so "MAS, λ = 1" is a much weaker regulariser there than here: docs/hsu-table.md.
 public struct MemoryAwareSynapses: ParameterPenalty {
     public var name: String { Options.typeName }
     public let options: Options
@@ -42,9 +58,16 @@ public struct MemoryAwareSynapses: ParameterPenalty {
         if let n = options.samples, n < samples.count {
             samples = samples.subset(EWC.randomSubset(count: n, of: samples.count, rng: &rng))
         }
+        var kept: [Bool]? = nil
+        if options.logits == .seen, model.routeCount == 1, case .multiclass(let k) = model.spec.head {
+            var seen = [Bool](repeating: false, count: k)
+            for e in context.seen { for y in e.train.labels where y >= 0 && Int(y) < k { seen[Int(y)] = true } }
+            kept = seen
+        }
         let fresh = MemoryAwareSynapses.importance(model: model, samples: samples, route: Int(context.route),
                                                    estimator: options.estimator, batchSize: options.batchSize,
-                                                   workspace: workspace)
+                                                   workspace: workspace, norm: options.norm, logits: kept,
+                                                   meanOverLogits: options.logitReduction == .mean)
         if importance.count < fresh.count { importance += [Float](repeating: 0, count: fresh.count - importance.count) }
         for i in fresh.indices {
             switch options.accumulate {
@@ -58,10 +81,12 @@ public struct MemoryAwareSynapses: ParameterPenalty {
         importanceFLOPs = samples.count * model.flopsPerTrainingSample
     }
 
-    /// Ω of one experience: the mean absolute gradient of ‖F(x)‖² (see the type's doc comment).
-    /// Computed in float64 from float32 per-sample gradients.
+    /// Ω of one experience: the mean absolute gradient of ‖F(x)‖² (see the type's doc comment),
+    /// or of ‖F(x)‖ (`norm: .l2`), over the logits `logits` marks (nil = all), divided by their
+    /// number when `meanOverLogits`. Computed in float64 from float32 per-sample gradients.
     public static func importance(model: MLP, samples: Samples, route: Int, estimator: Options.Estimator,
-                                  batchSize: Int, workspace ws: Workspace) -> [Double] {
+                                  batchSize: Int, workspace ws: Workspace, norm: Options.Norm = .squared,
+                                  logits kept: [Bool]? = nil, meanOverLogits: Bool = false) -> [Double] {
         let P = model.parameterCount, L = model.logitCount, d = samples.dimension
         var total = [Double](repeating: 0, count: P)
         guard !samples.isEmpty else { return total }
@@ -73,9 +98,24 @@ public struct MemoryAwareSynapses: ParameterPenalty {
             while start < samples.count {
                 let m = min(rows, samples.count - start)
                 model.forward(xs.baseAddress! + start * d, count: m, route: route, workspace: ws)
-                // ∂(mean over the m rows of ‖z‖²)/∂z = 2z / m.
+                // ∂(mean over the m rows of ‖z_S‖²)/∂z = 2z / m on the kept logits S (0 elsewhere);
+                // ‖z_S‖: z / (m ‖z_S‖); with `meanOverLogits` also divided by |S|.
                 let z = ws.logits
-                for k in 0..<(m * L) { z[k] = 2 * z[k] / Float(m) }
+                let count = kept.map { $0.prefix(L).filter { $0 }.count } ?? L
+                let perLogit: Float = meanOverLogits ? 1 / Float(max(count, 1)) : 1
+                for r in 0..<m {
+                    let row = z + r * L
+                    var squares: Float = 0
+                    for c in 0..<L where kept?[c] ?? true { squares += row[c] * row[c] }
+                    let length = squares.squareRoot()
+                    for c in 0..<L {
+                        guard kept?[c] ?? true else { row[c] = 0; continue }
+                        switch norm {
+                        case .squared: row[c] = 2 * row[c] * perLogit / Float(m)
+                        case .l2: row[c] = length > 0 ? row[c] / length * perLogit / Float(m) : 0
+                        }
+                    }
+                }
                 g.withUnsafeMutableBufferPointer { gp in
                     gp.update(repeating: 0)
                     model.backward(logitGradient: z, count: m, route: route, workspace: ws, gradient: gp.baseAddress!)
@@ -138,6 +178,8 @@ public struct MemoryAwareSynapses: ParameterPenalty {
             "lambda": .double(options.lambda), "estimator": .string(options.estimator.rawValue),
             "accumulate": .string(options.accumulate.rawValue), "alpha": .double(options.alpha),
             "data": .string(options.data.rawValue), "experiences_consolidated": .int(Int64(experiences)),
+            "norm": .string(options.norm.rawValue), "logits": .string(options.logits.rawValue),
+            "logit_reduction": .string(options.logitReduction.rawValue),
             "penalty_convention": .string("lambda * sum_i Omega_i (theta_i - theta*_i)^2, Omega = mean |d||F(x)||^2/dtheta|"),
         ])
         if importance.count < EWC.Options.importanceParameterLimit {
@@ -158,6 +200,9 @@ extension MemoryAwareSynapses {
         public enum Estimator: String, CaseIterable, Sendable, Codable { case sample, batched }
         public enum Accumulate: String, CaseIterable, Sendable, Codable { case sum, decay }
         public enum DataSource: String, CaseIterable, Sendable, Codable { case train, test }
+        public enum Norm: String, CaseIterable, Sendable, Codable { case squared, l2 }
+        public enum Logits: String, CaseIterable, Sendable, Codable { case all, seen }
+        public enum LogitReduction: String, CaseIterable, Sendable, Codable { case sum, mean }
 
         /// Penalty strength λ ≥ 0 (0 = naive).
         public var lambda: Double = 1
@@ -170,6 +215,12 @@ extension MemoryAwareSynapses {
         public var samples: Int? = nil
         /// Rows per gradient with `estimator: "batched"`.
         public var batchSize: Int = 32
+        /// ‖F‖² (paper) or ‖F‖ (Avalanche).
+        public var norm: Norm = .squared
+        /// Every logit (paper) or only the seen classes' (Hsu et al., single multi-class head).
+        public var logits: Logits = .all
+        /// Sum over the logits (paper) or mean (Hsu et al.).
+        public var logitReduction: LogitReduction = .sum
 
         public init(lambda: Double = 1, estimator: Estimator = .sample, accumulate: Accumulate = .sum, alpha: Double = 0.5,
                     data: DataSource = .train, samples: Int? = nil, batchSize: Int = 32) {
@@ -185,6 +236,7 @@ extension MemoryAwareSynapses {
         enum CodingKeys: String, CodingKey, CaseIterable {
             case lambda, estimator, accumulate, alpha, data, samples
             case batchSize = "batch_size"
+            case norm, logits, logitReduction = "logit_reduction"
         }
 
         public init(from decoder: any Decoder) throws {
@@ -199,6 +251,9 @@ extension MemoryAwareSynapses {
             samples = try c.decodeCountOrAll(.samples)
             batchSize = try c.decode(.batchSize, default: 32)
             try c.require(batchSize >= 1 && batchSize <= 1_000_000, .batchSize, "batch_size must be in 1...1000000, got \(batchSize)")
+            norm = try c.decodeChoice(.norm, default: .squared)
+            logits = try c.decodeChoice(.logits, default: .all)
+            logitReduction = try c.decodeChoice(.logitReduction, default: .sum)
         }
 
         public func encode(to encoder: any Encoder) throws {
@@ -210,6 +265,10 @@ extension MemoryAwareSynapses {
             try c.encode(data.rawValue, forKey: .data)
             if let samples { try c.encode(samples, forKey: .samples) } else { try c.encode("all", forKey: .samples) }
             try c.encode(batchSize, forKey: .batchSize)
+            // Written only when not the paper's, so existing MAS run ids do not change.
+            if norm != .squared { try c.encode(norm.rawValue, forKey: .norm) }
+            if logits != .all { try c.encode(logits.rawValue, forKey: .logits) }
+            if logitReduction != .sum { try c.encode(logitReduction.rawValue, forKey: .logitReduction) }
         }
 
         public func makePlugin() -> any StrategyPlugin { MemoryAwareSynapses(options: self) }

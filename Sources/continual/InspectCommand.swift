@@ -87,6 +87,7 @@ struct InspectCommand: ParsableCommand {
                     print(String(format: "ACC %.2f%%  BWT %+.2f  FWT %+.2f  forgetting %.2f  (points)",
                                  (m["acc"] ?? .nan) * 100, (m["bwt"] ?? .nan) * 100, (m["fwt"] ?? .nan) * 100,
                                  (m["forgetting"] ?? .nan) * 100))
+                    if !r.steps.isEmpty { print(Self.budgetLine(r)) }
                 }
             }
             print("")
@@ -96,14 +97,15 @@ struct InspectCommand: ParsableCommand {
             printError("note: \(pending) finished run(s) of an interrupted or running writer wait in \(SweepWriter.journalPath(for: file)); "
                 + "`--resume` or `continual repair` folds them into the file")
         }
-        print("name                 strategy         status      ACC%    BWT     FWT     forget  train s")
+        print("name                 strategy         status      ACC%    BWT     FWT     forget  steps/e")
         for r in contents.runs {
             let m = r.metrics
             print(r.name.padding(toLength: 20, withPad: " ", startingAt: 0) + " "
                 + r.strategy.padding(toLength: 16, withPad: " ", startingAt: 0) + " "
                 + r.status.padding(toLength: 10, withPad: " ", startingAt: 0) + " "
-                + String(format: "%6.2f  %+6.2f  %+6.2f  %6.2f  %7.3f", (m["acc"] ?? .nan) * 100, (m["bwt"] ?? .nan) * 100,
-                         (m["fwt"] ?? .nan) * 100, (m["forgetting"] ?? .nan) * 100, r.trainSeconds))
+                + String(format: "%6.2f  %+6.2f  %+6.2f  %6.2f  %7.0f", (m["acc"] ?? .nan) * 100, (m["bwt"] ?? .nan) * 100,
+                         (m["fwt"] ?? .nan) * 100, (m["forgetting"] ?? .nan) * 100,
+                         r.steps.isEmpty ? Double.nan : Double(r.steps.reduce(0, +)) / Double(r.steps.count)))
         }
         let federated = contents.runs.filter { $0.federation != nil && $0.status == "completed" }
         if !federated.isEmpty, a["kind"] != "sweep" { print("\n" + Self.federationTable(federated)) }
@@ -163,5 +165,11 @@ struct InspectCommand: ParsableCommand {
         if damaged > 0 {
             throw CLIFailure.badInput("\(file): \(damaged) damaged run group(s); `continual repair \(file) -o NEW.h5` copies the intact ones")
         }
+    }
+
+    /// "budget 375 steps/exp; steps per experience 375 375 …" (the compute each experience got).
+    static func budgetLine(_ r: ResultsReader.StoredRun) -> String {
+        let shown = r.steps.prefix(12).map(String.init).joined(separator: " ") + (r.steps.count > 12 ? " …" : "")
+        return (r.budget.isEmpty ? "" : "budget \(r.budget); ") + "steps per experience " + shown
     }
 }

@@ -46,6 +46,30 @@ def recompute(run: dict) -> dict:
     return out
 
 
+def _check_comparison(path, rid, row, run, label, tol) -> list[str]:
+    """Issue 24: min-ACC and WC-ACC recomputed from the stored continual-evaluation curve and R;
+    steps and training FLOPs per experience against /summary."""
+    out = []
+    with h5py.File(path, "r") as f:
+        g = f["runs"][rid]
+        if "continual_eval" in g and "accuracy" in g["continual_eval"] and run["accuracy"] is not None:
+            c = g["continual_eval"]
+            m = M.min_acc(c["training_experience"][()], c["accuracy"][()], run["accuracy"])
+            w = M.wc_acc(m, run["accuracy"])
+            for k, v in (("min_acc", m), ("wc_acc", w)):
+                if not M.close(float(c.attrs[k]), v, tol):
+                    out.append(f"{label}: continual_eval.attrs[{k}] = {c.attrs[k]!r} stored, {v!r} recomputed")
+                if k in row and not M.close(row[k], v, tol):
+                    out.append(f"{label}: /summary {k} = {row[k]!r}, recomputed {v!r}")
+        if "steps" in g and "steps_per_experience" in row:
+            mean = float(np.mean(g["steps"][()]))
+            if not M.close(row["steps_per_experience"], mean, tol):
+                out.append(f"{label}: /summary steps_per_experience = {row['steps_per_experience']!r}, runs/…/steps mean {mean!r}")
+        if "training_flops" in g and "training_flops" in row and int(row["training_flops"]) != int(g["training_flops"][()].sum()):
+            out.append(f"{label}: /summary training_flops differs from the sum of runs/…/training_flops")
+    return out
+
+
 def check_file(path, expect_runs=None, tol=TOLERANCE) -> tuple[list[str], list[str], int]:
     """(problems, notes, runs checked)."""
     problems, notes = [], []
@@ -108,6 +132,7 @@ def check_file(path, expect_runs=None, tol=TOLERANCE) -> tuple[list[str], list[s
         if "trainable_parameters" in row and run["costs"].get("trainable_parameters") is not None \
                 and row["trainable_parameters"] != run["costs"]["trainable_parameters"]:
             problems.append(f"{label}: trainable_parameters differs from costs")
+        problems += _check_comparison(path, rid, row, run, label, tol)
         checked += 1
     return problems, notes, checked
 

@@ -153,6 +153,18 @@ def cmd_datasets(a):
         return 2
 
 
+def cmd_cards(a):
+    from .cards import cards
+    for path in cards(a.file, a.output, a.mnist1d):
+        print(path)
+
+
+def cmd_equal_compute(a):
+    from .tables import equal_compute_table, render
+    print(render(equal_compute_table(a.file, a.equal), a.format,
+                 caption="accuracy at equal steps and at equal training FLOPs (mean ± std over seeds)"))
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="continualkit", description="Analysis of ContinualKit results files (HDF5).",
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -221,6 +233,18 @@ def main(argv=None):
                                     "package's (checked by sha256)")
     s.add_argument("--stats", help="also write the file's expected statistics as JSON (tests)")
     s.set_defaults(fn=cmd_datasets)
+
+    s = sub.add_parser("cards", help="reproduction cards (docs/reproductions/) from hsu_table (+ MNIST-1D) results")
+    s.add_argument("file", help="results of Experiments/hsu_table.json")
+    s.add_argument("--mnist1d", help="results of Experiments/mnist1d.json")
+    s.add_argument("-o", "--output", required=True, help="directory (docs/reproductions)")
+    s.set_defaults(fn=cmd_cards)
+
+    s = sub.add_parser("equal-compute", help="accuracy at equal compute beside equal steps (Prabhu et al. 2023)")
+    s.add_argument("file", help="results with the step budget")
+    s.add_argument("equal", help="results of the same variants with training.flops_per_experience")
+    s.add_argument("--format", default="markdown", choices=["markdown", "csv", "latex"])
+    s.set_defaults(fn=cmd_equal_compute)
 
     a = p.parse_args(argv)
     if a.command != "datasets" and not os.path.exists(getattr(a, "file", None) or getattr(a, "a", "")):

@@ -406,6 +406,69 @@ def prequential_curves(path, df=None, which="window_accuracy"):
     return fig
 
 
+def continual_eval_curves(path, df=None):
+    """{configuration: [(step, training_experience, accuracy [P, T]) per run]} of the runs with a
+    `continual_eval/` group (`metrics.continual_eval_every`, issue 24); {} when there are none."""
+    import h5py
+    df = _summary(path, df)
+    ok = df[df["status"] == "completed"]
+    out = {}
+    with h5py.File(path, "r") as f:
+        for rid, conf in zip(ok["run_id"], ok["configuration"]):
+            g = f["runs"][rid]
+            if "continual_eval" not in g or "accuracy" not in g["continual_eval"]:
+                continue
+            c = g["continual_eval"]
+            out.setdefault(conf, []).append((np.asarray(c["step"][()]), np.asarray(c["training_experience"][()]),
+                                             np.asarray(c["accuracy"][()], dtype=float)))
+    return out
+
+
+def stability_gap(path, configurations=None, df=None, experience=0, max_lines=6):
+    """The stability gap (De Lange et al. 2023): accuracy on experience `experience`'s test set
+    (left) and the mean accuracy over the experiences seen so far (right) every k optimizer
+    steps, mean over seeds per configuration, experience boundaries dotted; the legend gives each
+    configuration's min-ACC (mean over seeds). Needs runs with `metrics.continual_eval_every`."""
+    df = _summary(path, df)
+    curves = continual_eval_curves(path, df)
+    if not curves:
+        raise ValueError(f"{path} has no continual-evaluation curves (metrics.continual_eval_every)")
+    confs = [c for c in (configurations or curves) if c in curves][:max_lines]
+    ok = df[df["status"] == "completed"].set_index("configuration")
+    fig, axes = plt.subplots(1, 2, figsize=(7.5, 3.0), sharey=True)
+    boundaries = None
+    for k, conf in enumerate(confs):
+        runs = [r for r in curves[conf] if len(r[0]) == len(curves[conf][0][0])]
+        step = runs[0][0]
+        first = np.stack([r[2][:, experience] for r in runs]) * 100
+        seen = np.stack([np.nanmean(r[2], axis=1) for r in runs]) * 100
+        st = style(k)
+        label = conf
+        if "min_acc" in ok.columns and conf in ok.index:
+            m = np.nanmean(np.atleast_1d(ok.loc[conf, "min_acc"])) * 100
+            if np.isfinite(m):
+                label = f"{conf} (min-ACC {m:.1f}%)"
+        for ax, Y in ((axes[0], first), (axes[1], seen)):
+            ax.plot(step, np.nanmean(Y, axis=0), color=st["color"], linestyle=st["linestyle"], lw=1.1,
+                    label=f"{label}, n={len(runs)}" if ax is axes[1] else None)
+        if boundaries is None:
+            e = runs[0][1]
+            boundaries = [step[i] for i in range(1, len(e)) if e[i] != e[i - 1]]
+    for ax in axes:
+        for b in boundaries or []:
+            ax.axvline(b, color="grey", lw=0.6, ls=":")
+        ax.set_xlabel("optimizer steps (all experiences)")
+        ax.set_ylim(0, 100)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel(f"accuracy on experience {experience} (%)")
+    axes[1].set_ylabel("mean accuracy over seen experiences (%)")
+    axes[1].yaxis.set_tick_params(labelleft=True)
+    fig.legend(frameon=False, loc="lower center", ncol=2, fontsize=6.5, bbox_to_anchor=(0.5, -0.02))
+    fig.suptitle(f"{_experiment(df)}: stability gap (continual evaluation, mean over seeds)", fontsize=9)
+    fig.tight_layout(rect=(0, 0.05 + 0.04 * math.ceil(len(confs) / 2), 1, 1))
+    return fig
+
+
 def population_fan(path, run_id=None, df=None, levels=((0.05, 0.95), (0.25, 0.75))):
     """Fan chart over the users of a population run: median and quantile bands (5–95 %, 25–75 %)
     of (left) the mean accuracy over the experiences seen so far after each experience (from the
@@ -870,6 +933,7 @@ def draw_all(path, out_dir, formats=("pdf", "svg", "png"), df=None, verbose=Fals
                 pop_ids.add(rid)
         has_matrix = any("accuracy_matrix" in f["runs"][rid] for rid in ok["run_id"])
         has_preq = any("prequential" in f["runs"][rid] for rid in ok["run_id"])
+        has_ce = any("continual_eval" in f["runs"][rid] for rid in ok["run_id"])
     conf_pages = pages(with_matrix)
     if has_matrix and with_matrix:
         for k, page in enumerate(conf_pages):
@@ -879,6 +943,8 @@ def draw_all(path, out_dir, formats=("pdf", "svg", "png"), df=None, verbose=Fals
     emit("metrics", lambda: metrics_vs_swept(path, df=df))
     if has_preq:
         emit("prequential", lambda: prequential_curves(path, df=df))
+    if has_ce:
+        emit("stability_gap", lambda: stability_gap(path, df=df))
     for rid in sorted(pop_ids, key=lambda r: list(ok["run_id"]).index(r))[:4]:
         name = "population" if len(pop_ids) == 1 else f"population_{ok.set_index('run_id').loc[rid, 'configuration']}"
         emit(name, lambda rid=rid: population_fan(path, rid, df=df))

@@ -109,6 +109,32 @@ def seen_accuracy_curve(R) -> np.ndarray:
     return np.array([R[i, : i + 1].mean() for i in range(R.shape[0])])
 
 
+def min_acc(training_experience, accuracy, R) -> float:
+    """min-ACC (De Lange et al. 2023, eq. 2), as `ContinualEvaluationCurve.minAccuracy`: for every
+    experience j < T−1, the lowest accuracy on j at any continual-evaluation point taken while a
+    later experience trained (`training_experience` > j; `accuracy` [P, T]) or in a later row of
+    R; averaged over j. NaN for T < 2."""
+    R = _R(R)
+    T = R.shape[0]
+    if T < 2:
+        return math.nan
+    e = np.asarray(training_experience, dtype=int)
+    A = np.asarray(accuracy, dtype=float).reshape(len(e), -1) if len(e) else np.zeros((0, T))
+    total = 0.0
+    for j in range(T - 1):
+        vals = [R[l, j] for l in range(j + 1, T) if not math.isnan(R[l, j])]
+        vals += [v for v in A[e > j, j] if not math.isnan(v)]
+        total += min(vals)
+    return total / (T - 1)
+
+
+def wc_acc(min_accuracy, R) -> float:
+    """WC-ACC (De Lange et al. 2023, eq. 3): (1/T) R[T−1][T−1] + (1 − 1/T) min-ACC."""
+    R = _R(R)
+    T = R.shape[0]
+    return float(R[-1, -1]) if T == 1 else float(R[-1, -1] / T + (1 - 1 / T) * min_accuracy)
+
+
 def close(a, b, tol=1e-9) -> bool:
     a, b = float(a), float(b)
     return (math.isnan(a) and math.isnan(b)) or abs(a - b) <= tol

@@ -204,14 +204,25 @@ public struct Trainer {
         // planned steps (epochs × batches, or the pass's step limit).
         let schedule = options.learningRateSchedule
         let batchesPerEpoch = (trainSet.count + options.batchSize - 1) / options.batchSize
-        let plannedSteps = min(pass.maxSteps ?? Int.max, pass.epochs.multipliedReportingOverflow(by: batchesPerEpoch).partialValue)
+        let (epochSteps, overflow) = pass.epochs.multipliedReportingOverflow(by: batchesPerEpoch)
+        let plannedSteps = min(pass.maxSteps ?? Int.max, overflow ? Int.max : epochSteps)
         let baseRate = Double(optimizer.spec.learningRate)
-        epochs: for epoch in 0..<pass.epochs {
+        // A steps budget asks for as many epochs as it takes (`Int.max`); an empty training set
+        // then gets the one empty epoch an epochs budget of 1 would give it.
+        let bounded = pass.maxSteps != nil || pass.maxFLOPs != nil
+        let epochCount = bounded && trainSet.count == 0 ? min(pass.epochs, 1) : pass.epochs
+        // A FLOPs budget: each step costs its rows' forward + backward, the optimizer's update and
+        // the plugins' per-step FLOPs (the cost model's terms).
+        var flopsUsed = 0.0
+        let rowFLOPs = Double(model.flopsPerTrainingSample)
+        let stepOverhead = Double(optimizer.flopsPerParameter * model.trainableCount + stepFLOPs)
+        epochs: for epoch in 0..<epochCount {
             if pass.shuffle { shuffleRNG.shuffle(&order) }
             var lossSum = 0.0, penaltySum = 0.0, rows = 0, batches = 0
             var position = 0
             while position < order.count {
                 if let limit = pass.maxSteps, steps >= limit { break }
+                if let limit = pass.maxFLOPs, flopsUsed >= limit { break }
                 let stop = min(position + options.batchSize, order.count)
                 if !observers.isEmpty {
                     withPredictor(work.network, active: work.active) { predictor, observers in
@@ -234,6 +245,7 @@ public struct Trainer {
                 }
                 lossSum += loss
                 penaltySum += penalty
+                flopsUsed += Double(batch.count) * rowFLOPs + stepOverhead
                 rows += batch.count
                 batches += 1
                 steps += 1
@@ -250,6 +262,7 @@ public struct Trainer {
             record.epochPenalties.append(batches > 0 ? penaltySum / Double(batches) : 0)
             if monitor?.shouldStop(after: epochLoss) == true { break epochs }
             if let limit = pass.maxSteps, steps >= limit { break epochs }
+            if let limit = pass.maxFLOPs, flopsUsed >= limit { break epochs }
         }
         record.samplesProcessed = processed
         record.steps = steps

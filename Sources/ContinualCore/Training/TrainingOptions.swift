@@ -1,6 +1,24 @@
 /// How the Trainer walks through an experience.
 public struct TrainingOptions: Sendable, Equatable, Hashable {
     public var epochs: Int
+    /// A budget of optimizer steps per experience instead of `epochs` (nil = use `epochs`).
+    ///
+    /// One step is one optimizer update on one batch of `batchSize` rows of the experience's
+    /// (adjusted) training set, however the batch is then assembled: replayed rows appended by a
+    /// plugin do not make extra steps, and joint training draws its batches from the union of the
+    /// data seen so far. The sampler passes over the training set in epochs — each a fresh
+    /// permutation from the run's "shuffle" stream (or the data order with `shuffle: false`),
+    /// the last batch of an epoch possibly short — and stops mid-epoch when the budget is spent,
+    /// so every experience gets exactly this many steps whatever its size.
+    public var stepsPerExperience: Int?
+    /// A budget of training FLOPs per experience instead of `epochs` (equal-compute comparisons,
+    /// Prabhu et al. 2023; nil = not used): steps are taken while the experience's FLOPs so far
+    /// are below it (so the last step may cross it). A step costs its rows' forward and backward
+    /// (replayed rows included), the optimizer's update and the plugins' per-step FLOPs, as the
+    /// cost model counts them (`CostModel`, `PluginResources.extraFLOPsPerStep`); per-experience
+    /// passes (EWC's Fisher, MAS's importance, iCaRL's herding) happen after the budget and are
+    /// reported in `training_flops`, not charged against it.
+    public var flopsPerExperience: Double?
     public var batchSize: Int
     /// Reshuffle the training set every epoch (from the run's "shuffle" stream).
     public var shuffle: Bool
@@ -23,7 +41,7 @@ public struct TrainingOptions: Sendable, Equatable, Hashable {
     /// How the learning rate changes within each experience (default: constant).
     public var learningRateSchedule: LearningRateSchedule
 
-    public init(epochs: Int = 1, batchSize: Int = 32, shuffle: Bool = true,
+    public init(epochs: Int = 1, stepsPerExperience: Int? = nil, flopsPerExperience: Double? = nil, batchSize: Int = 32, shuffle: Bool = true,
                 resetOptimizerPerExperience: Bool = true, evaluationBatchSize: Int = 512,
                 divergenceLoss: Double? = 1e4, earlyStopping: EarlyStopping? = nil,
                 activeOutputs: ActiveOutputs = .all, learningRateSchedule: LearningRateSchedule = LearningRateSchedule()) {
@@ -31,6 +49,8 @@ public struct TrainingOptions: Sendable, Equatable, Hashable {
         self.earlyStopping = earlyStopping
         self.activeOutputs = activeOutputs
         self.epochs = epochs
+        self.stepsPerExperience = stepsPerExperience
+        self.flopsPerExperience = flopsPerExperience
         self.batchSize = batchSize
         self.shuffle = shuffle
         self.resetOptimizerPerExperience = resetOptimizerPerExperience

@@ -18,6 +18,9 @@ public struct TrainingOutcome: Sendable, Equatable {
     public var finalScores: [[Float]?] = []
     /// The test labels those predictions are scored against.
     public var finalLabels: [[Int32]] = []
+    /// Accuracy on every seen experience every k steps, when a `ContinualEvaluationProbe` watched
+    /// the loop (`metrics.continual_eval_every`); nil otherwise.
+    public var continualEvaluation: ContinualEvaluationCurve? = nil
 
     public init(progress: TrainingProgress, testSizes: [Int], finalModel: MLP,
                 pluginReports: [(name: String, report: PluginReport)] = [], pluginResources: [PluginResources] = []) {

@@ -33,21 +33,41 @@ public struct TrainingPass: Sendable, Equatable {
     public var earlyStopping: EarlyStopping?
     /// Stops the experience after this many optimizer steps (nil = no limit).
     public var maxSteps: Int?
+    /// Takes steps only while the experience's training FLOPs are below this (nil = no limit;
+    /// see `TrainingOptions.flopsPerExperience`).
+    public var maxFLOPs: Double?
 
-    public init(epochs: Int, shuffle: Bool, earlyStopping: EarlyStopping? = nil, maxSteps: Int? = nil) {
+    public init(epochs: Int, shuffle: Bool, earlyStopping: EarlyStopping? = nil, maxSteps: Int? = nil,
+                maxFLOPs: Double? = nil) {
         self.epochs = epochs
         self.shuffle = shuffle
         self.earlyStopping = earlyStopping
         self.maxSteps = maxSteps
+        self.maxFLOPs = maxFLOPs
     }
 }
 
 /// Batch training: `options.epochs` passes per experience, shuffled if `options.shuffle`, with
-/// the configured early stopping.
+/// the configured early stopping — or, with `options.stepsPerExperience`, exactly that many
+/// steps (as many epochs as it takes, the last one cut when the budget is spent).
 public struct EpochSource: WorkSource {
     public init() {}
     public func pass(experience index: Int, options: TrainingOptions) -> TrainingPass {
-        TrainingPass(epochs: options.epochs, shuffle: options.shuffle, earlyStopping: options.earlyStopping)
+        TrainingPass(budget: options)
+    }
+}
+
+extension TrainingPass {
+    /// The pass `options` ask for: `epochs` passes, or `stepsPerExperience` steps over as many
+    /// passes as that takes.
+    public init(budget options: TrainingOptions) {
+        if let steps = options.stepsPerExperience {
+            self.init(epochs: Int.max, shuffle: options.shuffle, maxSteps: steps)
+        } else if let flops = options.flopsPerExperience {
+            self.init(epochs: Int.max, shuffle: options.shuffle, maxFLOPs: flops)
+        } else {
+            self.init(epochs: options.epochs, shuffle: options.shuffle, earlyStopping: options.earlyStopping)
+        }
     }
 }
 
@@ -68,7 +88,7 @@ public struct SessionSource: WorkSource {
     public init(sessions: [Experience]) { self.sessions = sessions }
     public func experiences(of stream: ExperienceStream) -> [Experience] { sessions }
     public func pass(experience index: Int, options: TrainingOptions) -> TrainingPass {
-        TrainingPass(epochs: options.epochs, shuffle: options.shuffle, earlyStopping: options.earlyStopping)
+        TrainingPass(budget: options)
     }
 }
 

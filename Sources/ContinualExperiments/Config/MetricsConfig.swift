@@ -14,6 +14,10 @@ public struct MetricsConfig: Codable, Sendable, Equatable {
     public var primary: Measure = .accuracy
     /// Write the last evaluation's predictions (and binary scores) per test set.
     public var storePredictions = false
+    /// `"continual_eval_every": k`: evaluate every seen experience every k optimizer steps
+    /// (continual evaluation, De Lange et al. 2023; `ContinualEvaluationProbe`) and store the
+    /// curves, min-ACC and WC-ACC; nil (absent) = off. Batch runs only.
+    public var continualEvalEvery: Int? = nil
 
     public init(primary: Measure = .accuracy, storePredictions: Bool = false) {
         self.primary = primary
@@ -21,19 +25,25 @@ public struct MetricsConfig: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case primary, storePredictions = "store_predictions"
+        case primary, storePredictions = "store_predictions", continualEvalEvery = "continual_eval_every"
     }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.strictContainer(keyedBy: CodingKeys.self)
         primary = try c.decodeChoice(.primary, default: .accuracy)
         storePredictions = try c.decode(.storePredictions, default: false)
+        if c.contains(.continualEvalEvery) {
+            let k: Int = try c.decode(.continualEvalEvery, default: 1)
+            try c.require(k >= 1 && k <= 100_000_000, .continualEvalEvery, "must be in 1...100000000 (steps), got \(k)")
+            continualEvalEvery = k
+        }
     }
 
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(primary, forKey: .primary)
         try c.encode(storePredictions, forKey: .storePredictions)
+        try c.encodeIfPresent(continualEvalEvery, forKey: .continualEvalEvery)
     }
 
     public var isDefault: Bool { self == MetricsConfig() }

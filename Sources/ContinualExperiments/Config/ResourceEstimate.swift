@@ -227,9 +227,11 @@ extension RunEstimate {
         }
         // Work: training rows (with replayed rows per batch), evaluations after every experience.
         let batches = (size.train / Double(config.training.batchSize)).rounded(.up)
-        let epochs = Double(config.training.mode == .prequential ? 1 : config.training.epochs)
+        let epochs = config.training.mode == .prequential ? 1
+            : config.training.epochsEquivalent(trainPerExperience: size.train / T)
         let trainRows = epochs * (size.train + batches * replayRows)
-        work.append((trainRows, config.training.epochs > 1 ? ".training.epochs" : size.key))
+        let budgetKey = config.training.stepsPerExperience != nil ? ".training.steps_per_experience" : ".training.epochs"
+        work.append((trainRows, epochs > 1 ? budgetKey : size.key))
         work.append(((T + 2) * size.test, size.key))
         work.append((size.generated, size.key))
         if let schedule = config.schedule {

@@ -75,6 +75,15 @@ public struct RunConfig: Codable, Sendable, Equatable {
         try c.require(schedule == nil || !model.multiHead, .schedule, "a schedule needs a single-head model (sessions have no task id)")
         try c.require(schedule == nil || (training.mode == .batch && population == nil), .schedule,
                       "a schedule cannot be combined with training.mode \"prequential\" or a population (it is prequential by itself)")
+        // Issue 24: continual evaluation observes the batch loop; a federation's clients have their own budget.
+        if metrics.continualEvalEvery != nil && (training.mode != .batch || schedule != nil || population != nil || federation != nil) {
+            throw DecodingError.dataCorrupted(.init(codingPath: c.codingPath + ["metrics", "continual_eval_every"].map(AnyCodingKey.init),
+                debugDescription: "applies to batch runs (training.mode \"batch\") without a schedule, population or federation"))
+        }
+        if training.stepsPerExperience != nil && federation != nil {
+            throw DecodingError.dataCorrupted(.init(codingPath: c.codingPath + ["training", "steps_per_experience"].map(AnyCodingKey.init),
+                debugDescription: "a federation's clients train \"federation.local_epochs\" / \"local_steps\" per round; remove it"))
+        }
         if let problem = consistencyProblem() {
             throw DecodingError.dataCorrupted(.init(codingPath: c.codingPath + problem.path.map(AnyCodingKey.init),
                                                     debugDescription: problem.message))

@@ -3,6 +3,16 @@ import ContinualCore
 /// `"training"`: epochs per experience, batch size and related switches.
 public struct TrainingConfig: Codable, Sendable, Equatable {
     public var epochs = 1
+    /// `"steps_per_experience"`: the budget in optimizer iterations per experience (van de Ven
+    /// et al. 2022 give 2,000 per context; Hsu et al.'s 4 epochs of MNIST at batch 128 are ≈ 375)
+    /// instead of `epochs`; exclusive with it. One step is one optimizer update on one batch,
+    /// however the batch is assembled (replayed rows added to it, joint's union of the data):
+    /// see `TrainingPass.maxSteps`. Written to the resolved config only when set.
+    public var stepsPerExperience: Int? = nil
+    /// `"flops_per_experience"`: the budget in training FLOPs per experience (equal-compute
+    /// comparisons, Prabhu et al. 2023; see `TrainingOptions.flopsPerExperience`); exclusive with
+    /// `epochs` and `steps_per_experience`. Written to the resolved config only when set.
+    public var flopsPerExperience: Double? = nil
     public var batchSize = 32
     public var shuffle = true
     public var resetOptimizer = true
@@ -33,7 +43,7 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
     public init() {}
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case epochs, batchSize = "batch_size", shuffle, resetOptimizer = "reset_optimizer"
+        case epochs, stepsPerExperience = "steps_per_experience", flopsPerExperience = "flops_per_experience", batchSize = "batch_size", shuffle, resetOptimizer = "reset_optimizer"
         case evalBatchSize = "eval_batch_size", divergenceLoss = "divergence_loss"
         case earlyStopping = "early_stopping"
         case mode, window, recordEvery = "record_every"
@@ -54,6 +64,20 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.strictContainer(keyedBy: CodingKeys.self)
         epochs = try c.decode(.epochs, default: 1)
+        if c.contains(.stepsPerExperience) {
+            let steps: Int = try c.decode(.stepsPerExperience, default: 1)
+            try c.require(!c.contains(.epochs), .stepsPerExperience,
+                          "give either \"epochs\" or \"steps_per_experience\" (the training budget per experience), not both")
+            try c.require(steps >= 1 && steps <= 100_000_000, .stepsPerExperience, "must be in 1...100000000, got \(steps)")
+            stepsPerExperience = steps
+        }
+        if c.contains(.flopsPerExperience) {
+            let flops: Double = try c.decode(.flopsPerExperience, default: 1)
+            try c.require(!c.contains(.epochs) && !c.contains(.stepsPerExperience), .flopsPerExperience,
+                          "give one training budget per experience: \"epochs\", \"steps_per_experience\" or \"flops_per_experience\"")
+            try c.require(flops >= 1 && flops <= 1e18, .flopsPerExperience, "must be a number in 1...1e18 (FLOPs), got \(flops)")
+            flopsPerExperience = flops
+        }
         batchSize = try c.decode(.batchSize, default: 32)
         shuffle = try c.decode(.shuffle, default: true)
         resetOptimizer = try c.decode(.resetOptimizer, default: true)
@@ -108,6 +132,12 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
         try c.require(recordEvery >= 1, .recordEvery, "must be ≥ 1, got \(recordEvery)")
         try c.require(mode == .prequential || (!c.contains(.window) && !c.contains(.recordEvery)), .window,
                       "window and record_every apply only to \"mode\": \"prequential\"")
+        try c.require(stepsPerExperience == nil || mode == .batch, .stepsPerExperience,
+                      "applies only to \"mode\": \"batch\" (a prequential run passes over its stream once)")
+        try c.require(flopsPerExperience == nil || (mode == .batch && earlyStopping == nil), .flopsPerExperience,
+                      "applies only to \"mode\": \"batch\" without \"early_stopping\"")
+        try c.require(stepsPerExperience == nil || earlyStopping == nil, .stepsPerExperience,
+                      "a steps budget is fixed; \"early_stopping\" ends an epochs budget early — use one or the other")
         try c.require(epochs >= 1 && epochs <= 100_000, .epochs, "must be in 1...100000, got \(epochs)")
         try c.require(batchSize >= 1 && batchSize <= 1_000_000, .batchSize, "must be in 1...1000000, got \(batchSize)")
         try c.require(evalBatchSize >= 1, .evalBatchSize, "must be ≥ 1, got \(evalBatchSize)")
@@ -117,7 +147,13 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
     /// canonical JSON (and run ids) they had before the mode existed.
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(epochs, forKey: .epochs)
+        if let stepsPerExperience {
+            try c.encode(stepsPerExperience, forKey: .stepsPerExperience)
+        } else if let flopsPerExperience {
+            try c.encode(flopsPerExperience, forKey: .flopsPerExperience)
+        } else {
+            try c.encode(epochs, forKey: .epochs)
+        }
         try c.encode(batchSize, forKey: .batchSize)
         try c.encode(shuffle, forKey: .shuffle)
         try c.encode(resetOptimizer, forKey: .resetOptimizer)
@@ -150,8 +186,18 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
         }
     }
 
+    /// Passes over the training data the budget amounts to, for estimates made before training:
+    /// `epochs`, or `steps_per_experience × batch_size` rows over `trainPerExperience` rows.
+    public func epochsEquivalent(trainPerExperience: Double) -> Double {
+        // A FLOPs budget's steps depend on the model and strategy: estimated as one epoch.
+        if flopsPerExperience != nil { return 1 }
+        guard let steps = stepsPerExperience else { return Double(epochs) }
+        return Double(steps) * Double(batchSize) / max(trainPerExperience, 1)
+    }
+
     public var options: TrainingOptions {
-        TrainingOptions(epochs: epochs, batchSize: batchSize, shuffle: shuffle,
+        TrainingOptions(epochs: epochs, stepsPerExperience: stepsPerExperience, flopsPerExperience: flopsPerExperience,
+                        batchSize: batchSize, shuffle: shuffle,
                         resetOptimizerPerExperience: resetOptimizer, evaluationBatchSize: evalBatchSize,
                         divergenceLoss: divergenceLoss, earlyStopping: earlyStopping, activeOutputs: activeOutputs,
                         learningRateSchedule: learningRateSchedule ?? LearningRateSchedule())

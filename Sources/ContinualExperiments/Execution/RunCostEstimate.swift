@@ -79,7 +79,7 @@ public struct RunCostEstimate: Sendable {
         // Strategy work the loop's passes do not show, in epochs of training passes: a prior that
         // the learned family rate then corrects (it cannot learn work that does not scale with
         // epochs, and a family often first appears late in a sweep).
-        let epochs = Double(max(1, c.training.epochs))
+        let epochs = max(1, c.training.epochsEquivalent(trainPerExperience: Double(s.train.reduce(0, +)) / Double(max(s.train.count, 1))))
         let extra = c.strategy.reduce(0.0) { sum, s in
             let (perExperience, perEpoch) = Self.strategyPasses[s.typeName] ?? (0, 0)
             return sum + perExperience + perEpoch * epochs

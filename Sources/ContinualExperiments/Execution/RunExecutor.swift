@@ -187,20 +187,24 @@ public enum RunExecutor {
         let spec = try config.model.spec(inputs: stream.dimension, head: stream.head, experiences: stream.experiences.count)
         let plugins = config.strategy.map { $0.options.makePlugin() }
         let prequential = config.training.mode == .prequential
-        let observers: [any LoopObserver] = prequential
+        var observers: [any LoopObserver] = prequential
             ? [PrequentialProbe(window: config.training.window, recordEvery: config.training.recordEvery,
                                 dimension: stream.dimension)]
             : []
+        if let every = config.metrics.continualEvalEvery {
+            observers.append(ContinualEvaluationProbe(every: every, tests: stream.experiences.map(\.test)))
+        }
         var trainer = Trainer(spec: spec, optimizer: config.optimizer.spec, options: config.training.options,
                               plugins: plugins, observers: observers, seed: seed)
         if resume == nil { try warmStart(&trainer.model, config, spec: spec) }
-        let outcome: TrainingOutcome
+        var outcome: TrainingOutcome
         if prequential {
             outcome = try trainer.run(stream, source: StreamSource(), resumingFrom: resume, stopAfter: stopAfter)
         } else {
             outcome = try trainer.run(stream, source: EpochSource(), resumingFrom: resume, stopAfter: stopAfter)
         }
         let curve = (trainer.observers.first as? PrequentialProbe)?.curve
+        outcome.continualEvaluation = trainer.observers.lazy.compactMap { ($0 as? ContinualEvaluationProbe)?.curve }.first
         return (outcome, CostModel(model: outcome.finalModel, optimizer: trainer.optimizer), curve, trainer.checkpoint)
     }
 }

@@ -22,6 +22,10 @@ public enum ResultsReader {
         /// Federated runs: the federation group's aggregation rule and global ACC
         /// (`FederationOutcome.globalACC`; NaN unless share = all); nil for other runs.
         public var federation: (share: String, aggregation: String, globalACC: Double)? = nil
+        /// Optimizer steps per experience and the configured budget ("4 epochs/exp",
+        /// "375 steps/exp"; empty in files written before budgets were recorded).
+        public var steps: [Int64] = []
+        public var budget: String = ""
     }
 
     public struct Contents: Sendable {
@@ -90,6 +94,11 @@ public enum ResultsReader {
                         let share = try f.attributes.string("share") ?? ""
                         run.federation = (share, try f.attributes.string("aggregation") ?? "",
                                           share == "all" ? (global ?? .nan) : .nan)
+                    }
+                    if g.exists("steps") { run.steps = try g.openDataset("steps").read() }
+                    if let kind = try? a.string("training_budget"), let value = try? a.scalar("training_budget_value", as: Int64.self) {
+                        run.budget = kind == "epochs" ? "\(value) epoch\(value == 1 ? "" : "s")/exp"
+                            : kind == "flops_per_experience" ? String(format: "%.2g FLOPs/exp", Double(value)) : "\(value) steps/exp"
                     }
                     runs.append(run)
                   } catch {

@@ -16,7 +16,15 @@ public enum ResultsSchema {
         ("bwt_all_pairs", .double), ("fwt_init", .double),
         ("total_parameters", .int), ("trainable_parameters", .int), ("model_bytes", .int), ("buffer_bytes", .int),
         ("flops_per_prediction", .int), ("train_seconds", .double), ("eval_seconds", .double),
-    ] + deviceSummaryColumns + protocolSummaryColumns + measureSummaryColumns
+    ] + deviceSummaryColumns + protocolSummaryColumns + measureSummaryColumns + comparisonSummaryColumns
+
+    /// Comparison columns (issue 24): the mean optimizer steps per experience and the run's total
+    /// training FLOPs (`TrainingBudget`), so no table compares runs of different compute unawares;
+    /// min-ACC and WC-ACC of continual evaluation (`ContinualEvaluationCurve`; NaN when
+    /// `metrics.continual_eval_every` is not set).
+    public static let comparisonSummaryColumns: [(name: String, kind: SummaryKind)] = [
+        ("steps_per_experience", .double), ("training_flops", .int), ("min_acc", .double), ("wc_acc", .double),
+    ]
 
     /// ACC (mean of the final row) of each measure beyond accuracy (see `MetricsConfig`).
     public static let measureSummaryColumns: [(name: String, kind: SummaryKind)] = [

@@ -128,6 +128,13 @@ public enum ResultsWriter {
         try counts(o.steps, "steps", "optimizer steps per experience")
         try counts(o.lossCurve.map(\.count), "epochs_run", "epochs actually run per experience (fewer than training.epochs when early stopping ended it)")
         try counts(o.trainableParameters, "trainable_parameters", "trainable parameters while training each experience")
+        // The training budget (issue 24): configured kind and value, and the FLOPs each experience used.
+        let budget = TrainingBudget(config: r.run.config.training, outcome: o, costs: c)
+        try a.set("training_budget", budget.kind)
+        try a.set("training_budget_value", Int64(budget.value))
+        if let curve = o.continualEvaluation { try writeContinualEvaluation(curve, matrix: o.accuracy, into: g) }
+        try counts(budget.trainingFLOPs, "training_flops",
+                   "training FLOPs per experience: samples_processed x flops_per_training_sample + steps x optimizer FLOPs per trainable parameter x trainable_parameters + the plugins' extra FLOPs (evaluation not counted)")
 
         let epochs = o.lossCurve.map(\.count).max() ?? 0
         let loss = try g.write(o.lossCurve.flatMap { $0 + [Double](repeating: .nan, count: epochs - $0.count) },
@@ -280,7 +287,38 @@ public enum ResultsWriter {
             .int(Int64(c?.modelBytes ?? 0)), .int(bufferBytes(r)), .int(Int64(c?.flopsPerPrediction ?? 0)),
             .double(o?.trainSeconds ?? nan), .double(o?.evalSeconds ?? nan),
         ] + deviceSummary(r) + [.int(r.run.config.usesTaskLabels ? 1 : 0), .string(r.run.config.training.activeOutputs.rawValue)]
-            + measureSummary(o)
+            + measureSummary(o) + budgetSummary(r)
+    }
+
+    /// Comparison columns (`ResultsSchema.comparisonSummaryColumns`): mean steps per experience,
+    /// total training FLOPs, min-ACC and WC-ACC (NaN / 0 where the run has none).
+    static func budgetSummary(_ r: RunResult) -> [HDF5Value] {
+        guard let o = r.outcome, let c = r.costs, !o.steps.isEmpty else { return [.double(.nan), .int(0), .double(.nan), .double(.nan)] }
+        let budget = TrainingBudget(config: r.run.config.training, outcome: o, costs: c)
+        let curve = o.continualEvaluation
+        return [.double(Double(o.steps.reduce(0, +)) / Double(o.steps.count)), .int(Int64(budget.trainingFLOPs.reduce(0, +))),
+                .double(curve?.minAccuracy(matrix: o.accuracy) ?? .nan), .double(curve?.worstCaseAccuracy(matrix: o.accuracy) ?? .nan)]
+    }
+
+    /// `continual_eval/`: the continual-evaluation curve (`ContinualEvaluationCurve`) with its
+    /// min-ACC and WC-ACC.
+    static func writeContinualEvaluation(_ curve: ContinualEvaluationCurve, matrix: [[Double]], into g: HDF5Group) throws {
+        let group = try g.createGroup("continual_eval")
+        let P = curve.step.count, T = matrix.count
+        try group.attributes.set("every", Int64(curve.every))
+        try group.attributes.set("min_acc", curve.minAccuracy(matrix: matrix))
+        try group.attributes.set("wc_acc", curve.worstCaseAccuracy(matrix: matrix))
+        try group.attributes.set("meaning", "accuracy on every seen experience every `every` optimizer steps (De Lange et al. 2023); min_acc: mean over experiences j < T-1 of the lowest accuracy on j after j's training (curve points and accuracy_matrix rows); wc_acc = R[T-1][T-1]/T + (1 - 1/T) min_acc")
+        guard P > 0 else { return }
+        let step = try group.write(curve.step.map(Int64.init), shape: [P], name: "step")
+        try step.attributes.set("meaning", "optimizer steps of the run done before this evaluation")
+        try step.attributes.set("units", "count")
+        let training = try group.write(curve.trainingExperience.map(Int64.init), shape: [P], name: "training_experience")
+        try training.attributes.set("meaning", "index of the experience being trained at this evaluation")
+        try training.attributes.set("units", "index")
+        let accuracy = try group.write(curve.accuracy.flatMap { $0 }, shape: [P, T], name: "accuracy")
+        try accuracy.attributes.set("meaning", "accuracy[p][j]: test accuracy on experience j at evaluation p (NaN: not seen yet)")
+        try accuracy.attributes.set("units", "fraction correct (0..1)")
     }
 
     /// Measure columns (`ResultsSchema.measureSummaryColumns`): each measure's ACC (mean of the last

@@ -24,8 +24,10 @@ public enum SweepReport {
     /// The metrics summarised per group: the accuracy family, then the measures beyond accuracy
     /// (`balanced_acc`, `macro_f1`, `auroc`, `auprc`: each the mean over experiences of the final
     /// row of the matrix of that name, NaN where the head or the `metrics` block does not give it).
+    /// `steps_per_experience` is the training budget actually used (mean optimizer steps per
+    /// experience), shown beside ACC so no comparison hides its compute.
     public static let metrics = ["acc", "bwt", "fwt", "forgetting", "learning_accuracy",
-                                 "balanced_acc", "macro_f1", "auroc", "auprc"]
+                                 "balanced_acc", "macro_f1", "auroc", "auprc", "steps_per_experience"]
 
     /// `/summary` of a results file and its grouping columns (variant + swept columns except seed).
     public static func read(path: String) throws -> (table: HDF5Table, groupBy: [String]) {
@@ -120,8 +122,12 @@ public enum SweepReport {
             return String(format: "[%.1f, %.1f]", s.ciLow * 100, s.ciHigh * 100)
         }
         func n(_ g: Group) -> String { g.completed == g.runs ? "\(g.runs)" : "\(g.completed)/\(g.runs)" }
+        func steps(_ g: Group) -> String {
+            guard let s = g.stats["steps_per_experience"], !s.mean.isNaN else { return "—" }
+            return String(format: "%.0f", s.mean)
+        }
         var out = table(groups, width: width, title: "configuration", n: n, columns: [
-            ("ACC %", { pm($0.stats["acc"]) }), ("ACC 95% CI", { ci($0.stats["acc"]) }),
+            ("ACC %", { pm($0.stats["acc"]) }), ("steps/exp", steps), ("ACC 95% CI", { ci($0.stats["acc"]) }),
             ("BWT", { pm($0.stats["bwt"]) }), ("forgetting", { pm($0.stats["forgetting"]) }),
         ])
         let extra: [(String, String)] = [("balanced_acc", "bal. acc %"), ("macro_f1", "macro-F1 %"),

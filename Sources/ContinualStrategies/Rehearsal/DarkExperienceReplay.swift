@@ -14,6 +14,14 @@ import ContinualCore
 /// the loop's task loss per row, is therefore the own rows' CE times own/batch rows.) The buffer
 /// is offered every own row of every step together with its logits at that step (reservoir,
 /// `capacity` samples). Uses the full softmax for β's CE.
+///
+/// Replay targets are the buffer's contents *before* this step's own rows are offered: the
+/// stored logits (and DER++'s labels) of every drawn slot are copied when the rows are drawn
+/// (`extendBatch`), so an own row that evicts a drawn slot in the same step cannot hand a
+/// replayed row a foreign target — on any route of a multi-head batch, whose routes the loop
+/// passes in separate `addBatchLoss` calls. This is Mammoth's order (targets read from the
+/// buffer, the buffer updated after the optimizer step). Only the order matters: the offers
+/// themselves are the same rows, logits and random draws as Mammoth's post-step update.
 public struct DarkExperienceReplay: BatchLossTerm {
     public var name: String { plusPlus ? DERPlusPlusOptions.typeName : DEROptions.typeName }
     public let plusPlus: Bool
@@ -27,6 +35,10 @@ public struct DarkExperienceReplay: BatchLossTerm {
     /// This step's appended rows: (batch row, buffer slot) for the MSE and the CE draws.
     private var mseRows: [(Int, Int)] = []
     private var ceRows: [(Int, Int)] = []
+    /// The drawn slots' stored logits (`mseRows.count × L`) and labels (`ceRows.count`), copied
+    /// at draw time: the targets of this step whatever the own rows do to the buffer.
+    private var mseTargets: [Float] = []
+    private var ceLabels: [Int32] = []
     private var flopsPerSample = 0
 
     public init(plusPlus: Bool, alpha: Double, beta: Double, capacity: Int, replayPerBatch: Int) {
@@ -45,16 +57,21 @@ public struct DarkExperienceReplay: BatchLossTerm {
     }
 
     public mutating func extendBatch(_ batch: inout Batch, context: ExperienceContext) {
-        mseRows = []
-        ceRows = []
+        mseRows.removeAll(keepingCapacity: true)
+        ceRows.removeAll(keepingCapacity: true)
+        mseTargets.removeAll(keepingCapacity: true)
+        ceLabels.removeAll(keepingCapacity: true)
         guard buffer.count > 0, replayPerBatch > 0 else { return }
+        let L = buffer.logitCount
         for slot in buffer.draw(replayPerBatch, rng: &batchRNG) {
-            mseRows.append((batch.count, slot))
+            mseRows.append((batch.count, mseRows.count))
+            mseTargets.append(contentsOf: buffer.logits[(slot * L)..<((slot + 1) * L)])
             batch.append(features: buffer.row(slot), label: Batch.noTaskLoss, route: buffer.routes[slot])
         }
         guard plusPlus else { return }
         for slot in buffer.draw(replayPerBatch, rng: &batchRNG) {
-            ceRows.append((batch.count, slot))
+            ceRows.append((batch.count, ceRows.count))
+            ceLabels.append(buffer.labels[slot])
             batch.append(features: buffer.row(slot), label: Batch.noTaskLoss, route: buffer.routes[slot])
         }
     }
@@ -63,7 +80,8 @@ public struct DarkExperienceReplay: BatchLossTerm {
         let L = input.logitCount
         let n = input.batch.count, own = input.batch.ownCount
         var value = 0.0
-        // The replayed rows were appended in order after the own rows: MSE rows, then CE rows.
+        // The replayed rows were appended in order after the own rows: MSE rows, then CE rows;
+        // each maps to its index in the targets copied at draw time.
         func slot(_ rows: [(Int, Int)], _ row: Int) -> Int? {
             guard let first = rows.first?.0, row >= first, row - first < rows.count else { return nil }
             return rows[row - first].1
@@ -77,16 +95,16 @@ public struct DarkExperienceReplay: BatchLossTerm {
                 // ... and the buffer is offered the row with its logits at this step.
                 buffer.offer(features: input.batch.row(row), label: input.batch.labels[row],
                              route: input.batch.routes[row], logits: z, rng: &bufferRNG)
-            } else if let slot = slot(mseRows, row), alpha > 0 {
+            } else if let target = slot(mseRows, row), alpha > 0 {
                 // α · mean over the draw and the logits of (z − z*)².
                 let w = alpha / Double(mseRows.count * L)
                 for c in 0..<L {
-                    let d = Double(z[c]) - Double(buffer.logits[slot * L + c])
+                    let d = Double(z[c]) - Double(mseTargets[target * L + c])
                     value += w * d * d
                     g[c] += Float(2 * w * d)
                 }
-            } else if let slot = slot(ceRows, row), beta > 0 {
-                let (ce, grad) = Self.crossEntropy(z, L: L, label: Int(buffer.labels[slot]))
+            } else if let target = slot(ceRows, row), beta > 0 {
+                let (ce, grad) = Self.crossEntropy(z, L: L, label: Int(ceLabels[target]))
                 let w = beta / Double(ceRows.count)
                 value += w * ce
                 for c in 0..<L { g[c] += Float(w * grad[c]) }
