@@ -15,7 +15,9 @@ mkdir -p "$out/modules"
 hdf5_cflags=$(pkg-config --cflags hdf5)
 hdf5_libs=$(pkg-config --libs hdf5)
 common=(-parse-as-library -Onone -sanitize=fuzzer,address -I "$out/modules"
-        -Xcc -fmodule-map-file=Sources/CHDF5/module.modulemap)
+        -Xcc -fmodule-map-file=Sources/CHDF5/module.modulemap
+        -Xcc -fmodule-map-file=Sources/CContinualKernels/include/module.modulemap
+        -Xcc -ISources/CContinualKernels/include)
 for f in $hdf5_cflags; do common+=(-Xcc "$f"); done
 
 build_module() {
@@ -38,7 +40,17 @@ build_module() {
     touch "$obj"   # swiftc keeps the old mtime when the object is unchanged
 }
 
+# The C kernels under ContinualCore (issue 25): one object, linked into every target.
+build_kernels() {
+    local obj="$out/modules/CContinualKernels.o"
+    if [[ -f "$obj" ]] && [[ -z $(find Sources/CContinualKernels -newer "$obj" | head -1) ]]; then return; fi
+    echo "== compiling CContinualKernels (address sanitizer, -O1)"
+    clang -c -O1 -fsanitize=address -ISources/CContinualKernels/include \
+        Sources/CContinualKernels/Kernels.c -o "$obj"
+}
+
 build_all() {
+    build_kernels
     local built=()
     for m in ContinualCore ContinualHDF5 ContinualMetrics ContinualScenarios ContinualStrategies ContinualFederated ContinualExport ContinualExperiments; do
         build_module "$m" "${built[@]}"

@@ -85,7 +85,7 @@ def pytorch(torch, inputs, width, batch, steps, repetitions=5):
     return best_cpu, best_wall
 
 
-def steps_for(width, batch, budget=0.15, rate=20e9):
+def steps_for(width, batch, budget, rate=20e9):
     """Steps so one repetition takes about `budget` seconds at `rate` FLOP/s (at least 20)."""
     return max(20, min(200_000, int(budget * rate / dense_flops([10, width, width, 1], batch))))
 
@@ -97,6 +97,7 @@ def main():
     ap.add_argument("--batches", default="32,128,512")
     ap.add_argument("--inputs", type=int, default=10)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--budget", type=float, default=0.15, help="seconds per timed repetition (about)")
     ap.add_argument("--json", default=None, help="also write every measurement here")
     args = ap.parse_args()
     import torch
@@ -112,10 +113,12 @@ def main():
         order = cells[:]
         rng.shuffle(order)
         for (w, b) in order:
-            steps = steps_for(w, b)
+            steps = steps_for(w, b, args.budget)
             cpu, wall, path, version = continualkit(args.continual, args.inputs, w, b, steps)
             best[(w, b)]["ck"] = min(best[(w, b)]["ck"], (cpu, wall))
             best[(w, b)]["torch"] = min(best[(w, b)]["torch"], pytorch(torch, args.inputs, w, b, steps))
+            print(f"  W={w} batch={b}: CK {best[(w, b)]['ck'][0] * 1e6:.1f} µs, torch {best[(w, b)]['torch'][0] * 1e6:.1f} µs",
+                  file=sys.stderr, flush=True)
         print(f"repeat {rep + 1}/{args.repeats} done", file=sys.stderr)
     peaks.append(sgemm_peak())
     peak = max(max(p["gflops"].values()) for p in peaks)

@@ -61,6 +61,27 @@ KINL void KFN(stile)(const int MR, const int NC, long P, const float *A, long ar
         for (int c = 0; c < NC; c++) C[r * ldc + c] = acc[r][c];
 }
 
+/// Fewer than 8 columns when A's rows are adjacent in memory (ars = 1: the weight gradient, where
+/// C's rows are inputs): 8 rows in one vector per column, the same chains as `stile`.
+KINL void KFN(ttile)(const int NC, long P, const float *A, long aps, const float *B, long ldb,
+                     float *C, long ldc, const float *init) {
+    v8 acc[4];
+    for (int c = 0; c < NC; c++) {
+        if (init) {
+            acc[c] = (v8)(init[c]);
+        } else {
+            for (int r = 0; r < 8; r++) acc[c][r] = C[r * ldc + c];
+        }
+    }
+    for (long p = 0; p < P; p++) {
+        v8 a = CK_LD(A + p * aps);
+        const float *bp = B + p * ldb;
+        for (int c = 0; c < NC; c++) acc[c] = MADDV(a, (v8)(bp[c]), acc[c]);
+    }
+    for (int c = 0; c < NC; c++)
+        for (int r = 0; r < 8; r++) C[r * ldc + c] = acc[c][r];
+}
+
 /// Rows [0, M) of one column strip: full tiles of R rows, then one tile of the remaining rows.
 #define KROWS(R, CALL)                                                                     \
     do {                                                                                   \
@@ -92,6 +113,31 @@ static KATTR __attribute__((noinline)) void KFN(gemm_direct)(long M, long j0, lo
         KROWS(KMR1, KCALL);
 #undef KCALL
         j += 8;
+    }
+    if (ars == 1 && M >= 8) {
+        while (j < j1) {
+            long nc = j1 - j < 4 ? j1 - j : 4;
+            long i = 0;
+            for (; i + 8 <= M; i += 8) {
+                const float *in = init ? init + j : 0;
+                float *c = C + i * ldc + j;
+                switch (nc) {
+                case 4: KFN(ttile)(4, P, A + i, aps, B + j, ldb, c, ldc, in); break;
+                case 3: KFN(ttile)(3, P, A + i, aps, B + j, ldb, c, ldc, in); break;
+                case 2: KFN(ttile)(2, P, A + i, aps, B + j, ldb, c, ldc, in); break;
+                default: KFN(ttile)(1, P, A + i, aps, B + j, ldb, c, ldc, in); break;
+                }
+            }
+            for (; i < M; i++) {
+                for (long c = 0; c < nc; c++) {
+                    float acc = init ? init[j + c] : C[i * ldc + j + c];
+                    for (long p = 0; p < P; p++) acc = MADDS(A[i + p * aps], B[p * ldb + j + c], acc);
+                    C[i * ldc + j + c] = acc;
+                }
+            }
+            j += nc;
+        }
+        return;
     }
     while (j < j1) {
         long nc = j1 - j;
