@@ -105,6 +105,7 @@ def main():
     ap.add_argument("--load", type=int, default=1, help="CPU burner processes while killing")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--experiment", default=EXPERIMENT, help="experiment file (default: kill_test.json, 24 runs)")
     ap.add_argument("--keep", help="directory for the files (default: a temporary one, removed on success)")
     args = ap.parse_args()
     rng = random.Random(args.seed)
@@ -122,8 +123,8 @@ def main():
 def run(args, rng, work):
     reference = os.path.join(work, "reference.h5")
     commands = {
-        "sweep": [args.bin, "sweep", EXPERIMENT, "--jobs", str(args.jobs), "--plain"],
-        "run": [args.bin, "run", EXPERIMENT, "--jobs", str(args.jobs), "-q"],
+        "sweep": [args.bin, "sweep", args.experiment, "--jobs", str(args.jobs), "--plain"],
+        "run": [args.bin, "run", args.experiment, "--jobs", str(args.jobs), "-q"],
     }
     start = time.monotonic()
     subprocess.run(commands["sweep"] + ["-o", reference], check=True, stdout=subprocess.DEVNULL)

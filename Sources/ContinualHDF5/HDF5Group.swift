@@ -100,6 +100,22 @@ public struct HDF5Group {
         guard exists(path) else {
             throw HDF5Error(.notFound, "no \(kind) '\(displayPath(full))' in \(file.path)")
         }
+        // Links HDF5 would follow into trouble, named plainly (its own error is "unknown").
+        var link = H5L_info_t()
+        if H5Lget_info(handle.id, path, &link, chdf5_H5P_DEFAULT()) >= 0 {
+            if link.type == H5L_TYPE_EXTERNAL {
+                throw HDF5Error(.invalidArgument, "cannot open \(kind) '\(displayPath(full))' in \(file.path): it is an external link "
+                    + "to another file (not followed: results files contain none)")
+            }
+            if link.type == H5L_TYPE_SOFT, H5Oexists_by_name(handle.id, path, chdf5_H5P_DEFAULT()) <= 0 {
+                var target = [CChar](repeating: 0, count: 512)
+                _ = H5Lget_val(handle.id, path, &target, target.count - 1, chdf5_H5P_DEFAULT())
+                let to = String(decoding: target.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                H5Eclear2(chdf5_H5E_DEFAULT())
+                throw HDF5Error(.notFound, "cannot open \(kind) '\(displayPath(full))' in \(file.path): it is a soft link to '\(to)' "
+                    + "that leads to no object (a soft-link loop or a dangling link)")
+            }
+        }
         let id = try check(
             H5Oopen(handle.id, path, chdf5_H5P_DEFAULT()), file.failure("open", "\(kind) '\(displayPath(full))'"))
         let object = HDF5Handle(id, release: H5Oclose)
