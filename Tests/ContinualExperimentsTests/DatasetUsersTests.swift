@@ -173,6 +173,8 @@ struct DatasetUsersTests {
             // HDF5: a key column the file does not have.
             let h5 = dir + "/s.h5"
             var plain = DatasetScenario(path: all)
+            plain.userColumn = "user"
+            plain.timeColumn = "day"
             plain.classes = 2
             try ScenarioArchive.write(try plain.makeStream(seed: 0), to: h5)
             var k = DatasetScenario(path: h5)

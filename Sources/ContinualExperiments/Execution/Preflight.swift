@@ -68,9 +68,18 @@ public enum Preflight {
         // 3. The data and how the model and plugins fit them.
         let stream: ExperienceStream
         let streamKey = (json["scenario"] ?? .null).canonicalText() + (filePath ?? "")
+            + (config.population != nil && config.scenario.options is DatasetScenario ? "#population" : "")
         do {
             if let cached = streams[streamKey] {
                 stream = cached
+            } else if let population = config.population, let file = config.scenario.options as? DatasetScenario,
+                      file.userColumn != nil {
+                // A population of a file's users: estimate from one member's rows (as the generators'
+                // populations do), not from everyone's rows pooled.
+                var rng = RandomSource(seed: 0)
+                let member = try file.forPopulation(users: population.users, seed: population.seed ?? config.seed)
+                stream = try member.user(0, spread: 0, rng: &rng).makeStream(seed: config.seed)
+                streams[streamKey] = stream
             } else {
                 stream = try config.scenario.options.makeStream(seed: config.seed)
                 streams[streamKey] = stream
