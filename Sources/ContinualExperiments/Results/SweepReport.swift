@@ -182,7 +182,7 @@ public enum SweepReport {
     /// and the value rounded to 15 significant digits (DBL_DIG: every decimal of at most 15
     /// digits survives a trip through a Double), so the residue of arithmetic in the 17th digit —
     /// 0.29400000000000004 from a mean of accuracies — prints as 0.294. The rounding changes a
-    /// value by at most 5e-16 relative; the results file keeps the exact bits.
+    /// value by at most 5e-15 relative; the results file keeps the exact bits.
     static func csvNumber(_ d: Double) -> String {
         if d.isNaN { return "nan" }
         if d.isInfinite { return d > 0 ? "inf" : "-inf" }
