@@ -221,11 +221,17 @@ def updated_lines(doc_lines: list[str], output: str, volatile) -> list[str]:
         out.pop(0)
     elided = any(l.strip() in ELISION for l in doc_lines)
     _, matches = compare(doc_lines, output, volatile)
+    # A line that differs only in volatile values (wall times) keeps the docs' version, so an
+    # update on a slow or busy machine does not rewrite timings it does not check.
+    same = {}
+    for n, k in matches.items():
+        if _tokens(doc_lines[n], volatile) == _tokens(out[k], volatile):
+            same[k] = doc_lines[n]
     if not elided:
         kept = [l for l in doc_lines if _wholly_volatile(l, volatile)]
-        body = [l for l in out if not (kept and _wholly_volatile(l, volatile))]
+        body = [same.get(k, l) for k, l in enumerate(out) if not (kept and _wholly_volatile(l, volatile))]
         return kept + body
-    return [out[matches[n]] if n in matches else l for n, l in enumerate(doc_lines)]
+    return [same.get(matches[n], out[matches[n]]) if n in matches else l for n, l in enumerate(doc_lines)]
 
 
 # ----------------------------------------------------------------------------- running

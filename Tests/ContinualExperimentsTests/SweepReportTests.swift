@@ -57,6 +57,23 @@ import ContinualMetrics
         }
     }
 
+    @Test func csvPrintsShortDecimalsThatReadBackWithin15Digits() throws {
+        let residue = (0.254 + 0.334 + 0.294) / 3                 // 0.29400000000000004 in a Double
+        #expect("\(residue)" != "0.294")
+        #expect(SweepReport.csvNumber(residue) == "0.294")
+        #expect(SweepReport.csvNumber(0.1 + 0.2) == "0.3")
+        #expect(SweepReport.csvNumber(0.5) == "0.5")
+        #expect(SweepReport.csvNumber(1e-5) == "1e-05")
+        #expect(SweepReport.csvNumber(-31.6) == "-31.6")
+        #expect(SweepReport.csvNumber(.nan) == "nan" && SweepReport.csvNumber(-.infinity) == "-inf")
+        // a genuinely 17-digit value is rounded to 15 significant digits, never further
+        let pi = SweepReport.csvNumber(Double.pi)
+        let back = try #require(Double(pi))
+        #expect(pi == "3.14159265358979" && abs(back - .pi) <= 5e-15 * .pi)
+        let csv = SweepReport.csv(HDF5Table(columns: [("acc", .float64)], rows: [[.double(residue)]]))
+        #expect(csv == "acc\n0.294\n")
+    }
+
     @Test func configurationNamesDropOnlyTheSeed() {
         #expect(SweepReport.configurationName("naive_seed=3") == "naive")
         #expect(SweepReport.configurationName("replay_capacity_bytes=1024_seed=0") == "replay_capacity_bytes=1024")

@@ -273,16 +273,20 @@ def forgetting_curves(path, configurations=None, metric="accuracy_matrix", df=No
             ax.set_xticklabels(labels, rotation=35, ha="right", fontsize=6)
             ax.set_xlabel("after training through", fontsize=7)
         fig.subplots_adjust(hspace=0.75)
+    foot_y = -0.01
     if len(set(panel_names)) == 1:   # the same experiences everywhere: one shared legend
-        fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=min(5, len(handles)),
-                   frameon=False, bbox_to_anchor=(0.5, -0.02 - 0.03 * math.ceil(len(handles) / 5)))
+        ncol = min(6, len(handles))
+        legend_y = -0.02 - 0.03 * math.ceil(len(handles) / ncol)
+        fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=ncol,
+                   frameon=False, bbox_to_anchor=(0.5, legend_y))
+        foot_y = legend_y - 0.01
     else:                            # streams differ between panels: each panel names its own lines
         for ax, ph in zip(axes, legends):
             ax.legend([h for _, h in ph], [nm for nm, _ in ph], fontsize=5, ncol=2, frameon=False, loc="lower left",
                       handlelength=1.5, columnspacing=0.8, labelspacing=0.2)
     fig.suptitle(f"{_experiment(df)}: accuracy on each experience over training", fontsize=9)
     fig.tight_layout()
-    _footnote(fig, FORGETTING_NOTE)
+    _footnote(fig, FORGETTING_NOTE, foot_y)
     return fig
 
 
@@ -638,9 +642,10 @@ FORGETTING_NOTE = (f"Lines: mean over seeds; bands: 95% CI where n ≥ {MIN_N_BA
 PARETO_NOTE = "Points: mean over seeds, bars: 95% CI on both axes; filled, joined: the Pareto front."
 
 
-def _footnote(fig, text):
-    """A caption under the figure (small grey text; saved with bbox_inches='tight')."""
-    fig.text(0.01, -0.01, text, ha="left", va="top", fontsize=6, color="0.35", wrap=True)
+def _footnote(fig, text, y=-0.01):
+    """A caption under the figure at figure height `y` (small grey text, below a legend placed
+    under the axes; saved with bbox_inches='tight', so it extends the canvas)."""
+    fig.text(0.01, y, text, ha="left", va="top", fontsize=6, color="0.35", wrap=True)
 
 
 def pareto(path, cost="energy_j", metric="acc", df=None, configurations=None):
