@@ -123,15 +123,16 @@ import Testing
     func derFrozen() throws {
         // Class-IL (one head) and task-IL with a head per experience: a multi-head batch mixes
         // routes, which the loop passes to the term route by route.
-        let cases: [(SplitDigitsScenario.Setting, Int, Int, Bool)] = [
-            (.class, 1, 10, false), (.class, 1, 10, true), (.task, 5, 2, false), (.task, 5, 2, true),
+        let cases: [(SplitDigitsScenario.Setting, Int, OutputHead, Bool)] = [
+            (.class, 1, .multiclass(classes: 10), false), (.class, 1, .multiclass(classes: 10), true),
+            (.task, 5, .binary, false), (.task, 5, .binary, true),
         ]
-        for (setting, heads, classes, plusPlus) in cases {
+        for (setting, heads, head, plusPlus) in cases {
             var options = SplitDigitsScenario(setting: setting)
             options.path = digitsPath
             let stream = try options.makeStream(seed: 0)
             let plugin = DarkExperienceReplay(plusPlus: plusPlus, alpha: 1, beta: 0, capacity: 200, replayPerBatch: 32)
-            var t = Trainer(spec: MLPSpec(inputs: 64, hidden: [64, 64], head: .multiclass(classes: classes), heads: heads),
+            var t = Trainer(spec: MLPSpec(inputs: 64, hidden: [64, 64], head: head, heads: heads),
                             optimizer: .adam(learningRate: 1e-30), options: TrainingOptions(stepsPerExperience: 30, batchSize: 32),
                             plugins: [plugin], seed: 4)
             let o = try t.run(stream)

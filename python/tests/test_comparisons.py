@@ -90,7 +90,7 @@ def ci_hsu(tmp_path_factory):
         pytest.skip("no `continual` binary: real-results tests skipped")
     out = tmp_path_factory.mktemp("hsu") / "hsu_ci.h5"
     r = subprocess.run([binary, "sweep", os.path.join(REPO, "Experiments/tools/hsu_table_ci.json"), "-o", str(out),
-                        "--jobs", "2", "-q"], cwd=REPO, capture_output=True, text=True, timeout=900)
+                        "--jobs", "2", "--plain"], cwd=REPO, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr[-2000:]
     return str(out)
 
