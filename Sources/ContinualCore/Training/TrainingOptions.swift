@@ -90,6 +90,18 @@ public enum TrainingError: Error, Sendable, Equatable, CustomStringConvertible {
     case diverged(experience: Int, epoch: Int, loss: Double)
     /// A configuration the Trainer cannot run (e.g. more experiences than heads).
     case invalid(String)
+    /// A method's option that cannot work with this model or data; `key` is the option's key
+    /// path within the method's entry (".layers"), so messages name `.strategy[i].layers`.
+    case invalidOption(key: String, message: String)
+    /// A setting outside the method (its absolute key path, e.g. ".model.hidden") that the
+    /// method cannot work with.
+    case invalidSetting(path: String, message: String)
+
+    /// Whether the error is a configuration problem (any of the `invalid…` cases), not divergence.
+    public var isConfigurationProblem: Bool {
+        if case .diverged = self { return false }
+        return true
+    }
 
     public var description: String {
         switch self {
@@ -98,7 +110,7 @@ public enum TrainingError: Error, Sendable, Equatable, CustomStringConvertible {
                 return "diverged: mean training loss \(loss) in experience \(e), epoch \(epoch) exceeded the divergence threshold (training.divergence_loss)"
             }
             return "diverged: training loss or parameters became \(loss) in experience \(e), epoch \(epoch)"
-        case .invalid(let message):
+        case .invalid(let message), .invalidOption(_, let message), .invalidSetting(_, let message):
             return message
         }
     }

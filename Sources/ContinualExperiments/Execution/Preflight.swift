@@ -42,7 +42,7 @@ public enum Preflight {
         }
         // 1. Sizes from the config alone.
         let rough = ScenarioSize.estimate(scenarioJSON, resolvedPath: filePath)
-        var estimate = RunEstimate.of(config, json: json, size: rough, cores: cores)
+        var estimate = RunEstimate.of(config, size: rough, cores: cores)
         // The rough estimate assumes wide features and many classes; when the data are small
         // enough to build, the estimate with their real sizes decides (step 4).
         let buildable = filePath != nil ? rough.fileBytes <= limits.memoryBytes / 4 : rough.generated <= buildLimit
@@ -80,7 +80,7 @@ public enum Preflight {
         } catch {
             throw fail(filePath != nil ? ".scenario.path" : ".scenario", Self.shortened("\(error)"))
         }
-        estimate = RunEstimate.of(config, json: json, size: ScenarioSize.of(stream, key: rough.key, generated: rough.generated),
+        estimate = RunEstimate.of(config, size: ScenarioSize.of(stream, key: rough.key, generated: rough.generated),
                                   cores: cores)
         if var problem = estimate.problem(limits, file: file) { problem.message += context; throw problem }
         let T = stream.experiences.count
@@ -111,16 +111,17 @@ public enum Preflight {
         var rng = RandomSource(seed: config.seed, stream: "init")
         var model = MLP(spec: spec, rng: &rng)
         var plugins = config.strategy.map { $0.options.makePlugin() }
-        let strategies: [JSONValue] = { if case .array(let a)? = json["strategy"] { return a } else { return [] } }()
         for i in plugins.indices {
             let ctx = RunContext(seed: config.seed, pluginIndex: i, experienceCount: T, dimension: stream.dimension,
                                  head: stream.head, training: config.training.options, featureNames: stream.featureNames)
             do {
                 try plugins[i].prepare(model: &model, context: ctx)
+            } catch TrainingError.invalidOption(let key, let message) {
+                throw fail(".strategy[\(i)]" + key, message)
+            } catch TrainingError.invalidSetting(let path, let message) {
+                throw fail(path, message)
             } catch {
-                let message = "\(error)"
-                let keys = i < strategies.count ? strategies[i].objectValue.map { Array($0.keys) } ?? [] : []
-                throw fail(message.contains("model.hidden") ? ".model.hidden" : ".strategy[\(i)]" + optionKey(in: message, keys: keys), message)
+                throw fail(".strategy[\(i)]", "\(error)")
             }
         }
         if config.schedule == nil && model.routeCount > 1 && model.routeCount < T {
@@ -139,23 +140,12 @@ public enum Preflight {
         }
     }
 
-    /// The option a plugin's message is about (`.layers` for "hidden layer 3 does not exist").
-    static func optionKey(in message: String, keys: [String]) -> String {
-        let lower = message.lowercased()
-        if lower.contains("has no feature"), keys.contains("context_feature") { return ".context_feature" }
-        let direct = keys.filter { $0 != "type" && (lower.contains($0) || lower.contains($0.replacingOccurrences(of: "_", with: " "))) }
-        if let k = direct.max(by: { $0.count < $1.count }) { return "." + k }
-        let synonyms: [(String, String)] = [("layer", "layers"), ("feature", "context_feature"), ("capacity", "capacity")]
-        for (word, key) in synonyms where lower.contains(word) && keys.contains(key) { return "." + key }
-        return ""
-    }
-
     /// The config-only resource check (no file is read): what `RunExecutor` repeats so a config
     /// built in code cannot make it allocate past the machine's memory.
     public static func resourceProblem(_ run: ResolvedRun, limits: ResourceLimits = .machine) -> ConfigError? {
         let json = (try? JSONDecoder().decode(JSONValue.self, from: Data(run.canonicalJSON.utf8)))?.objectValue ?? [:]
         let size = ScenarioSize.estimate(json["scenario"]?.objectValue ?? [:], resolvedPath: dataPath(run.config))
-        return RunEstimate.of(run.config, json: json, size: size, cores: ProcessInfo.processInfo.activeProcessorCount)
+        return RunEstimate.of(run.config, size: size, cores: ProcessInfo.processInfo.activeProcessorCount)
             .problem(limits, file: "")
     }
 
