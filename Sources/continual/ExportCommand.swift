@@ -160,7 +160,9 @@ struct ExportCommand: ParsableCommand {
     /// `gates` (HAT), the float outputs are the run's gated forward pass, as evaluated.
     func writeReference(_ stored: StoredModel, exported: MLP, gates: UnitGates?, network: ExportedNetwork,
                         granularity: QuantizedMLP.Granularity?, route: Int, to path: String) throws {
-        let model = stored.model
+        // Gated runs: the run's own network through its gates; otherwise the exported network
+        // (the stored one, or its replaced output layer for SLDA).
+        let model = gates == nil ? exported : stored.model
         let ws = model.makeWorkspace(capacity: 1)
         let q = granularity.map { QuantizedMLP(exported, granularity: $0) }
         var experiences: [[String: Any]] = []

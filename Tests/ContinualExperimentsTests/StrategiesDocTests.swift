@@ -28,4 +28,13 @@ import Testing
         let registered = Set(Registry.strategies.map { $0.typeName })
         for row in rows { #expect(registered.contains(row), "docs/strategies.md lists \(row), which is not registered") }
     }
+
+    /// The README's "N strategies" is the number registered.
+    @Test func theReadmeCountsTheRegisteredStrategies() throws {
+        let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("README.md")
+        let text = try String(contentsOf: readme, encoding: .utf8)
+        #expect(text.contains("\(Registry.strategies.count) strategies ("),
+                "README.md should say \"\(Registry.strategies.count) strategies (\"")
+    }
 }

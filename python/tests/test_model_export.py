@@ -59,6 +59,7 @@ EXPERIMENT = {
         {"name": "icarl", "scenario": {"type": "app_usage", "train_per_experience": 300, "test_per_experience": 80},
          "strategy": [{"type": "icarl", "capacity": 40}]},
         {"name": "entropy", "strategy": [{"type": "adapters", "bottleneck": 2, "routing": "entropy"}]},
+        {"name": "slda", "strategy": [{"type": "slda"}]},
     ],
 }
 
@@ -71,7 +72,7 @@ ONNX_CASES = [
     ("apps_int8", "apps", ["--int8"]),
     ("plain_core", "plain", ["--parts", "core"]), ("adapters_core", "adapters", ["--parts", "core"]),
     ("apps_int8_core", "apps", ["--parts", "core", "--int8"]),
-    ("hat", "hat", []), ("hat_route0", "hat", ["--route", "0"]),
+    ("hat", "hat", []), ("hat_route0", "hat", ["--route", "0"]), ("slda", "slda", []),
 ]
 COREML_CASES = [
     ("plain", "plain", [], None), ("adapters", "adapters", [], None), ("lora", "lora", [], None),
