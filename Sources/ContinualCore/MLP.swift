@@ -120,8 +120,10 @@ public struct MLP: Sendable, Equatable {
     // MARK: forward / backward
 
     /// Runs `count` samples (row-major [count × inputs]) through the copy set of `route`; the
-    /// logits are then in `workspace.logits` ([count × logitCount]).
-    public func forward(_ input: UnsafePointer<Float>, count: Int, route: Int, workspace ws: Workspace) {
+    /// logits are then in `workspace.logits` ([count × logitCount]). `gates` multiply the
+    /// outputs of the layers they cover after the activation (see `UnitGates`).
+    public func forward(_ input: UnsafePointer<Float>, count: Int, route: Int, workspace ws: Workspace,
+                        gates: UnitGates? = nil) {
         ws.reserve(rows: count)
         ws.activation(0).update(from: input, count: count * spec.inputs)
         parameters.withUnsafeBufferPointer { p in
@@ -143,21 +145,26 @@ public struct MLP: Sendable, Equatable {
                     ExtensionKernels.adapterForward(layer: layer, route: route, base: base, x: x, y: y,
                                                     a: ws.inner(l), batch: count)
                 }
+                applyGates(gates, layer: l, outputs: y, count: count, workspace: ws)
             }
         }
     }
 
     /// Back-propagates `logitGradient` ([count × logitCount], consumed as scratch) through the
     /// activations of the last `forward` and *adds* ∂/∂θ into `gradient` (length `parameterCount`).
+    /// With the forward pass's `gates`, also adds ∂L/∂g into `gateGradient` (laid out like
+    /// `gates.values`) when given.
     public func backward(logitGradient: UnsafeMutablePointer<Float>, count: Int, route: Int,
-                         workspace ws: Workspace, gradient: UnsafeMutablePointer<Float>) {
+                         workspace ws: Workspace, gradient: UnsafeMutablePointer<Float>,
+                         gates: UnitGates? = nil, gateGradient: UnsafeMutablePointer<Float>? = nil) {
         parameters.withUnsafeBufferPointer { p in
             let base = p.baseAddress!
             var (bufA, bufB) = ws.deltas
             var delta = logitGradient
             for l in stride(from: layers.count - 1, through: 0, by: -1) {
                 let layer = layers[l]
-                let y = UnsafePointer(ws.activation(l + 1))
+                let y = ungateBackward(gates, layer: l, outputs: UnsafePointer(ws.activation(l + 1)), delta: delta,
+                                       count: count, workspace: ws, gateGradient: gateGradient)
                 layer.activation.backward(outputs: y, gradient: delta, count: count &* layer.outputs)
                 let x = UnsafePointer(ws.activation(l))
                 switch layer.kind {

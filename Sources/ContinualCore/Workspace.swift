@@ -17,6 +17,8 @@ public final class Workspace {
     private var inners: [UnsafeMutablePointer<Float>?]
     private var scratchO: UnsafeMutablePointer<Float>
     private var scratchI: UnsafeMutablePointer<Float>
+    // Ungated outputs of gated layers (`UnitGates`), allocated on first use.
+    private var ungatedBuffers: [UnsafeMutablePointer<Float>?]
 
     public init(layers: [Layer], capacity: Int = 256) {
         var widths = [layers.first?.inputs ?? 0]
@@ -33,6 +35,7 @@ public final class Workspace {
         self.inners = innerWidths.map { $0 > 0 ? UnsafeMutablePointer<Float>.allocate(capacity: $0 * max(capacity, 1)) : nil }
         self.scratchO = .allocate(capacity: (innerWidths.contains { $0 > 0 } ? maxWidth : 1) * max(capacity, 1))
         self.scratchI = .allocate(capacity: maxInner * max(capacity, 1))
+        self.ungatedBuffers = [UnsafeMutablePointer<Float>?](repeating: nil, count: layers.count)
     }
 
     deinit {
@@ -42,6 +45,7 @@ public final class Workspace {
         for a in inners { a?.deallocate() }
         scratchO.deallocate()
         scratchI.deallocate()
+        for u in ungatedBuffers { u?.deallocate() }
     }
 
     /// Makes room for `rows` samples (reallocates only when growing).
@@ -60,6 +64,10 @@ public final class Workspace {
         inners = innerWidths.map { $0 > 0 ? UnsafeMutablePointer<Float>.allocate(capacity: $0 * rows) : nil }
         scratchO = .allocate(capacity: (innerWidths.contains { $0 > 0 } ? maxWidth : 1) * rows)
         scratchI = .allocate(capacity: maxInner * rows)
+        for l in ungatedBuffers.indices {
+            ungatedBuffers[l]?.deallocate()
+            ungatedBuffers[l] = nil
+        }
     }
 
     /// Activations entering layer `l` (index 0 is the input copy), [rows × widths[l]].
@@ -76,6 +84,14 @@ public final class Workspace {
     @inline(__always) func inner(_ l: Int) -> UnsafeMutablePointer<Float> { inners[l]! }
     @inline(__always) var scratchOut: UnsafeMutablePointer<Float> { scratchO }
     @inline(__always) var scratchInner: UnsafeMutablePointer<Float> { scratchI }
+
+    /// Ungated outputs of layer `l` (its activations before `UnitGates` multiplied them), [rows × outputs].
+    func ungated(_ l: Int) -> UnsafeMutablePointer<Float> {
+        if let u = ungatedBuffers[l] { return u }
+        let u = UnsafeMutablePointer<Float>.allocate(capacity: max(widths[l + 1], 1) * capacity)
+        ungatedBuffers[l] = u
+        return u
+    }
 
     @inline(__always) var deltas: (UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>) { (deltaA, deltaB) }
 }

@@ -24,7 +24,7 @@ public struct Adapters: PredictionOverride {
         let layers = try options.layers.resolve(count: model.spec.hidden.count, what: "adapters: hidden layer")
         guard !layers.isEmpty else {
             // Otherwise the core would be frozen with nothing left to train (BWT 0 for no reason).
-            throw TrainingError.invalid("adapters: the model has no hidden layer to put an adapter after (model.hidden is empty)")
+            throw TrainingError.invalidSetting(path: ".model.hidden", message: "adapters: the model has no hidden layer to put an adapter after (model.hidden is empty)")
         }
         let (copies, stride) = state.extensionLayout(experiences: context.experienceCount)
         var spec = model.spec
@@ -106,6 +106,16 @@ public struct Adapters: PredictionOverride {
 
         /// Task-id routing picks the adapter by the evaluated experience's identity.
         public var usesTaskIdentityAtTest: Bool { routing == .taskId }
+        /// Task-id routing: the route's network is the evaluated model. Context and entropy routing
+        /// choose a route per sample, which one exported route cannot do.
+        public var predictionExport: PredictionExport {
+            routing == .taskId ? .network
+                : .refused("the run routes each sample by \(routing.rawValue) to one of its adapter copies; an exported file holds one route's "
+                    + "network and would predict differently. Export a run with \"routing\": \"task_id\" (docs/export.md, Routing)")
+        }
+        public var taskIdentityUse: String {
+            "task_id routing picks each experience's adapter by its identity (route by \"context\" or \"entropy\" instead)"
+        }
         public func makePlugin() -> any StrategyPlugin { Adapters(options: self) }
     }
 }

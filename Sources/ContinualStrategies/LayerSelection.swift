@@ -31,13 +31,13 @@ public enum LayerSelection: Sendable, Equatable, Codable {
         }
     }
 
-    /// The indices among `0..<count`; throws if one is out of range.
-    func resolve(count: Int, what: String) throws -> [Int] {
+    /// The indices among `0..<count`; throws if one is out of range (blaming the option `key`).
+    func resolve(count: Int, what: String, key: String = ".layers") throws -> [Int] {
         switch self {
         case .all: return Array(0..<count)
         case .list(let l):
             if let bad = l.first(where: { $0 >= count }) {
-                throw TrainingError.invalid("\(what) \(bad) does not exist: the model has \(count) (0-based)")
+                throw TrainingError.invalidOption(key: key, message: "\(what) \(bad) does not exist: the model has \(count) (0-based)")
             }
             return l
         }

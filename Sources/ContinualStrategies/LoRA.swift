@@ -100,6 +100,16 @@ public struct LoRA: PredictionOverride {
 
         /// Task-id routing picks the adapter by the evaluated experience's identity.
         public var usesTaskIdentityAtTest: Bool { routing == .taskId }
+        /// Task-id routing: the route's network is the evaluated model. Context and entropy routing
+        /// choose a route per sample, which one exported route cannot do.
+        public var predictionExport: PredictionExport {
+            routing == .taskId ? .network
+                : .refused("the run routes each sample by \(routing.rawValue) to one of its LoRA update copies; an exported file holds one route's "
+                    + "network and would predict differently. Export a run with \"routing\": \"task_id\" (docs/export.md, Routing)")
+        }
+        public var taskIdentityUse: String {
+            "task_id routing picks each experience's LoRA update by its identity (route by \"context\" or \"entropy\" instead)"
+        }
         public func makePlugin() -> any StrategyPlugin { LoRA(options: self) }
     }
 }

@@ -38,7 +38,9 @@ public struct QuantizationAware: GradientPointTransform {
         steps += 1
     }
 
-    public mutating func didComputeGradient(model: inout MLP) {
+    /// Straight-through estimator: the gradient at the fake-quantised weights is applied to the
+    /// float weights unchanged.
+    public mutating func didComputeGradient(model: inout MLP, gradient: UnsafeMutableBufferPointer<Float>) {
         guard active else { return }
         model.parameters = floatParameters
     }

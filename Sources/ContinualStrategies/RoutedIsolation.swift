@@ -32,7 +32,7 @@ struct RoutedIsolation {
         routingAccuracy = [[Double]](repeating: [Double](repeating: .nan, count: experienceCount), count: experienceCount)
         if routing == .context {
             guard let k = context.featureNames.firstIndex(of: contextFeature) else {
-                throw TrainingError.invalid("context routing: the scenario has no feature \"\(contextFeature)\"; features: \(context.featureNames.joined(separator: ", "))")
+                throw TrainingError.invalidOption(key: ".context_feature", message: "context routing: the scenario has no feature \"\(contextFeature)\"; features: \(context.featureNames.joined(separator: ", "))")
             }
             featureIndex = k
         }

@@ -57,13 +57,18 @@ struct ExportCommand: ParsableCommand {
     func run() throws {
         let stored = try load()
         let sourceName = sourceName(stored)
-        let model = stored.model
         let route = self.route ?? stored.lastRoute
-        if let e = model.routeError(route) { throw CLIFailure.badInput("--route: \(e)") }
-        if let routing = stored.perSampleRouting {
-            printError("note: the run routes each sample by \(routing) to one of \(model.routeCount) routes; this file holds route "
-                + "\(route) only. Export each route (--route 0…\(model.routeCount - 1)) and choose in the app (docs/export.md, Routing).")
+        if let e = stored.model.routeError(route) { throw CLIFailure.badInput("--route: \(e)") }
+        // The network that predicts what the run evaluated (gates folded in), or a refusal.
+        let form: (model: MLP, gates: UnitGates?, task: Int?)
+        do { form = try stored.exportedNetwork(route: route) } catch {
+            throw CLIFailure.badInput("cannot export \(sourceName): \(error)")
         }
+        if form.gates != nil && parts == .core {
+            throw CLIFailure.badInput("cannot export \(sourceName) with --parts core: its last hidden layer's task gates are folded into "
+                + "the output layer, so the core alone would not give the evaluated features")
+        }
+        let model = form.model
         let granularity: QuantizedMLP.Granularity? = int8 ? (stored.config.quantization?.granularity ?? .perChannel) : nil
         let network: ExportedNetwork
         do {
@@ -113,7 +118,11 @@ struct ExportCommand: ParsableCommand {
         print("wrote \(output): \(format.rawValue), route \(route), \(kinds.count) stages (\(kinds.joined(separator: ", "))), "
               + "\(granularity.map { "int8 " + $0.rawValue } ?? "float32")\(model.spec.lowRank.isEmpty ? "" : ", LoRA merged")"
               + "\(parts == .core ? ", core only (output embedding)" : ""), \(bytes.count) bytes")
-        if let reference { try writeReference(stored, network: network, granularity: granularity, route: route, to: reference) }
+        if let task = form.task { print("task \(task)'s unit gates are folded into the weights (the mask the run evaluated it with)") }
+        if let reference {
+            try writeReference(stored, exported: model, gates: form.gates, network: network, granularity: granularity, route: route,
+                               to: reference)
+        }
     }
 
     /// The exported model's source, as named in messages and metadata.
@@ -145,12 +154,15 @@ struct ExportCommand: ParsableCommand {
 
     /// The toolkit's outputs through `route` on every test set: the float model's own forward
     /// pass (LoRA unmerged, adapters as trained) or, with int8, `QuantizedMLP`. Core only: the
-    /// forward pass's activations entering the output layer (int8: the exported graph's).
-    func writeReference(_ stored: StoredModel, network: ExportedNetwork, granularity: QuantizedMLP.Granularity?,
-                        route: Int, to path: String) throws {
-        let model = stored.model
+    /// forward pass's activations entering the output layer (int8: the exported graph's). With
+    /// `gates` (HAT), the float outputs are the run's gated forward pass, as evaluated.
+    func writeReference(_ stored: StoredModel, exported: MLP, gates: UnitGates?, network: ExportedNetwork,
+                        granularity: QuantizedMLP.Granularity?, route: Int, to path: String) throws {
+        // Gated runs: the run's own network through its gates; otherwise the exported network
+        // (the stored one, or its replaced output layer for SLDA).
+        let model = gates == nil ? exported : stored.model
         let ws = model.makeWorkspace(capacity: 1)
-        let q = granularity.map { QuantizedMLP(model, granularity: $0) }
+        let q = granularity.map { QuantizedMLP(exported, granularity: $0) }
         var experiences: [[String: Any]] = []
         for e in stored.stream.experiences {
             var features: [[Double]] = [], logits: [[Double]] = [], probabilities: [[Double]] = []
@@ -173,7 +185,7 @@ struct ExportCommand: ParsableCommand {
                 if let q {
                     z = q.logits(x, route: route)
                 } else {
-                    x.withUnsafeBufferPointer { model.forward($0.baseAddress!, count: 1, route: route, workspace: ws) }
+                    x.withUnsafeBufferPointer { model.forward($0.baseAddress!, count: 1, route: route, workspace: ws, gates: gates) }
                     z = Array(UnsafeBufferPointer(start: ws.logits, count: model.logitCount))
                 }
                 features.append(x.map(Double.init))

@@ -50,7 +50,7 @@ enum PluginConformance {
             var probe = trainer(make, mode: .batch, stream: stream)
             do {
                 _ = try probe.run(stream, source: EpochSource(), resumingFrom: nil, stopAfter: 0)
-            } catch TrainingError.invalid {
+            } catch let error as TrainingError where error.isConfigurationProblem {
                 continue
             }
             accepted += 1
@@ -147,7 +147,7 @@ enum PluginConformance {
                     guard let cp = first.checkpoint else { problems.append("\(mode): no checkpoint after \(k)"); continue }
                     let bytes = cp.encoded()
                     let decoded = try TrainerCheckpoint(decoding: bytes)
-                    if decoded != cp { problems.append("\(mode): checkpoint after \(k) does not survive encoding") }
+                    if decoded.encoded() != bytes { problems.append("\(mode): checkpoint after \(k) does not survive encoding") }
                     var second = trainer(make, mode: mode, stream: stream)
                     let resumed = fingerprint(try run(&second, mode: mode, stream: stream, resume: decoded), second)
                     if resumed != expected { problems.append("\(stream.name) \(mode): resuming after experience \(k) is not bit-identical") }

@@ -187,7 +187,7 @@ enum RehearsalFixtures {
     }
 
     @Test func listedAloneOnly() {
-        #expect(GDumb.Options.composition == .alone)
+        #expect(GDumb.Options.composition.isAlone)
     }
 }
 

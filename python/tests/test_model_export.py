@@ -52,6 +52,14 @@ EXPERIMENT = {
         {"name": "multihead", "model": {"multi_head": True}, "allow_task_labels": True, "strategy": ["naive"]},
         {"name": "apps", "scenario": {"type": "app_usage", "train_per_experience": 300, "test_per_experience": 80},
          "model": {"activation": "sigmoid"}, "strategy": ["naive"]},
+        # Predictions from an override: HAT's task masks are folded into the weights; iCaRL's
+        # nearest mean and entropy routing have no exported form and are refused.
+        {"name": "hat", "model": {"multi_head": True}, "allow_task_labels": True,
+         "strategy": [{"type": "hat", "s_max": 50}]},
+        {"name": "icarl", "scenario": {"type": "app_usage", "train_per_experience": 300, "test_per_experience": 80},
+         "strategy": [{"type": "icarl", "capacity": 40}]},
+        {"name": "entropy", "strategy": [{"type": "adapters", "bottleneck": 2, "routing": "entropy"}]},
+        {"name": "slda", "strategy": [{"type": "slda"}]},
     ],
 }
 
@@ -64,6 +72,7 @@ ONNX_CASES = [
     ("apps_int8", "apps", ["--int8"]),
     ("plain_core", "plain", ["--parts", "core"]), ("adapters_core", "adapters", ["--parts", "core"]),
     ("apps_int8_core", "apps", ["--parts", "core", "--int8"]),
+    ("hat", "hat", []), ("hat_route0", "hat", ["--route", "0"]), ("slda", "slda", []),
 ]
 COREML_CASES = [
     ("plain", "plain", [], None), ("adapters", "adapters", [], None), ("lora", "lora", [], None),
@@ -344,3 +353,6 @@ def test_export_errors_name_what_is_wrong(exported):
     fails(["--run", "plain", "--format", "coreml", "--int8", "--updatable", "-o", os.devnull], "last_layer and bitfit")
     fails(["--run", "bitfit", "--format", "coreml", "--int8", "--updatable", "-o", os.devnull], "cannot update quantised layers")
     fails(["--run", "bitfit", "--format", "coreml", "--parts", "core", "--updatable", "-o", os.devnull], "core-only")
+    fails(["--run", "icarl", "--format", "onnx", "-o", os.devnull], "nearest mean of its exemplars")
+    fails(["--run", "entropy", "--format", "onnx", "-o", os.devnull], "routes each sample by entropy")
+    fails(["--run", "hat", "--format", "onnx", "--parts", "core", "-o", os.devnull], "task gates")

@@ -48,12 +48,65 @@ extension StrategyPlugin {
         p.assumingMemoryBound(to: T.self).pointee.willComputeGradient(model: &model)
     }
 
-    mutating func callDidComputeGradient(model: inout MLP) {
+    mutating func callDidComputeGradient(model: inout MLP, gradient: UnsafeMutableBufferPointer<Float>) {
         guard let type = Self.self as? any GradientPointTransform.Type else { return }
-        withUnsafeMutablePointer(to: &self) { Self.did(type, UnsafeMutableRawPointer($0), &model) }
+        withUnsafeMutablePointer(to: &self) { Self.did(type, UnsafeMutableRawPointer($0), &model, gradient) }
     }
-    private static func did<T: GradientPointTransform>(_: T.Type, _ p: UnsafeMutableRawPointer, _ model: inout MLP) {
-        p.assumingMemoryBound(to: T.self).pointee.didComputeGradient(model: &model)
+    private static func did<T: GradientPointTransform>(_: T.Type, _ p: UnsafeMutableRawPointer, _ model: inout MLP,
+                                                       _ gradient: UnsafeMutableBufferPointer<Float>) {
+        p.assumingMemoryBound(to: T.self).pointee.didComputeGradient(model: &model, gradient: gradient)
+    }
+
+    mutating func callGates(route: Int, step: StepIndex) -> UnitGates? {
+        guard let type = Self.self as? any ActivationGate.Type else { return nil }
+        return withUnsafeMutablePointer(to: &self) { Self.gates(type, UnsafeMutableRawPointer($0), route, step) }
+    }
+    private static func gates<T: ActivationGate>(_: T.Type, _ p: UnsafeMutableRawPointer, _ route: Int, _ step: StepIndex) -> UnitGates? {
+        p.assumingMemoryBound(to: T.self).pointee.gates(route: route, step: step)
+    }
+
+    mutating func callDidBackward(gateGradient: UnsafeBufferPointer<Float>, route: Int, step: StepIndex) {
+        guard let type = Self.self as? any ActivationGate.Type else { return }
+        withUnsafeMutablePointer(to: &self) { Self.didBackward(type, UnsafeMutableRawPointer($0), gateGradient, route, step) }
+    }
+    private static func didBackward<T: ActivationGate>(_: T.Type, _ p: UnsafeMutableRawPointer, _ g: UnsafeBufferPointer<Float>,
+                                                       _ route: Int, _ step: StepIndex) {
+        p.assumingMemoryBound(to: T.self).pointee.didBackward(gateGradient: g, route: route, step: step)
+    }
+
+    /// Zeroes the block gradient of a `ParameterBlockOwner` (in place).
+    mutating func callZeroBlockGradient() {
+        guard let type = Self.self as? any ParameterBlockOwner.Type else { return }
+        withUnsafeMutablePointer(to: &self) { Self.zeroBlock(type, UnsafeMutableRawPointer($0)) }
+    }
+    private static func zeroBlock<T: ParameterBlockOwner>(_: T.Type, _ p: UnsafeMutableRawPointer) {
+        let plugin = p.assumingMemoryBound(to: T.self)
+        if plugin.pointee.parameterBlockGradient.count != plugin.pointee.parameterBlock.count {
+            plugin.pointee.parameterBlockGradient = [Float](repeating: 0, count: plugin.pointee.parameterBlock.count)
+        } else {
+            plugin.pointee.parameterBlockGradient.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
+        }
+    }
+
+    /// Size of a `ParameterBlockOwner`'s block (nil for other plugins).
+    var parameterBlockCount: Int? { (self as? any ParameterBlockOwner)?.parameterBlock.count }
+    /// Whether a `ParameterBlockOwner`'s block optimizer restarts per experience.
+    var restartsBlockOptimizer: Bool { (self as? any ParameterBlockOwner)?.restartsBlockOptimizerPerExperience ?? false }
+
+    /// One step of `optimizer` on a `ParameterBlockOwner`'s block, then its `didUpdateParameterBlock`.
+    mutating func callStepBlock(_ optimizer: inout Optimizer, learningRate: Float?) {
+        guard let type = Self.self as? any ParameterBlockOwner.Type else { return }
+        withUnsafeMutablePointer(to: &self) { Self.stepBlock(type, UnsafeMutableRawPointer($0), &optimizer, learningRate) }
+    }
+    private static func stepBlock<T: ParameterBlockOwner>(_: T.Type, _ p: UnsafeMutableRawPointer, _ optimizer: inout Optimizer,
+                                                          _ learningRate: Float?) {
+        let plugin = p.assumingMemoryBound(to: T.self)
+        guard !plugin.pointee.parameterBlock.isEmpty else { return }
+        plugin.pointee.parameterBlockGradient.withUnsafeBufferPointer { g in
+            optimizer.step(parameters: &plugin.pointee.parameterBlock, gradient: g.baseAddress!, trainable: nil,
+                           learningRate: learningRate)
+        }
+        plugin.pointee.didUpdateParameterBlock()
     }
 
     /// The plugin's predictions if it overrides them (nil otherwise, or if it declines).
@@ -81,6 +134,9 @@ struct PluginCapabilities {
     var adjusters: [Int] = []
     var observers: [Int] = []
     var transforms: [Int] = []
+    /// The one plugin that gates hidden units (`ActivationGate`), if any.
+    var gate: Int? = nil
+    var blockOwners: [Int] = []
 
     init() {}
 
@@ -90,6 +146,8 @@ struct PluginCapabilities {
             if p is any BatchLossTerm { batchLosses.append(k) }
             if p is any StepObserver { observers.append(k) }
             if p is any GradientPointTransform { transforms.append(k) }
+            if p is any ActivationGate, gate == nil { gate = k }
+            if p is any ParameterBlockOwner { blockOwners.append(k) }
         }
         adjusters = plugins.indices.compactMap { k in plugins[k].gradientStageIfAdjuster.map { (k, $0) } }
             .sorted { ($0.1, $0.0) < ($1.1, $1.0) }.map(\.0)

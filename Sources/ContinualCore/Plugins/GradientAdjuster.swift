@@ -33,8 +33,11 @@ public struct GradientContext {
     public let batch: Batch
     public let experienceIndex: Int
     public let stepInExperience: Int
+    /// Epoch (pass) within the experience, from 0.
+    public let epoch: Int
 
-    public init(model: MLP, batch: Batch, experienceIndex: Int, stepInExperience: Int) {
+    public init(model: MLP, batch: Batch, experienceIndex: Int, stepInExperience: Int, epoch: Int = 0) {
+        self.epoch = epoch
         self.model = model
         self.batch = batch
         self.experienceIndex = experienceIndex

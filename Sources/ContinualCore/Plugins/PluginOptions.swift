@@ -18,17 +18,103 @@ public protocol PluginOptions: Codable, Sendable, Equatable {
     /// (adapters routed by task id). Recorded per run; refused in scenarios whose test samples
     /// carry no task identity unless the config allows it explicitly.
     var usesTaskIdentityAtTest: Bool { get }
+    /// What the method uses the task label for, for the message that refuses it in scenarios
+    /// without task identity ("task_id routing picks each experience's adapter by its identity").
+    var taskIdentityUse: String { get }
     /// Whether the method keeps a memory of past samples (rehearsal, projection memories).
     static var storesSamples: Bool { get }
     /// How the method shares a strategy list with others; checked when a config is decoded.
     static var composition: PluginComposition { get }
+    /// What the options reserve before any data exist (stored samples, bytes, rows per batch),
+    /// each amount with the option key that sets it: the resource estimate (`validate`) calls
+    /// this instead of reading option names from JSON.
+    func plannedResources(_ shape: PlannedRunShape) -> PlannedResources
+    /// Whether `continual export` reproduces the run's evaluated predictions from its network,
+    /// or why not. The default: the network does, unless the plugin decides predictions itself
+    /// (`PredictionOverride`), which must then state its exported form.
+    var predictionExport: PredictionExport { get }
 }
 
 public extension PluginOptions {
     static var strengthKey: String? { nil }
     var usesTaskIdentityAtTest: Bool { false }
+    var taskIdentityUse: String { "\(Self.typeName) uses the evaluated experience's identity at test time" }
     static var storesSamples: Bool { false }
     static var composition: PluginComposition { .free }
+    func plannedResources(_ shape: PlannedRunShape) -> PlannedResources { PlannedResources() }
+    var predictionExport: PredictionExport {
+        makePlugin() is any PredictionOverride
+            ? .refused("\(Self.typeName) decides predictions itself (a prediction override) and states no exported form")
+            : .network
+    }
+}
+
+/// How an exported network relates to a run's evaluated predictions (`PluginOptions.predictionExport`).
+public enum PredictionExport: Sendable, Equatable {
+    /// The run's network through the evaluated route predicts exactly what was evaluated.
+    case network
+    /// The network with the plugin's per-task unit gates on every hidden layer folded into the
+    /// next layer's weights (HAT): the gates come from the run's plugin report array of this
+    /// name, [tasks × units], units of the hidden layers in order (`MLP.foldingGates`).
+    case foldedGates(reportArray: String)
+    /// The network with its output layer replaced by a linear classifier on the penultimate
+    /// features (SLDA, nearest class mean): weights [width × logits] row-major then biases, from
+    /// the run's plugin report array of this name.
+    case replacedOutputLayer(reportArray: String)
+    /// No exported network reproduces the predictions; the reason, for the user.
+    case refused(String)
+}
+
+/// The sizes of a planned run, known before its data are generated.
+public struct PlannedRunShape: Sendable, Equatable {
+    public var experiences: Double
+    /// Input features per sample.
+    public var dimension: Double
+    /// Logits per sample.
+    public var outputs: Double
+    /// Parameters of the model.
+    public var parameters: Double
+    public var batchSize: Double
+
+    public init(experiences: Double, dimension: Double, outputs: Double, parameters: Double, batchSize: Double) {
+        self.experiences = experiences
+        self.dimension = dimension
+        self.outputs = outputs
+        self.parameters = parameters
+        self.batchSize = batchSize
+    }
+
+    /// Bytes of one stored sample: features, label and route, and `logits` stored logits.
+    public func sampleBytes(logits: Double = 0) -> Double { dimension * 4 + 8 + logits * 4 }
+}
+
+/// What a method's options reserve, each amount blamed on the option key that sets it
+/// (relative to the method's entry, e.g. ".capacity").
+public struct PlannedResources: Sendable, Equatable {
+    /// Bytes kept for the whole run.
+    public var memory: [Amount] = []
+    /// Rows the method appends to every training batch.
+    public var extraRowsPerBatch: Double = 0
+
+    public struct Amount: Sendable, Equatable {
+        public var value: Double
+        /// The option's key path within the method's entry, e.g. ".capacity".
+        public var key: String
+        public init(_ value: Double, key: String) {
+            self.value = value
+            self.key = key
+        }
+    }
+
+    public init(memory: [Amount] = [], extraRowsPerBatch: Double = 0) {
+        self.memory = memory
+        self.extraRowsPerBatch = extraRowsPerBatch
+    }
+}
+
+public extension CodingKey {
+    /// ".name": the key as a relative JSON key path.
+    var path: String { "." + stringValue }
 }
 
 /// How a method composes with the other plugins of one strategy list.
@@ -38,8 +124,12 @@ public enum PluginComposition: Sendable, Equatable {
     /// Owns the run's sample memory and redefines the loss of the rows it trains on (ER-ACE,
     /// iCaRL): no other plugin that stores samples may be listed with it.
     case soleRehearsal
-    /// Is the whole method (GDumb retrains from scratch on its memory): listed alone.
-    case alone
+    /// Is the whole method: listed alone. `reason` says why, in the method's own terms
+    /// ("it retrains from scratch on its own memory").
+    case alone(reason: String)
+
+    /// Whether the method must be listed alone.
+    public var isAlone: Bool { if case .alone = self { return true } else { return false } }
 
     /// Why the strategy list `types` (in order) cannot be combined, or nil when it can: a method
     /// `alone` listed with others, or two methods that store samples beside a `soleRehearsal` one.
@@ -48,8 +138,8 @@ public enum PluginComposition: Sendable, Equatable {
         for (i, t) in types.enumerated() {
             switch t.composition {
             case .free: continue
-            case .alone where types.count > 1:
-                return "\"\(t.typeName)\" is a whole method (it retrains from scratch on its own memory) and must be listed alone; "
+            case .alone(let reason) where types.count > 1:
+                return "\"\(t.typeName)\" is a whole method (\(reason)) and must be listed alone; "
                     + "got [" + types.map { $0.typeName }.joined(separator: ", ") + "]"
             case .soleRehearsal:
                 let others = types.enumerated().filter { $0.offset != i && $0.element.storesSamples }.map { $0.element.typeName }

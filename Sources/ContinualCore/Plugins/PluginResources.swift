@@ -18,9 +18,14 @@ public struct PluginResources: Sendable, Equatable, Hashable {
     public var extraFLOPsPerStep: Int
     /// FLOPs added once per experience (a Fisher or importance pass, core-set selection).
     public var extraFLOPsPerExperience: Int
+    /// Trainable parameters the plugin owns outside the network (`ParameterBlockOwner`), updated
+    /// by the run's optimizer: the loop charges the optimizer's FLOPs for them on every step.
+    /// Their values belong in `stateBytes`.
+    public var ownedParameters: Int
 
     public init(storedSampleBytes: Int = 0, stateBytes: Int = 0, extraRowsPerBatch: Int = 0,
-                extraFLOPsPerStep: Int = 0, extraFLOPsPerExperience: Int = 0) {
+                extraFLOPsPerStep: Int = 0, extraFLOPsPerExperience: Int = 0, ownedParameters: Int = 0) {
+        self.ownedParameters = ownedParameters
         self.storedSampleBytes = storedSampleBytes
         self.stateBytes = stateBytes
         self.extraRowsPerBatch = extraRowsPerBatch
@@ -37,7 +42,8 @@ public struct PluginResources: Sendable, Equatable, Hashable {
                         stateBytes: a.stateBytes + b.stateBytes,
                         extraRowsPerBatch: a.extraRowsPerBatch + b.extraRowsPerBatch,
                         extraFLOPsPerStep: a.extraFLOPsPerStep + b.extraFLOPsPerStep,
-                        extraFLOPsPerExperience: a.extraFLOPsPerExperience + b.extraFLOPsPerExperience)
+                        extraFLOPsPerExperience: a.extraFLOPsPerExperience + b.extraFLOPsPerExperience,
+                        ownedParameters: a.ownedParameters + b.ownedParameters)
     }
 
     /// Bytes of a float32 vector of `count` values (the common case for state vectors).

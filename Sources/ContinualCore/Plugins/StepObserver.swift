@@ -18,10 +18,13 @@ public struct StepObservation {
     public var parametersAfter: UnsafeBufferPointer<Float>
     public var experienceIndex: Int
     public var stepInExperience: Int
+    /// Epoch (pass) within the experience, from 0.
+    public var epoch: Int
 
     public init(taskGradient: UnsafeBufferPointer<Float>, totalGradient: UnsafeBufferPointer<Float>,
                 parametersBefore: UnsafeBufferPointer<Float>, parametersAfter: UnsafeBufferPointer<Float>,
-                experienceIndex: Int, stepInExperience: Int) {
+                experienceIndex: Int, stepInExperience: Int, epoch: Int = 0) {
+        self.epoch = epoch
         self.taskGradient = taskGradient
         self.totalGradient = totalGradient
         self.parametersBefore = parametersBefore

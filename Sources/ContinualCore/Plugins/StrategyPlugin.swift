@@ -10,17 +10,24 @@
 /// Per run: `prepare` (list order). Per experience: `beforeExperience` → loop observers see the
 /// model → `adjustTrainingSet` → the steps → `afterExperience` → evaluation (`PredictionOverride`).
 /// Per step, always in this order whatever the list order:
-/// 1. the batch's own rows are filled, then `extendBatch` (list order: replay appends rows);
+/// 1. the batch's own rows are filled, then `extendBatch` (list order: replay appends rows); the
+///    loop zeroes every `ParameterBlockOwner`'s block gradient;
 /// 2. `GradientPointTransform.willComputeGradient` (list order);
-/// 3. forward pass → task loss and its logit gradient;
+/// 3. `ActivationGate.gates` (at most one gating plugin), then the forward pass through the
+///    gates → task loss and its logit gradient;
 /// 4. `BatchLossTerm.addBatchLoss` (list order): terms on the batch's logits (distillation,
-///    logit replay) add into the same logit gradient, then one backward pass;
-/// 5. `GradientPointTransform.didComputeGradient` (reverse list order);
+///    logit replay) add into the same logit gradient, then one backward pass, then
+///    `ActivationGate.didBackward` with ∂(data loss)/∂gate;
+/// 5. `GradientPointTransform.didComputeGradient(model:gradient:)` (reverse list order), with the
+///    data losses' gradient;
 /// 6. `ParameterPenalty.addPenalty` (list order): penalties on the parameters (EWC, SI, MAS) add
 ///    their gradients; each sees the parameters, never another plugin's term;
 /// 7. `GradientAdjuster.adjustGradient`, last, sorted by `GradientStage` (projection → masking →
 ///    clipping; list order within a stage): they see the final gradient of every term;
-/// 8. the optimizer step; then `StepObserver.afterStep` (list order).
+/// 8. the optimizer step; one step of the run's optimizer kind on every `ParameterBlockOwner`'s
+///    block at the same learning rate, then its `didUpdateParameterBlock` (list order); then
+///    `StepObserver.afterStep` (list order).
+/// Hooks that follow a schedule get the step's `StepIndex` (experience, epoch, step).
 ///
 /// ## Composition semantics
 /// - `prepare`, `beforeExperience`, `adjustTrainingSet`, `extendBatch`, `afterExperience`: each

@@ -107,7 +107,7 @@ extension Trainer {
         return TrainerCheckpoint(
             seed: seed, experienceCount: state.capacity, parameters: model.parameters, trainable: model.trainable,
             optimizerFirst: optimizer.first, optimizerSecond: optimizer.second, optimizerSteps: optimizer.steps,
-            pluginNames: plugins.map(\.name), pluginStates: plugins.map { $0.checkpointState() }, progress: progress)
+            pluginNames: plugins.map(\.name), pluginStates: learnerPluginStates(), progress: progress)
     }
 
     /// Restores a `sessionCheckpoint` on a Trainer built with the same spec, optimizer, options,

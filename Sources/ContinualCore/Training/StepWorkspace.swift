@@ -20,6 +20,10 @@ struct StepWorkspace {
     var active: [Bool]? = nil
     /// This step's learning rate from the schedule; nil = the optimizer's own rate.
     var learningRate: Float? = nil
+    /// Where this step sits (experience, epoch, step), set by the loop before each step.
+    var index = StepIndex(experience: 0)
+    /// ∂L/∂gate of the current pass (only if a plugin gates hidden units).
+    var gateGradient: [Float] = []
 
     init(network: Workspace) { self.network = network }
 

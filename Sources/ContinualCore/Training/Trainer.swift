@@ -23,6 +23,9 @@ public struct Trainer {
     public let seed: UInt64
     /// Set when a run stopped before the end: the state to resume from.
     public private(set) var checkpoint: TrainerCheckpoint?
+    /// The optimizers of plugin-owned parameter blocks (`ParameterBlockOwner`), by plugin index:
+    /// the run's optimizer kind and hyper-parameters, their own moments.
+    public internal(set) var blockOptimizers: [Int: Optimizer] = [:]
 
     /// Builds the model from `spec` with the run's "init" stream.
     public init(spec: MLPSpec, optimizer: OptimizerSpec, options: TrainingOptions,
@@ -159,7 +162,7 @@ public struct Trainer {
             checkpoint = TrainerCheckpoint(
                 seed: seed, experienceCount: T, parameters: model.parameters, trainable: model.trainable,
                 optimizerFirst: optimizer.first, optimizerSecond: optimizer.second, optimizerSteps: optimizer.steps,
-                pluginNames: plugins.map(\.name), pluginStates: plugins.map { $0.checkpointState() }, progress: progress)
+                pluginNames: plugins.map(\.name), pluginStates: learnerPluginStates(), progress: progress)
         }
         return outcome
     }
@@ -180,6 +183,14 @@ public struct Trainer {
         } else if options.resetOptimizerPerExperience {
             optimizer.reset()
         }
+        for k in plugins.indices {
+            guard let n = plugins[k].parameterBlockCount else { continue }
+            if blockOptimizers[k]?.parameterCount != n {
+                blockOptimizers[k] = Optimizer(spec: optimizer.spec, parameterCount: n)
+            } else if options.resetOptimizerPerExperience || plugins[k].restartsBlockOptimizer {
+                blockOptimizers[k]?.reset()
+            }
+        }
         work.prepare(parameterCount: model.parameterCount, plugins: plugins, rows: options.batchSize * 2,
                      logitCount: model.logitCount)
         var trainSet = context.experience.train
@@ -195,7 +206,8 @@ public struct Trainer {
             }
         }
 
-        let stepFLOPs = plugins.reduce(0) { $0 + $1.resources.extraFLOPsPerStep }
+        // Plugin-owned parameters take an optimizer update per step like the network's.
+        let stepFLOPs = plugins.reduce(0) { $0 + $1.resources.extraFLOPsPerStep + $1.resources.ownedParameters * optimizer.flopsPerParameter }
         var order = Array(0..<trainSet.count)
         var processed = 0
         var steps = 0
@@ -239,6 +251,8 @@ public struct Trainer {
                 for p in plugins.indices { plugins[p].extendBatch(&batch, context: context) }
                 work.learningRate = schedule.isConstant ? nil
                     : Float(baseRate * schedule.factor(step: steps, epoch: epoch, plannedSteps: plannedSteps))
+                work.index = StepIndex(experience: i, epoch: epoch, stepInExperience: steps, stepInEpoch: batches,
+                                       stepsPerEpoch: batchesPerEpoch)
                 let (loss, penalty) = step(batch, experience: i, step: steps, work: &work)
                 guard loss.isFinite, penalty.isFinite else {
                     throw TrainingError.diverged(experience: i, epoch: epoch, loss: loss.isFinite ? penalty : loss)
@@ -305,6 +319,10 @@ public struct Trainer {
                                      training: options, featureNames: featureNames)
             try plugins[i].prepare(model: &model, context: context)
         }
+        let gaters = plugins.filter { $0 is any ActivationGate }.map(\.name)
+        if gaters.count > 1 {
+            throw TrainingError.invalid("at most one method of a strategy may gate hidden units; \(gaters.joined(separator: " and ")) both do")
+        }
         // The active-output mask and the labels' range come from the stream's head; the loss
         // reads them over the model's head, so the two must be the same.
         if head != model.spec.head {
@@ -340,7 +358,38 @@ public struct Trainer {
         model.trainable = cp.trainable
         optimizer = try Optimizer(spec: optimizer.spec, parameterCount: model.parameterCount, first: cp.optimizerFirst,
                                   second: cp.optimizerSecond, steps: cp.optimizerSteps)
-        for i in plugins.indices { try plugins[i].restore(from: cp.pluginStates[i]) }
+        blockOptimizers = [:]
+        for i in plugins.indices {
+            var state = cp.pluginStates[i]
+            if let optimizerState = try Trainer.takeBlockOptimizer(from: &state, spec: optimizer.spec) {
+                blockOptimizers[i] = optimizerState
+            }
+            try plugins[i].restore(from: state)
+        }
+    }
+
+    /// The plugins' checkpoint states, each with the loop's optimizer state of its parameter block
+    /// (`ParameterBlockOwner`) under reserved keys.
+    func learnerPluginStates() -> [PluginState] {
+        plugins.indices.map { k in
+            var state = plugins[k].checkpointState()
+            if let o = blockOptimizers[k] {
+                state.floats[Trainer.blockKey + "first"] = o.first
+                state.floats[Trainer.blockKey + "second"] = o.second
+                state.ints[Trainer.blockKey + "steps"] = [Int64(o.steps)]
+            }
+            return state
+        }
+    }
+
+    static let blockKey = "loop.parameter_block_optimizer."
+
+    /// Removes the block optimizer's keys from `state` and rebuilds the optimizer they describe.
+    static func takeBlockOptimizer(from state: inout PluginState, spec: OptimizerSpec) throws -> Optimizer? {
+        guard let first = state.floats.removeValue(forKey: blockKey + "first") else { return nil }
+        let second = state.floats.removeValue(forKey: blockKey + "second") ?? []
+        let steps = state.ints.removeValue(forKey: blockKey + "steps")?.first ?? 0
+        return try Optimizer(spec: spec, parameterCount: first.count, first: first, second: second, steps: Int(steps))
     }
 
     /// Route used for experience `index`: its own head on multi-route models, else 0.
@@ -358,6 +407,7 @@ public struct Trainer {
         if !caps.batchLosses.isEmpty && work.identityRows.count < n { work.identityRows = Array(0..<n) }
         var loss = 0.0
         var extra = 0.0
+        for k in caps.blockOwners { plugins[k].callZeroBlockGradient() }
         for k in caps.transforms { plugins[k].callWillComputeGradient(model: &model) }
         let r0 = batch.routes[0]
         var mixed = false
@@ -393,7 +443,11 @@ public struct Trainer {
                 extra += er
             }
         }
-        for k in caps.transforms.reversed() { plugins[k].callDidComputeGradient(model: &model) }
+        if !caps.transforms.isEmpty {
+            work.gradient.withUnsafeMutableBufferPointer { g in
+                for k in caps.transforms.reversed() { plugins[k].callDidComputeGradient(model: &model, gradient: g) }
+            }
+        }
         if !caps.observers.isEmpty {
             work.taskGradient.withUnsafeMutableBufferPointer { t in
                 work.gradient.withUnsafeBufferPointer { g in t.baseAddress!.update(from: g.baseAddress!, count: g.count) }
@@ -410,7 +464,8 @@ public struct Trainer {
             }
         }
         if !caps.adjusters.isEmpty {
-            let context = GradientContext(model: model, batch: batch, experienceIndex: experience, stepInExperience: step)
+            let context = GradientContext(model: model, batch: batch, experienceIndex: experience, stepInExperience: step,
+                                          epoch: work.index.epoch)
             work.gradient.withUnsafeMutableBufferPointer { g in
                 for k in caps.adjusters { plugins[k].callAdjustGradient(g, context: context) }
             }
@@ -420,6 +475,12 @@ public struct Trainer {
             optimizer.step(parameters: &model.parameters, gradient: g.baseAddress!, trainable: mask,
                            learningRate: work.learningRate)
         }
+        for k in caps.blockOwners {
+            if var o = blockOptimizers[k] {
+                plugins[k].callStepBlock(&o, learningRate: work.learningRate)
+                blockOptimizers[k] = o
+            }
+        }
         if !caps.observers.isEmpty {
             work.taskGradient.withUnsafeBufferPointer { t in
                 work.gradient.withUnsafeBufferPointer { g in
@@ -427,7 +488,7 @@ public struct Trainer {
                         model.parameters.withUnsafeBufferPointer { a in
                             let observation = StepObservation(taskGradient: t, totalGradient: g, parametersBefore: b,
                                                               parametersAfter: a, experienceIndex: experience,
-                                                              stepInExperience: step)
+                                                              stepInExperience: step, epoch: work.index.epoch)
                             for k in caps.observers { plugins[k].callAfterStep(observation) }
                         }
                     }
@@ -446,9 +507,15 @@ public struct Trainer {
         let ws = work.network
         let terms = work.capabilities.batchLosses
         let model = self.model
-        return work.gradient.withUnsafeMutableBufferPointer { g in
+        let gater = work.capabilities.gate
+        let gates = gater.flatMap { plugins[$0].callGates(route: route, step: work.index) }
+        if let gates {
+            if work.gateGradient.count != gates.count { work.gateGradient = [Float](repeating: 0, count: gates.count) }
+            work.gateGradient.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
+        }
+        let result: (Double, Double) = work.gradient.withUnsafeMutableBufferPointer { g in
             if !accumulate { g.update(repeating: 0) }
-            if terms.isEmpty {
+            if terms.isEmpty && gates == nil {
                 guard let active = work.active else {
                     return (model.lossAndGradient(features: features, labels: labels, count: count, route: route,
                                                   scale: scale, workspace: ws, gradient: g.baseAddress!), 0)
@@ -458,8 +525,8 @@ public struct Trainer {
                                            scale: scale, workspace: ws, gradient: g.baseAddress!, active: a.baseAddress!), 0)
                 }
             }
-            guard count > 0 else { return (0, 0) }
-            model.forward(features, count: count, route: route, workspace: ws)
+            guard count > 0 else { return (0.0, 0.0) }
+            model.forward(features, count: count, route: route, workspace: ws, gates: gates)
             let L = model.logitCount
             if work.logits.count < count * L { work.logits = [Float](repeating: 0, count: count * L) }
             var extra = 0.0
@@ -478,9 +545,20 @@ public struct Trainer {
                 for k in terms { extra += plugins[k].callAddBatchLoss(input) }
                 return loss
             }
-            model.backward(logitGradient: ws.logits, count: count, route: route, workspace: ws, gradient: g.baseAddress!)
+            if gates != nil {
+                work.gateGradient.withUnsafeMutableBufferPointer { gg in
+                    model.backward(logitGradient: ws.logits, count: count, route: route, workspace: ws, gradient: g.baseAddress!,
+                                   gates: gates, gateGradient: gg.baseAddress!)
+                }
+            } else {
+                model.backward(logitGradient: ws.logits, count: count, route: route, workspace: ws, gradient: g.baseAddress!)
+            }
             return (loss, extra)
         }
+        if let k = gater, gates != nil {
+            work.gateGradient.withUnsafeBufferPointer { plugins[k].callDidBackward(gateGradient: $0, route: route, step: work.index) }
+        }
+        return result
     }
 
     /// The optimizer mask for `batch`: `model.trainable`, restricted on multi-route models to the

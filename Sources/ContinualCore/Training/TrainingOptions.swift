@@ -115,13 +115,24 @@ public enum TrainingError: Error, Sendable, Equatable, CustomStringConvertible {
     /// `evaluation` names it ("initial", "random baseline", "after experience i"), `experience`
     /// the test set, `samples` how many of its samples had a non-finite output.
     case nonFiniteOutputs(evaluation: String, experience: Int, samples: Int)
+    /// A method's option that cannot work with this model or data; `key` is the option's key
+    /// path within the method's entry (".layers"), so messages name `.strategy[i].layers`.
+    case invalidOption(key: String, message: String)
+    /// A setting outside the method (its absolute key path, e.g. ".model.hidden") that the
+    /// method cannot work with.
+    case invalidSetting(path: String, message: String)
 
     /// The run diverged (reported with status `diverged`), as opposed to an invalid configuration.
     public var isDivergence: Bool {
         switch self {
         case .diverged, .nonFiniteOutputs: return true
-        case .invalid: return false
+        case .invalid, .invalidOption, .invalidSetting: return false
         }
+    }
+
+    /// Whether the error is a configuration problem (any of the `invalid…` cases), not divergence.
+    public var isConfigurationProblem: Bool {
+        !isDivergence
     }
 
     public var description: String {
@@ -131,7 +142,7 @@ public enum TrainingError: Error, Sendable, Equatable, CustomStringConvertible {
                 return "diverged: mean training loss \(loss) in experience \(e), epoch \(epoch) exceeded the divergence threshold (training.divergence_loss)"
             }
             return "diverged: training loss or parameters became \(loss) in experience \(e), epoch \(epoch)"
-        case .invalid(let message):
+        case .invalid(let message), .invalidOption(_, let message), .invalidSetting(_, let message):
             return message
         case .nonFiniteOutputs(let evaluation, let e, let n):
             return "diverged: the model's outputs were NaN or infinite on \(n) test sample(s) of experience \(e) in the \(evaluation) evaluation (non-finite weights; lower optimizer.lr or check model.init_from)"

@@ -28,6 +28,8 @@ public enum Registry {
         ERACE.Options.self,
         GDumb.Options.self,
         ICaRL.Options.self,
+        HAT.Options.self,
+        StreamingLDA.Options.self,
     ]
 
     public static let scenarios: [any ScenarioOptions.Type] = [

@@ -174,7 +174,7 @@ struct ScenarioSize {
 extension RunEstimate {
     /// The estimate of `run` with a scenario of `size` (`ScenarioSize.estimate` before the data
     /// exist, `ScenarioSize.of` once the stream is built).
-    static func of(_ config: RunConfig, json: [String: JSONValue], size: ScenarioSize, cores: Int) -> RunEstimate {
+    static func of(_ config: RunConfig, size: ScenarioSize, cores: Int) -> RunEstimate {
         var memory: [(Double, String)] = []
         var work: [(Double, String)] = []
         let T = max(size.experiences, 1)
@@ -210,20 +210,15 @@ extension RunEstimate {
             memory.append((Double(config.training.window), ".training.window"))
             memory.append((size.train / Double(max(config.training.recordEvery, 1)) * 32, ".training.record_every"))
         }
-        // Plugin memories (replay buffers, episodic memories, per-experience gradients).
+        // Plugin memories (replay buffers, episodic memories, per-experience gradients), as each
+        // method's options describe them (`PluginOptions.plannedResources`), defaults included.
         var replayRows = 0.0
-        if case .array(let strategies)? = json["strategy"] {
-            for (i, s) in strategies.enumerated() {
-                guard case .object(let o) = s else { continue }
-                let at = ".strategy[\(i)]"
-                if let c = o["capacity"]?.numberValue { memory.append((c * (D * 4 + 8 + outputs * 4), at + ".capacity")) }
-                if let b = o["capacity_bytes"]?.numberValue { memory.append((b, at + ".capacity_bytes")) }
-                if let m = o["memory_per_experience"]?.numberValue {
-                    memory.append((m * T * (D * 4 + 8) + T * params * 4, at + ".memory_per_experience"))
-                }
-                if let r = o["replay_per_batch"]?.numberValue { replayRows += r }
-                if let r = o["replay_ratio"]?.numberValue { replayRows += r * Double(config.training.batchSize) }
-            }
+        let shape = PlannedRunShape(experiences: T, dimension: D, outputs: outputs, parameters: params,
+                                    batchSize: Double(config.training.batchSize))
+        for (i, entry) in config.strategy.enumerated() {
+            let planned = entry.options.plannedResources(shape)
+            for amount in planned.memory { memory.append((amount.value, ".strategy[\(i)]" + amount.key)) }
+            replayRows += planned.extraRowsPerBatch
         }
         // Work: training rows (with replayed rows per batch), evaluations after every experience.
         let batches = (size.train / Double(config.training.batchSize)).rounded(.up)

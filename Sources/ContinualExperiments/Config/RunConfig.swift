@@ -121,13 +121,13 @@ public struct RunConfig: Codable, Sendable, Equatable {
         }
         if usesTaskLabels && !scenario.options.providesTaskIdentity && !allowTaskLabels {
             let multi = model.multiHead
+            let user = strategy.firstIndex { $0.options.usesTaskIdentityAtTest }
             return (multi ? ["model", "multi_head"] : ["strategy"],
                     (multi ? "a multi-head model evaluates each experience through its own head"
-                           : "task_id routing picks each experience's adapter by its identity")
+                           : user.map { strategy[$0].options.taskIdentityUse } ?? "the strategy uses the task label")
                     + ", which needs the task label at test time; scenario \"\(scenario.typeName)\" is not task-incremental "
-                    + "(its test samples carry no task identity), so the accuracy would be inflated — task-aware adapters "
-                    + "score joint's level in class-incremental split digits. Set \"allow_task_labels\": true to study the "
-                    + "task-aware setting deliberately (it is recorded as uses_task_labels), or route by \"context\" or \"entropy\"")
+                    + "(its test samples carry no task identity), so the accuracy would be inflated. Set \"allow_task_labels\": true "
+                    + "to study the task-aware setting deliberately (it is recorded as uses_task_labels)")
         }
         if let problem = federationProblem() { return problem }
         if let population, population.users > 1, let generator = scenario.options as? any PopulationScenario,
@@ -156,8 +156,9 @@ public struct RunConfig: Codable, Sendable, Equatable {
         if training.options.activeOutputs == .seen {
             return (["training", "active_outputs"], "a local round does not know which classes the client has seen; use \"all\"")
         }
-        for s in strategy where type(of: s.options).composition == .alone {
-            return (["strategy"], "\"\(s.typeName)\" retrains from scratch on its whole memory, which is not a local round; "
+        for s in strategy {
+            guard case .alone(let reason) = type(of: s.options).composition else { continue }
+            return (["strategy"], "\"\(s.typeName)\" is a whole method (\(reason)), which is not a local round; "
                 + "use a strategy that trains incrementally (naive, replay, ewc, si, lwf, adapters, lora, …)")
         }
         if federation.share == .adapters && !strategy.contains(where: { ["adapters", "lora"].contains($0.typeName) }) {

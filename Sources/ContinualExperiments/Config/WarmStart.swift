@@ -176,6 +176,8 @@ public struct WarmStart: Codable, Sendable, Equatable {
         /// The run's config JSON and the experiment file it came from (results files only).
         var configJSON = ""
         var experimentPath = ""
+        /// The run's group id in the results file (results files only).
+        var runId = ""
     }
 
     /// Reads the configured source (cached per file and modification time, see `sources`).
@@ -291,7 +293,7 @@ public struct WarmStart: Codable, Sendable, Equatable {
                 }
                 return Source(sizes: sizes.map { Int($0) }, parameters: parameters,
                               configJSON: try g.attributes.string("config_json") ?? "",
-                              experimentPath: try file.root.attributes.string("experiment_path") ?? "")
+                              experimentPath: try file.root.attributes.string("experiment_path") ?? "", runId: matches[0])
             }
         } catch let f as Failure {
             throw f

@@ -42,7 +42,7 @@ public enum Preflight {
         }
         // 1. Sizes from the config alone.
         let rough = ScenarioSize.estimate(scenarioJSON, resolvedPath: filePath)
-        var estimate = RunEstimate.of(config, json: json, size: rough, cores: cores)
+        var estimate = RunEstimate.of(config, size: rough, cores: cores)
         // The rough estimate assumes wide features and many classes; when the data are small
         // enough to build, the estimate with their real sizes decides (step 4).
         let buildable = filePath != nil ? rough.fileBytes <= limits.memoryBytes / 4 : rough.generated <= buildLimit
@@ -104,7 +104,7 @@ public enum Preflight {
                 throw fail(key, Self.shortened(message.replacingOccurrences(of: key + ": ", with: "")))
             }
         }
-        estimate = RunEstimate.of(config, json: json, size: ScenarioSize.of(stream, key: rough.key, generated: rough.generated),
+        estimate = RunEstimate.of(config, size: ScenarioSize.of(stream, key: rough.key, generated: rough.generated),
                                   cores: cores)
         if var problem = estimate.problem(limits, file: file) { problem.message += context; throw problem }
         let T = stream.experiences.count
@@ -141,16 +141,17 @@ public enum Preflight {
         var rng = RandomSource(seed: config.seed, stream: "init")
         var model = MLP(spec: spec, rng: &rng)
         var plugins = config.strategy.map { $0.options.makePlugin() }
-        let strategies: [JSONValue] = { if case .array(let a)? = json["strategy"] { return a } else { return [] } }()
         for i in plugins.indices {
             let ctx = RunContext(seed: config.seed, pluginIndex: i, experienceCount: T, dimension: stream.dimension,
                                  head: stream.head, training: config.training.options, featureNames: stream.featureNames)
             do {
                 try plugins[i].prepare(model: &model, context: ctx)
+            } catch TrainingError.invalidOption(let key, let message) {
+                throw fail(".strategy[\(i)]" + key, message)
+            } catch TrainingError.invalidSetting(let path, let message) {
+                throw fail(path, message)
             } catch {
-                let message = "\(error)"
-                let keys = i < strategies.count ? strategies[i].objectValue.map { Array($0.keys) } ?? [] : []
-                throw fail(message.contains("model.hidden") ? ".model.hidden" : ".strategy[\(i)]" + optionKey(in: message, keys: keys), message)
+                throw fail(".strategy[\(i)]", "\(error)")
             }
         }
         if config.schedule == nil && model.routeCount > 1 && model.routeCount < T {
@@ -169,17 +170,6 @@ public enum Preflight {
         }
     }
 
-    /// The option a plugin's message is about (`.layers` for "hidden layer 3 does not exist").
-    static func optionKey(in message: String, keys: [String]) -> String {
-        let lower = message.lowercased()
-        if lower.contains("has no feature"), keys.contains("context_feature") { return ".context_feature" }
-        let direct = keys.filter { $0 != "type" && (lower.contains($0) || lower.contains($0.replacingOccurrences(of: "_", with: " "))) }
-        if let k = direct.max(by: { $0.count < $1.count }) { return "." + k }
-        let synonyms: [(String, String)] = [("layer", "layers"), ("feature", "context_feature"), ("capacity", "capacity")]
-        for (word, key) in synonyms where lower.contains(word) && keys.contains(key) { return "." + key }
-        return ""
-    }
-
     /// The config-only resource check (no file is read): what `RunExecutor` repeats so a config
     /// built in code cannot make it allocate past the machine's memory.
     ///
@@ -192,12 +182,12 @@ public enum Preflight {
         let filePath = dataPath(run.config)
         let rough = ScenarioSize.estimate(json["scenario"]?.objectValue ?? [:], resolvedPath: filePath)
         let cores = ProcessInfo.processInfo.activeProcessorCount
-        guard let problem = RunEstimate.of(run.config, json: json, size: rough, cores: cores).problem(limits, file: "") else {
+        guard let problem = RunEstimate.of(run.config, size: rough, cores: cores).problem(limits, file: "") else {
             return nil
         }
         let buildable = filePath != nil ? rough.fileBytes <= limits.memoryBytes / 4 : rough.generated <= buildLimit
         guard buildable, let stream = try? run.config.scenario.options.makeStream(seed: run.config.seed) else { return problem }
-        return RunEstimate.of(run.config, json: json, size: ScenarioSize.of(stream, key: rough.key, generated: rough.generated),
+        return RunEstimate.of(run.config, size: ScenarioSize.of(stream, key: rough.key, generated: rough.generated),
                               cores: cores).problem(limits, file: "")
     }
 

@@ -249,6 +249,7 @@ public enum ResultsWriter {
         try g.attributes.set("extra_rows_per_batch", Int64(r.extraRowsPerBatch))
         try g.attributes.set("extra_flops_per_step", Int64(r.extraFLOPsPerStep))
         try g.attributes.set("extra_flops_per_experience", Int64(r.extraFLOPsPerExperience))
+        try g.attributes.set("owned_parameters", Int64(r.ownedParameters))
     }
 
     static func writeReport(_ report: PluginReport, into g: HDF5Group) throws {

@@ -1,4 +1,5 @@
 import ContinualCore
+import ContinualHDF5
 import ContinualStrategies
 import Foundation
 
@@ -18,6 +19,9 @@ public struct StoredModel: Sendable {
     /// Experiences the learner went through: the stream's, or a scheduled run's training
     /// sessions (each session is an experience of the training loop, and of the plugins).
     public var trainedExperiences: Int
+    /// The results file and run group the model came from (nil for a checkpoint).
+    public var resultsPath: String? = nil
+    public var runId: String? = nil
 
     /// Why a stored model cannot be rebuilt (the message names the file and run).
     public struct Failure: Error, CustomStringConvertible, Sendable {
@@ -32,8 +36,11 @@ public struct StoredModel: Sendable {
             throw Failure(description: f.message)
         }
         let base = FilePaths.directory(of: source.experimentPath.isEmpty ? results : source.experimentPath)
-        return try rebuild(configJSON: source.configJSON, base: base, parameters: source.parameters,
-                           what: "run \"\(run)\" of \(results)", run: run)
+        var stored = try rebuild(configJSON: source.configJSON, base: base, parameters: source.parameters,
+                                 what: "run \"\(run)\" of \(results)", run: run)
+        stored.resultsPath = results
+        stored.runId = source.runId
+        return stored
     }
 
     /// The model of a checkpoint file written by `continual run --checkpoint` (its config JSON
@@ -114,14 +121,69 @@ public struct StoredModel: Sendable {
         return nil
     }
 
-    /// The routing mode when the strategy picks adapter/LoRA copies per sample at test time
-    /// (`context`, `entropy`), which an exported single-route graph cannot do; nil otherwise.
-    public var perSampleRouting: String? {
-        for s in config.strategy {
-            let routing = (s.options as? Adapters.Options)?.routing ?? (s.options as? LoRA.Options)?.routing
-            if let routing, routing != .taskId { return routing.rawValue }
+    /// How an exported network reproduces the run's evaluated predictions: the first method
+    /// whose predictions are not the network's decides (`PluginOptions.predictionExport`).
+    public var predictionExport: PredictionExport {
+        for s in config.strategy where s.options.predictionExport != .network { return s.options.predictionExport }
+        return .network
+    }
+
+    /// The network to export for `route` and the gates the run evaluated it with (nil when the
+    /// network alone predicts): for `.foldedGates`, the task's gates come from the results
+    /// file's plugin report and are folded into the weights. Throws the refusal's reason.
+    public func exportedNetwork(route: Int) throws -> (model: MLP, gates: UnitGates?, task: Int?) {
+        switch predictionExport {
+        case .network:
+            return (model, nil, nil)
+        case .refused(let reason):
+            throw Failure(description: reason)
+        case .replacedOutputLayer(let name):
+            let (values, group) = try reportArray(name, of: .replacedOutputLayer(reportArray: name))
+            let out = model.layers[model.layers.count - 1]
+            guard out.copies == 1, values.count == out.parameterCount else {
+                throw Failure(description: "\(group)/\(name) holds \(values.count) values for an output layer of \(out.parameterCount)")
+            }
+            var replaced = model
+            let start = out.weightOffset(route: 0)
+            for i in 0..<values.count { replaced.parameters[start + i] = Float(values[i]) }
+            return (replaced, nil, nil)
+        case .foldedGates(let name):
+            let (values, group) = try reportArray(name, of: .foldedGates(reportArray: name))
+            let hidden = Array(0..<(model.layers.count - 1))
+            var gates = UnitGates(model: model, layers: hidden)
+            let units = gates.count
+            guard units > 0, values.count % units == 0, values.count / units >= 1 else {
+                throw Failure(description: "\(group)/\(name) holds \(values.count) gates, not a multiple of the model's \(units) hidden units")
+            }
+            // The task the route stands for: the route itself on multi-head models, else the last trained.
+            let task = model.routeCount > 1 ? route : trainedExperiences - 1
+            guard task >= 0, task < values.count / units else {
+                throw Failure(description: "task \(task) has no gates in \(group)/\(name) (\(values.count / units) tasks)")
+            }
+            gates.values = values[(task * units)..<((task + 1) * units)].map { Float($0) }
+            return (model.foldingGates(gates), gates, task)
         }
-        return nil
+    }
+
+    /// The report array `name` of the first method whose export is `form`, read from the results
+    /// file, and the plugin group it came from.
+    func reportArray(_ name: String, of form: PredictionExport) throws -> ([Double], String) {
+        guard let resultsPath, let runId, let index = config.strategy.firstIndex(where: { $0.options.predictionExport == form }) else {
+            throw Failure(description: "the run's predictions use a classifier stored in its results file (plugin report \"\(name)\"); "
+                + "export the run from its results file, not from a checkpoint")
+        }
+        let group = "\(index)_\(config.strategy[index].typeName)"
+        do {
+            let values = try HDF5Lock.withLock {
+                let file = try HDF5File.open(path: resultsPath, mode: .readOnly)
+                defer { try? file.close() }
+                return try file.root.openGroup("runs").openGroup(runId).openGroup("plugins").openGroup(group).openDataset(name)
+                    .read(as: Double.self)
+            }
+            return (values, group)
+        } catch {
+            throw Failure(description: "cannot read \(group)/\(name) of run \"\(run)\": \(error)")
+        }
     }
 
     /// The route a prediction of experience `index` uses (as the runner's int8 evaluation does).

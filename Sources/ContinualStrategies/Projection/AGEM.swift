@@ -142,5 +142,12 @@ public struct AGEM: GradientAdjuster {
         }
 
         public func makePlugin() -> any StrategyPlugin { AGEM(options: self) }
+
+        /// `memory_per_experience` samples of every experience, and one reference gradient.
+        public func plannedResources(_ shape: PlannedRunShape) -> PlannedResources {
+            let T = shape.experiences
+            return PlannedResources(memory: [.init(Double(memoryPerExperience) * T * shape.sampleBytes() + shape.parameters * 4,
+                                                   key: CodingKeys.memoryPerExperience.path)])
+        }
     }
 }

@@ -168,5 +168,12 @@ public struct GEM: GradientAdjuster {
         }
 
         public func makePlugin() -> any StrategyPlugin { GEM(options: self) }
+
+        /// `memory_per_experience` samples of every experience, and one gradient per experience.
+        public func plannedResources(_ shape: PlannedRunShape) -> PlannedResources {
+            let T = shape.experiences
+            return PlannedResources(memory: [.init(Double(memoryPerExperience) * T * shape.sampleBytes() + T * shape.parameters * 4,
+                                                   key: CodingKeys.memoryPerExperience.path)])
+        }
     }
 }

@@ -204,6 +204,11 @@ public struct DEROptions: PluginOptions {
     public func makePlugin() -> any StrategyPlugin {
         DarkExperienceReplay(plusPlus: false, alpha: alpha, beta: 0, capacity: capacity, replayPerBatch: replayPerBatch)
     }
+    /// The buffer of `capacity` samples with their logits, and `replay_per_batch` rows per batch.
+    public func plannedResources(_ shape: PlannedRunShape) -> PlannedResources {
+        PlannedResources(memory: [.init(Double(capacity) * shape.sampleBytes(logits: shape.outputs), key: DERCoding.Keys.capacity.path)],
+                         extraRowsPerBatch: Double(replayPerBatch))
+    }
 }
 
 /// `{"type": "derpp", "alpha": 0.1, "beta": 0.5, "capacity": 200, "replay_per_batch": 32}`.
@@ -226,5 +231,10 @@ public struct DERPlusPlusOptions: PluginOptions {
     }
     public func makePlugin() -> any StrategyPlugin {
         DarkExperienceReplay(plusPlus: true, alpha: alpha, beta: beta, capacity: capacity, replayPerBatch: replayPerBatch)
+    }
+    /// The buffer of `capacity` samples with their logits, and `replay_per_batch` rows per batch.
+    public func plannedResources(_ shape: PlannedRunShape) -> PlannedResources {
+        PlannedResources(memory: [.init(Double(capacity) * shape.sampleBytes(logits: shape.outputs), key: DERCoding.Keys.capacity.path)],
+                         extraRowsPerBatch: Double(replayPerBatch))
     }
 }

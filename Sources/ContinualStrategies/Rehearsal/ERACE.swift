@@ -148,5 +148,11 @@ public struct ERACE: BatchLossTerm {
             try c.encode(replayPerBatch, forKey: .replayPerBatch)
         }
         public func makePlugin() -> any StrategyPlugin { ERACE(options: self) }
+
+        /// The buffer of `capacity` samples (with room for stored logits) and `replay_per_batch` rows per batch.
+        public func plannedResources(_ shape: PlannedRunShape) -> PlannedResources {
+            PlannedResources(memory: [.init(Double(capacity) * shape.sampleBytes(logits: shape.outputs), key: Keys.capacity.path)],
+                             extraRowsPerBatch: Double(replayPerBatch))
+        }
     }
 }

@@ -41,7 +41,7 @@ public struct GDumb: StrategyPlugin {
 
     public mutating func prepare(model: inout MLP, context: RunContext) throws {
         guard context.training.resetOptimizerPerExperience else {
-            throw TrainingError.invalid("gdumb retrains from scratch at every experience; training.reset_optimizer must be true")
+            throw TrainingError.invalidSetting(path: ".training.reset_optimizer", message: "gdumb retrains from scratch at every experience; training.reset_optimizer must be true")
         }
         initial = model.parameters
         memory = Samples(dimension: context.dimension)
@@ -154,7 +154,7 @@ public struct GDumb: StrategyPlugin {
         public static let typeName = "gdumb"
         public static let summary = "GDumb (Prabhu 2020): class-balanced memory, retrain from scratch on it"
         public static let storesSamples = true
-        public static let composition = PluginComposition.alone
+        public static let composition = PluginComposition.alone(reason: "it retrains from scratch on its own memory")
         /// What the greedy sampler balances: labels (the paper) or (experience, label) pairs.
         public enum Balance: String, Codable, Sendable, CaseIterable {
             case `class`
@@ -182,5 +182,10 @@ public struct GDumb: StrategyPlugin {
             try c.encode(balance, forKey: .balance)
         }
         public func makePlugin() -> any StrategyPlugin { GDumb(options: self) }
+
+        /// The buffer of `capacity` samples (with room for stored logits).
+        public func plannedResources(_ shape: PlannedRunShape) -> PlannedResources {
+            PlannedResources(memory: [.init(Double(capacity) * shape.sampleBytes(logits: shape.outputs), key: Keys.capacity.path)])
+        }
     }
 }

@@ -264,5 +264,17 @@ public struct ICaRL: BatchLossTerm, PredictionOverride {
             try c.encode(classifier, forKey: .classifier)
         }
         public func makePlugin() -> any StrategyPlugin { ICaRL(options: self) }
+        /// "nme" predicts by the nearest mean of exemplars (the exemplars' features are not in the
+        /// network); "logits" predicts with the network itself.
+        public var predictionExport: PredictionExport {
+            classifier == .logits ? .network
+                : .refused("icarl predicts by the nearest mean of its exemplars' features (\"classifier\": \"nme\"); the exported network's "
+                    + "argmax is a different classifier and the class means are not stored with the run. Export a run with \"classifier\": \"logits\"")
+        }
+
+        /// The buffer of `capacity` samples (with room for stored logits).
+        public func plannedResources(_ shape: PlannedRunShape) -> PlannedResources {
+            PlannedResources(memory: [.init(Double(capacity) * shape.sampleBytes(logits: shape.outputs), key: Keys.capacity.path)])
+        }
     }
 }

@@ -50,7 +50,8 @@ public struct Replay: StrategyPlugin {
         dimension = context.dimension
         try configureMemory(routes: model.routeCount)
         if policy.usesEmbedding && options.features == .penultimate && model.layers.count < 2 {
-            throw TrainingError.invalid("replay: \"features\": \"penultimate\" needs a model with a hidden layer")
+            throw TrainingError.invalidOption(key: Options.CodingKeys.features.path,
+                                              message: "replay: \"features\": \"penultimate\" needs a model with a hidden layer")
         }
         replayCount = options.replayPerBatch ?? Int(((options.replayRatio ?? 1) * Double(context.training.batchSize)).rounded())
         bufferRNG = context.randomSource("replay.buffer")
@@ -85,7 +86,7 @@ public struct Replay: StrategyPlugin {
         if let budget = options.capacityBytes {
             capacity = layout.capacity(forBytes: budget)
             if capacity == 0 {
-                throw TrainingError.invalid("replay: capacity_bytes \(budget) holds no sample (one costs \(layout.bytesPerSample) B"
+                throw TrainingError.invalidOption(key: Options.CodingKeys.capacityBytes.path, message: "replay: capacity_bytes \(budget) holds no sample (one costs \(layout.bytesPerSample) B"
                                             + (layout.fixedBytes > 0 ? " plus \(layout.fixedBytes) B of int8 scales)" : ")"))
             }
         } else {

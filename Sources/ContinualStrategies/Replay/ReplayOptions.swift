@@ -88,5 +88,17 @@ extension Replay {
         }
 
         public func makePlugin() -> any StrategyPlugin { Replay(options: self) }
+
+        /// The buffer (`capacity` samples with room for stored logits, or `capacity_bytes`) and the
+        /// replayed rows per batch (`replay_per_batch`, or `replay_ratio` × the batch size).
+        public func plannedResources(_ shape: PlannedRunShape) -> PlannedResources {
+            var planned = PlannedResources()
+            if let capacity {
+                planned.memory.append(.init(Double(capacity) * shape.sampleBytes(logits: shape.outputs), key: CodingKeys.capacity.path))
+            }
+            if let capacityBytes { planned.memory.append(.init(Double(capacityBytes), key: CodingKeys.capacityBytes.path)) }
+            planned.extraRowsPerBatch = replayPerBatch.map(Double.init) ?? (replayRatio ?? 0) * shape.batchSize
+            return planned
+        }
     }
 }
