@@ -14,6 +14,8 @@ break the check; a marked block always is. Three markers:
          depends: PATH PATH ...             the block records where it was measured and a hash of
          commit: … date: … machine: …       the files it depends on, and the check fails (STALE)
          sha: HASH -->                      when they changed since, until it is regenerated
+         stale: REASON                      (optional) the block is known to predate the code and
+                                            its visible text says so: reported, not failed
 
 How a check block is compared: each line of the block is matched, in order, with the next line
 of the output that has the same key (first cell of a markdown row, first word of a text line),
@@ -87,7 +89,7 @@ def _parse_fields(text: str) -> dict:
     for raw in text.split("\n"):
         m = re.match(r"^\s*([a-z_]+):\s?(.*)$", raw)
         if m and m.group(1) in ("save", "check", "measured", "volatile", "depends", "commit", "date",
-                                "machine", "sha"):
+                                "machine", "sha", "stale"):
             key = m.group(1)
             fields[key] = m.group(2).strip()
         elif key and raw.strip():
@@ -371,6 +373,10 @@ def process(doc: str, args, root=ROOT, env=None) -> tuple[list[str], int, int]:
                 if rerun or restamp:
                     edits[(b.marker[0], b.marker[1] + 1)] = stamp(b, root)
                     rewritten += 1
+                elif recorded != now and b.fields.get("stale"):
+                    # Declared stale (the document's own text says which code the numbers predate):
+                    # shown on every check so it is never forgotten, but not a failure.
+                    print(f"{b.where}: declared stale — {b.fields['stale']}", file=sys.stderr)
                 elif recorded != now:
                     problems.append(
                         f"{b.where}: STALE — measured at commit {b.fields.get('commit', '?')} "
