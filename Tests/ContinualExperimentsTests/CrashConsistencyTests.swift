@@ -61,9 +61,12 @@ struct CrashConsistencyTests {
         try writer.finish()  // both runs in the file, journal gone
         // Put a run back into the journal as a fold that renamed but did not delete would leave
         // it, plus the temporaries of a writer killed mid-copy and mid-entry.
-        let again = try Self.writeAndDie(e, path: path + ".other.h5", count: 1)
-        _ = again
-        let entry = SweepWriter.journalEntries(path + ".other.h5")[0]
+        // The entry is written directly: through `write`, a first run is folded at once (its
+        // entry is more than 1/8 of the new file), so no journal would be left to copy.
+        let again = try SweepWriter(path: path + ".other.h5", experiment: e, layout: SummaryLayout(experiment: e), resume: false)
+        let first = RunExecutor.execute(e.runs[0])
+        _ = try HDF5Lock.withLock { try again.writeJournalEntry(first) }
+        let entry = try #require(SweepWriter.journalEntries(path + ".other.h5").first)
         try FileManager.default.createDirectory(atPath: SweepWriter.journalPath(for: path), withIntermediateDirectories: true)
         try FileManager.default.copyItem(atPath: entry, toPath: SweepWriter.journalPath(for: path) + "/" + (entry as NSString).lastPathComponent)
         _ = FileManager.default.createFile(atPath: path + ".tmp-99999", contents: Data("half a copy".utf8))

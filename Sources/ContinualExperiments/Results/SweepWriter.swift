@@ -318,8 +318,8 @@ public final class SweepWriter: @unchecked Sendable {
     }
 
     /// The run as a standalone file `journal/<run_id>.h5` holding `/runs/<run_id>` exactly as the
-    /// results file will; returns its size.
-    private func writeJournalEntry(_ r: RunResult) throws -> Int {
+    /// results file will; returns its size. (Internal so tests can leave an entry unfolded.)
+    func writeJournalEntry(_ r: RunResult) throws -> Int {
         try FileManager.default.createDirectory(atPath: journal, withIntermediateDirectories: true)
         let entry = journal + "/" + r.runId + ".h5"
         let temporary = entry + ".tmp-\(ProcessInfo.processInfo.processIdentifier)"
