@@ -232,7 +232,7 @@ struct DamagedGroupTests {
 
         let merged = work.path("merged.h5")
         let merge = try runCLI(["merge", merged, path])
-        #expect(merge.status == 0 && merge.stderr.contains("run group \(bad) is unreadable, skipped"), "\(merge.stderr)")
+        #expect(merge.status == 0 && merge.stderr.contains("run \(bad) is damaged, skipped"), "\(merge.stderr)")
         #expect(try ResultsReader.read(path: merged).runs.count == 3)
 
         let resume = try runCLI(["sweep", exp, "-o", path, "--resume"])

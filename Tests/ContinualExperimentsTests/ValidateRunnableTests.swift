@@ -26,7 +26,7 @@ import Testing
             ("an .h5 file that is not HDF5", #"{"scenario": {"type": "dataset", "path": "\#(dir)/text.h5"}}"#, ".scenario.path"),
             ("classes fewer than the file's", #"{"scenario": {"type": "dataset", "path": "\#(dir)/three.csv", "classes": 2}}"#, ".scenario.path"),
             ("binary head on labels 0…2", #"{"scenario": {"type": "dataset", "path": "\#(dir)/three.csv", "head": "binary"}}"#, ".scenario.path"),
-            ("population of a dataset scenario", #"{"scenario": {"type": "dataset", "path": "\#(dir)/three.csv"}, "population": {"users": 2}}"#, ".population"),
+            ("population of a dataset scenario", #"{"scenario": {"type": "dataset", "path": "\#(dir)/three.csv"}, "population": {"users": 2}}"#, ".scenario.user_column"),
             ("LoRA on layer 3 of a 2-hidden-layer model",
              #"{\#(habit), "model": {"hidden": [16, 8]}, "strategy": [{"type": "lora", "layers": [3], "routing": "entropy"}]}"#, ".strategy[0].layers"),
             ("LoRA on layer 3 in a scheduled run",
