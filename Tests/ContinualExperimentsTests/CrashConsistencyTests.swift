@@ -219,7 +219,8 @@ struct RunIntegrityTests {
 
         // A checkpoint is not a results file: exit 2 and say so (it printed "0 run(s)", exit 0).
         let ck = work.path("ck.h5")
-        #expect(try runCLI(["run", json, "--variant", "naive", "--stop-after", "0", "--checkpoint", ck]).status == 0)
+        let single = work.write("one.json", tinyExperiment(name: "ck"))   // one run per variant (no sweep)
+        #expect(try runCLI(["run", single, "--variant", "naive", "--stop-after", "0", "--checkpoint", ck]).status == 0)
         let c = try runCLI(["inspect", ck])
         #expect(c.status == 2 && c.stderr.contains("not a ContinualKit results file"), "\(c.status) \(c.stdout) \(c.stderr)")
     }
