@@ -96,7 +96,9 @@ def test_unknown_baseline_is_an_error(synthetic):
         paired(load_summary(synthetic), "nope")
 
 
-ROW = re.compile(r"^(?P<name>\S.*?)?\s+(?P<n>\d+)\s+(?P<acc>-?[\d.]+) ± (?P<accsd>[\d.]+)\s+"
+# `inspect` prints a steps-per-experience column between ACC and its CI since the step budget
+# (issue 24); it is optional here so files and binaries from before it still parse.
+ROW = re.compile(r"^(?P<name>\S.*?)?\s+(?P<n>\d+)\s+(?P<acc>-?[\d.]+) ± (?P<accsd>[\d.]+)\s+(?:\d+\s+)?"
                  r"\[(?P<lo>-?[\d.]+), (?P<hi>-?[\d.]+)\]\s+(?P<bwt>-?[\d.]+) ± (?P<bwtsd>[\d.]+)")
 
 
