@@ -27,7 +27,10 @@ import argparse, glob, json, os, subprocess, sys, time
 import h5py
 import numpy as np
 
-TIMING = ("seconds", "per_second", "wall", "time", "created", "version", "commit", "hostname", "elapsed")
+TIMING = ("seconds", "per_second", "wall", "time", "created", "version", "commit", "hostname", "elapsed",
+          # A run group's content digest (RunDigest) covers its wall times too, so two runs of the
+          # same science differ in it; `inspect --verify` checks it, this comparison does not.
+          "sha256")
 # Dimension-scale bookkeeping: object references, compared through the datasets they point to.
 REFERENCES = ("DIMENSION_LIST", "REFERENCE_LIST")
 
