@@ -64,6 +64,25 @@ import Testing
         #expect(budget.kind == "steps_per_experience" && budget.value == 5 && budget.label == "5 steps/exp")
     }
 
+    @Test("validate's estimate of a FLOPs budget is the work that budget buys, as a steps budget of the same FLOPs")
+    func flopsBudgetEstimate() throws {
+        // The FLOPs naive spends in 200 steps per experience, given as a FLOPs budget: the two
+        // configs train the same rows, so their estimates must agree (a FLOPs budget used to be
+        // estimated as one epoch: 100 rows instead of 2,000 per experience, 20× too little).
+        let steps = try ExperimentFile.parse(data: Data(#"{\#(Self.base), "model": {"hidden": [8]}, "training": {"steps_per_experience": 200, "batch_size": 10}}"#.utf8))
+        let r = RunExecutor.execute(steps.runs[0])
+        let o = try #require(r.outcome), c = try #require(r.costs)
+        let perExperience = TrainingBudget(config: r.run.config.training, outcome: o, costs: c).trainingFLOPs[0]
+        let flops = try ExperimentFile.parse(data: Data(#"{\#(Self.base), "model": {"hidden": [8]}, "training": {"flops_per_experience": \#(perExperience), "batch_size": 10}}"#.utf8))
+        let stream = try steps.runs[0].config.scenario.options.makeStream(seed: steps.runs[0].config.seed)
+        let size = ScenarioSize.of(stream, key: ".scenario", generated: 0)
+        let a = RunEstimate.of(steps.runs[0].config, size: size, cores: 1)
+        let b = RunEstimate.of(flops.runs[0].config, size: size, cores: 1)
+        #expect(b.work / a.work > 0.5 && b.work / a.work < 2, "steps: \(a.work), FLOPs budget: \(b.work)")
+        #expect(b.flops / a.flops > 0.5 && b.flops / a.flops < 2, "steps: \(a.flops), FLOPs budget: \(b.flops)")
+        #expect(b.workKey == ".training.flops_per_experience", "\(b.workKey)")
+    }
+
     @Test("the results file records the budget, steps, epochs, samples and training FLOPs per experience")
     func resultsFile() throws {
         let dir = TemporaryDirectory()
@@ -116,7 +135,7 @@ import Testing
         #expect(e?.location == ".training.flops_per_experience" && e?.message.contains("one training budget") == true)
     }
 
-    /// The issue's reproducer: a frozen model (Adam, lr 1e-30) gives every replayed row the
+    /// The issue's reproducer: a frozen model (Adam, learning rate 0) gives every replayed row the
     /// logits it was stored with, so DER's penalty (α = 1) must be exactly 0 at every step — also
     /// when the own rows evict slots drawn for replay in the same step (capacity 200 < stream).
     @Test("DER on a frozen model: penalty exactly 0 with eviction (targets read before own rows enter the buffer)")
@@ -132,17 +151,20 @@ import Testing
             options.path = digitsPath
             let stream = try options.makeStream(seed: 0)
             let plugin = DarkExperienceReplay(plusPlus: plusPlus, alpha: 1, beta: 0, capacity: 200, replayPerBatch: 32)
-            var t = Trainer(spec: MLPSpec(inputs: 64, hidden: [64, 64], head: head, heads: heads),
-                            optimizer: .adam(learningRate: 1e-30), options: TrainingOptions(stepsPerExperience: 30, batchSize: 32),
-                            plugins: [plugin], seed: 4)
-            // On the generic kernel path (no fused multiply-add). On the AVX2+FMA path the curve
-            // is ~1e-17, not 0 (measured after the issue-25 merge; cause not yet pinned down —
-            // suspected: Adam's ~1e-30 steps on zero biases surviving a fused chain). Open.
-            let o = try Kernels.withPath("generic") { try t.run(stream) }
-            // The stream has ≈ 1,400 training rows and the buffer 200: slots are evicted.
-            #expect(o.samplesProcessed[0] > 200)
-            for (i, curve) in o.penaltyCurve.enumerated() {
-                #expect(curve.allSatisfy { $0 == 0 }, "\(setting) \(plusPlus ? "derpp" : "der") experience \(i): \(curve)")
+            // Frozen: a learning rate of exactly 0 leaves every parameter unchanged. (A tiny rate
+            // such as 1e-30 does not: zero biases become ±1e-30, and on a fused multiply-add path
+            // fma(a, b, 1e-30) breaks the round-to-even tie of an exact product a·b that rounding
+            // a·b first keeps — so logits move by one ulp on "avx2-fma" and not on "generic".)
+            for path in Kernels.availablePaths {
+                var t = Trainer(spec: MLPSpec(inputs: 64, hidden: [64, 64], head: head, heads: heads),
+                                optimizer: .adam(learningRate: 0), options: TrainingOptions(stepsPerExperience: 30, batchSize: 32),
+                                plugins: [plugin], seed: 4)
+                let o = try Kernels.withPath(path) { try t.run(stream) }
+                // The stream has ≈ 1,400 training rows and the buffer 200: slots are evicted.
+                #expect(o.samplesProcessed[0] > 200)
+                for (i, curve) in o.penaltyCurve.enumerated() {
+                    #expect(curve.allSatisfy { $0 == 0 }, "\(path) \(setting) \(plusPlus ? "derpp" : "der") experience \(i): \(curve)")
+                }
             }
         }
     }

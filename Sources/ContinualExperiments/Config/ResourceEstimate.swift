@@ -223,9 +223,10 @@ extension RunEstimate {
         // Work: training rows (with replayed rows per batch), evaluations after every experience.
         let batches = (size.train / Double(config.training.batchSize)).rounded(.up)
         let epochs = config.training.mode == .prequential ? 1
-            : config.training.epochsEquivalent(trainPerExperience: size.train / T)
+            : config.training.epochsEquivalent(trainPerExperience: size.train / T, flopsPerRow: 6 * params)
         let trainRows = epochs * (size.train + batches * replayRows)
-        let budgetKey = config.training.stepsPerExperience != nil ? ".training.steps_per_experience" : ".training.epochs"
+        let budgetKey = config.training.stepsPerExperience != nil ? ".training.steps_per_experience"
+            : config.training.flopsPerExperience != nil ? ".training.flops_per_experience" : ".training.epochs"
         work.append((trainRows, epochs > 1 ? budgetKey : size.key))
         work.append(((T + 2) * size.test, size.key))
         work.append((size.generated, size.key))

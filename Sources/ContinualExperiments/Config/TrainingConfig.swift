@@ -187,10 +187,15 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
     }
 
     /// Passes over the training data the budget amounts to, for estimates made before training:
-    /// `epochs`, or `steps_per_experience × batch_size` rows over `trainPerExperience` rows.
-    public func epochsEquivalent(trainPerExperience: Double) -> Double {
-        // A FLOPs budget's steps depend on the model and strategy: estimated as one epoch.
-        if flopsPerExperience != nil { return 1 }
+    /// `epochs`; `steps_per_experience × batch_size` rows over `trainPerExperience` rows; or, for
+    /// a FLOPs budget, the rows `flops_per_experience` pays for at `flopsPerRow` (the estimate's
+    /// cost of one training row, forward and backward) over `trainPerExperience` rows. Replayed
+    /// rows and penalty terms make a method's real steps under a FLOPs budget fewer, so this is
+    /// an upper bound for them and exact for naive training up to the cost model's constant.
+    public func epochsEquivalent(trainPerExperience: Double, flopsPerRow: Double) -> Double {
+        if let flops = flopsPerExperience {
+            return Double(flops) / max(flopsPerRow, 1) / max(trainPerExperience, 1)
+        }
         guard let steps = stepsPerExperience else { return Double(epochs) }
         return Double(steps) * Double(batchSize) / max(trainPerExperience, 1)
     }

@@ -79,7 +79,9 @@ public struct RunCostEstimate: Sendable {
         // Strategy work the loop's passes do not show, in epochs of training passes: a prior that
         // the learned family rate then corrects (it cannot learn work that does not scale with
         // epochs, and a family often first appears late in a sweep).
-        let epochs = max(1, c.training.epochsEquivalent(trainPerExperience: Double(s.train.reduce(0, +)) / Double(max(s.train.count, 1))))
+        let macs = zip(widths, widths.dropFirst()).reduce(0.0) { $0 + Double($1.0) * Double($1.1) }
+        let epochs = max(1, c.training.epochsEquivalent(trainPerExperience: Double(s.train.reduce(0, +)) / Double(max(s.train.count, 1)),
+                                                        flopsPerRow: 6 * macs))
         let extra = c.strategy.reduce(0.0) { sum, s in
             let (perExperience, perEpoch) = Self.strategyPasses[s.typeName] ?? (0, 0)
             return sum + perExperience + perEpoch * epochs
