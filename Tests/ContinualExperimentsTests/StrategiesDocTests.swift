@@ -37,4 +37,22 @@ import Testing
         #expect(text.contains("\(Registry.strategies.count) strategies ("),
                 "README.md should say \"\(Registry.strategies.count) strategies (\"")
     }
+
+    /// Issue 24: every registered strategy has a reproduction card — its facts in the Python
+    /// package's reproductions.json (what `continualkit cards` generates from) and the generated
+    /// page in docs/reproductions/ — and no card names an unregistered strategy.
+    @Test func everyRegisteredStrategyHasAReproductionCard() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let data = try Data(contentsOf: root.appendingPathComponent("python/continualkit/data/reproductions.json"))
+        let json = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+        let cards = (json?["cards"] as? [[String: Any]] ?? []).compactMap { $0["type"] as? String }
+        let registered = Registry.strategies.map { $0.typeName }
+        for type in registered {
+            #expect(cards.filter { $0 == type }.count == 1, "\(type) has no (single) card in reproductions.json")
+            #expect(FileManager.default.fileExists(atPath: root.appendingPathComponent("docs/reproductions/\(type).md").path),
+                    "docs/reproductions/\(type).md is missing: run continualkit cards")
+        }
+        for card in cards { #expect(registered.contains(card), "reproductions.json has a card for \(card), which is not registered") }
+    }
 }
