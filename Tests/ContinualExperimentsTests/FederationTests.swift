@@ -259,7 +259,10 @@ struct FederationTests {
             (#"{"rounds": 3, "clients_per_round": 40}"#, ".federation.clients_per_round"),
         ]
         for (text, path) in cases {
-            do { _ = try Self.run(text) } catch {
+            do {
+                _ = try Self.run(text)
+                Issue.record("\(text) was accepted; expected an error naming \(path)")
+            } catch {
                 #expect("\(error)".contains(path), "\(text): \(error)")
             }
         }
