@@ -69,7 +69,7 @@ for n in 2 3; do
     echo "mpi_check: federated run on $n ranks is bit-identical to one process (mpirun $(awk "BEGIN { printf \"%.2f\", $end - $start }") s)"
 done
 
-# The README's Slurm batch script for an MPI run, on the repository's one-node cluster: 2 tasks,
+# The Slurm batch script of docs/federated.md for an MPI run, on the repository's one-node cluster: 2 tasks,
 # mpirun inside the allocation, compared with the single-process file (CK_SKIP_SLURM=1 skips).
 if [ "${CK_SKIP_SLURM:-}" != 1 ]; then
     export CK_SLURM_DIR=$work/slurm CK_SLURM_CPUS=${CK_SLURM_CPUS:-4} CONTINUAL=$bin

