@@ -5,6 +5,7 @@ table` prints, computed from a results file so that every number in the docs has
 
     python3 Experiments/tools/doc_tables.py warm-start results/warm_start.h5     # docs/on-device.md
     python3 Experiments/tools/doc_tables.py prequential results/prequential_habit.h5   # docs/scenarios.md
+    python3 Experiments/tools/doc_tables.py settings results/mnist1d.h5         # docs/hsu-table.md
 
 Mean ± sample standard deviation (ddof 1) over the seeds of each variant, as everywhere else."""
 import argparse
@@ -47,13 +48,45 @@ def prequential(path):
             print(f"{variant}: final cumulative prequential accuracy {mean_std(final, digits=3)} (n = {len(runs)})")
 
 
+def settings(path):
+    """ACC % per method (rows) and setting (columns) for an experiment whose variants are named
+    METHOD_SETTING (hsu_table.json, mnist1d.json): mean ± std over the completed runs, with the
+    number of runs when it is not the same everywhere; "—" where the method has no such variant."""
+    with h5py.File(path, "r") as f:
+        s = f["summary"]
+        status = [x.decode() for x in s["status"]]
+        acc = {}
+        for variant, st, a in zip((v.decode() for v in s["variant"]), status, s["acc"]):
+            method, _, setting = variant.rpartition("_")
+            acc.setdefault((method, setting), [])
+            if st == "completed":
+                acc[(method, setting)].append(a)
+    methods = list(dict.fromkeys(m for m, _ in acc))
+    settings_ = list(dict.fromkeys(x for _, x in acc))
+    counts = {len(v) for v in acc.values()}
+    print("| method | " + " | ".join(f"{x} ACC %" for x in settings_) + " |")
+    print("|---|" + "---:|" * len(settings_))
+    for m in methods:
+        cells = []
+        for x in settings_:
+            v = acc.get((m, x))
+            if v is None:
+                cells.append("—")
+            elif len(v) == 0:
+                cells.append("failed")
+            else:
+                cell = mean_std(v, 100) if len(v) > 1 else f"{100 * v[0]:.1f}"
+                cells.append(cell + (f" (n={len(v)})" if len(counts) > 1 else ""))
+        print(f"| {m} | " + " | ".join(cells) + " |")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("table", choices=["warm-start", "prequential"])
+    p.add_argument("table", choices=["warm-start", "prequential", "settings"])
     p.add_argument("file")
     args = p.parse_args()
-    {"warm-start": warm_start, "prequential": prequential}[args.table](args.file)
+    {"warm-start": warm_start, "prequential": prequential, "settings": settings}[args.table](args.file)
 
 
 if __name__ == "__main__":
