@@ -49,3 +49,21 @@ def test_prequential_line_is_the_last_cumulative_accuracy(tmp_path):
     out = _run("prequential", str(path)).strip().split("\n")
     assert out == ["cold: final cumulative prequential accuracy 0.800 ± 0.141 (n = 2)",
                    "warm: final cumulative prequential accuracy 0.800 ± 0.000 (n = 2)"]
+
+
+def test_settings_pivot_is_method_by_setting_over_completed_runs(tmp_path):
+    path = tmp_path / "s.h5"
+    rows = [("naive_adam_task", "completed", 0.90), ("naive_adam_task", "completed", 0.80),
+            ("naive_adam_class", "completed", 0.20), ("naive_adam_class", "completed", 0.20),
+            ("lwf_class", "completed", 0.30), ("lwf_class", "diverged", np.nan),
+            ("ewc_task", "diverged", np.nan)]
+    with h5py.File(path, "w") as f:
+        dt = np.dtype([("variant", "S20"), ("status", "S12"), ("acc", "f8")])
+        f["summary"] = np.array([(v.encode(), s.encode(), a) for v, s, a in rows], dtype=dt)
+    lines = _run("settings", str(path)).strip().split("\n")
+    assert lines[0] == "| method | task ACC % | class ACC % |"
+    # Counts differ (lwf_class has 1 completed run), so every cell names its n.
+    assert lines[2] == "| naive_adam | 85.0 ± 7.1 (n=2) | 20.0 ± 0.0 (n=2) |"
+    assert lines[3] == "| lwf | — | 30.0 (n=1) |"
+    assert lines[4] == "| ewc | failed | — |"
+    assert len(lines) == 5
