@@ -190,20 +190,13 @@ static KATTR void KFN(forward)(const float *x, const float *w, const float *b, f
     KFN(gemm)(batch, j0, j1, inputs, x, inputs, 1, w, outputs, y, outputs, b);
 }
 
-static KATTR void KFN(weight_gradient)(const float *x, const float *dz, float *dw, float *db,
+/// `xt`, when not null, is x transposed ([inputs × batch], made once per product by ck_dense_weight_gradient):
+/// with wide inputs the rows of x are far apart in memory, so A(k, s) is read from the copy;
+/// otherwise in place.
+static KATTR void KFN(weight_gradient)(const float *x, const float *xt, const float *dz, float *dw, float *db,
                                        long batch, long inputs, long outputs, long j0, long j1) {
-    // A(k, s) = x[s, k]: with wide inputs, read through a transposed copy (rows of x are far
-    // apart in memory); otherwise in place.
-    float *xt = 0;
-    if (inputs > 64 && batch >= 8) xt = (float *)malloc((size_t)(inputs * batch) * sizeof(float));
     if (xt) {
-        for (long s0 = 0; s0 < batch; s0 += 8) {
-            long sn = batch - s0 < 8 ? batch - s0 : 8;
-            for (long k = 0; k < inputs; k++)
-                for (long s = 0; s < sn; s++) xt[k * batch + s0 + s] = x[(s0 + s) * inputs + k];
-        }
         KFN(gemm)(inputs, j0, j1, batch, xt, batch, 1, dz, outputs, dw, outputs, 0);
-        free(xt);
     } else {
         KFN(gemm)(inputs, j0, j1, batch, x, 1, inputs, dz, outputs, dw, outputs, 0);
     }

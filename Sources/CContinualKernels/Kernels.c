@@ -71,13 +71,18 @@ static int fastest(void) {
 int ck_fastest_path(void) { return fastest(); }
 
 static _Thread_local int thread_path = CK_PATH_AUTO;
+// Threads whose own path is set: while none is, ck_path (called per product) skips the
+// thread-local read, which costs a __tls_get_addr call in position-independent code.
+static int thread_paths_set = 0;
 
 void ck_set_thread_path(int path) {
-    thread_path = (path == CK_PATH_GENERIC || (path >= 0 && path == fastest())) ? path : CK_PATH_AUTO;
+    int p = (path == CK_PATH_GENERIC || (path >= 0 && path == fastest())) ? path : CK_PATH_AUTO;
+    if ((thread_path >= 0) != (p >= 0)) __atomic_add_fetch(&thread_paths_set, p >= 0 ? 1 : -1, __ATOMIC_SEQ_CST);
+    thread_path = p;
 }
 
 int ck_path(void) {
-    if (thread_path >= 0) return thread_path;
+    if (__atomic_load_n(&thread_paths_set, __ATOMIC_RELAXED) > 0 && thread_path >= 0) return thread_path;
     int p = __atomic_load_n(&current_path, __ATOMIC_ACQUIRE);
     if (p >= 0) return p;
     const char *env = getenv("CONTINUAL_KERNELS");
@@ -115,7 +120,7 @@ void ck_set_threads(int threads) { __atomic_store_n(&thread_count, threads < 1 ?
 typedef struct {
     int kind;  // 0 forward, 1 weight gradient, 2 input gradient
     int path;  // chosen on the calling thread (ck_path), so helper threads use the same
-    const float *a, *b, *c;
+    const float *a, *b, *c;  // c: the bias (forward), x transposed or null (weight gradient)
     float *out, *out2;
     long batch, inputs, outputs, c0, c1;
 } ck_job;
@@ -124,7 +129,7 @@ static void run_job(const ck_job *j) {
     if (j->c1 <= j->c0) return;
     switch (j->kind) {
     case 0: CK_DISPATCH(j->path, forward, j->a, j->b, j->c, j->out, j->batch, j->inputs, j->outputs, j->c0, j->c1); break;
-    case 1: CK_DISPATCH(j->path, weight_gradient, j->a, j->b, j->out, j->out2, j->batch, j->inputs, j->outputs, j->c0, j->c1); break;
+    case 1: CK_DISPATCH(j->path, weight_gradient, j->a, j->c, j->b, j->out, j->out2, j->batch, j->inputs, j->outputs, j->c0, j->c1); break;
     default: CK_DISPATCH(j->path, input_gradient, j->a, j->b, j->out, j->batch, j->inputs, j->outputs, j->c0, j->c1); break;
     }
 }
@@ -179,11 +184,54 @@ void ck_dense_forward(const float *x, const float *w, const float *b, float *y,
     run(j, outputs);
 }
 
+// Scratch for x transposed (the weight gradient with wide inputs): one grow-only buffer per
+// calling thread, freed when that thread exits, so a training step does not call malloc/free
+// (above glibc's mmap threshold each step would map and fault in fresh pages).
+#ifdef CK_HAVE_THREADS
+typedef struct { float *p; size_t cap; } ck_scratch;
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static int scratch_key_ok;
+static void scratch_release(void *s) { free(((ck_scratch *)s)->p); free(s); }
+static void scratch_init(void) { scratch_key_ok = pthread_key_create(&scratch_key, scratch_release) == 0; }
+static float *scratch_get(size_t n) {
+    pthread_once(&scratch_once, scratch_init);
+    if (!scratch_key_ok) return 0;
+    ck_scratch *s = (ck_scratch *)pthread_getspecific(scratch_key);
+    if (!s) {
+        s = (ck_scratch *)calloc(1, sizeof *s);
+        if (!s) return 0;
+        if (pthread_setspecific(scratch_key, s) != 0) { free(s); return 0; }
+    }
+    if (s->cap < n) {
+        free(s->p);
+        s->p = (float *)malloc(n * sizeof(float));
+        s->cap = s->p ? n : 0;
+    }
+    return s->p;
+}
+static void scratch_put(float *p) { (void)p; }
+#else
+static float *scratch_get(size_t n) { return (float *)malloc(n * sizeof(float)); }
+static void scratch_put(float *p) { free(p); }
+#endif
+
 void ck_dense_weight_gradient(const float *x, const float *dz, float *dw, float *db,
                               long batch, long inputs, long outputs) {
     if (batch <= 0 || outputs <= 0) return;
-    ck_job j = {1, ck_path(), x, dz, 0, dw, db, batch, inputs, outputs, 0, 0};
+    // With wide inputs, every column range reads x transposed: made once here, shared by the
+    // threads (a copy: the chains and their order are the same as reading x in place).
+    float *xt = inputs > 64 && batch >= 8 ? scratch_get((size_t)(inputs * batch)) : 0;
+    if (xt) {
+        for (long s0 = 0; s0 < batch; s0 += 8) {
+            long sn = batch - s0 < 8 ? batch - s0 : 8;
+            for (long k = 0; k < inputs; k++)
+                for (long s = 0; s < sn; s++) xt[k * batch + s0 + s] = x[(s0 + s) * inputs + k];
+        }
+    }
+    ck_job j = {1, ck_path(), x, dz, xt, dw, db, batch, inputs, outputs, 0, 0};
     run(j, outputs);
+    if (xt) scratch_put(xt);
 }
 
 void ck_dense_input_gradient(const float *dz, const float *w, float *dx,
@@ -191,4 +239,26 @@ void ck_dense_input_gradient(const float *dz, const float *w, float *dx,
     if (batch <= 0 || inputs <= 0) return;
     ck_job j = {2, ck_path(), dz, w, 0, dx, 0, batch, inputs, outputs, 0, 0};
     run(j, inputs);
+}
+
+// ---- ReLU: selects only (no arithmetic), so one version serves every path ----
+typedef int v8i __attribute__((ext_vector_type(8)));
+
+void ck_relu_forward(float *v, long n) {
+    long i = 0;
+    for (; i + 8 <= n; i += 8) {
+        v8 x = CK_LD(v + i);
+        v8i keep = ~(x <= 0);  // lanes with x > 0 or NaN keep x; the rest become +0 (all bits 0)
+        CK_ST(v + i, (v8)((v8i)x & keep));
+    }
+    for (; i < n; i++) v[i] = v[i] <= 0 ? 0 : v[i];
+}
+
+void ck_relu_backward(const float *y, float *g, long n) {
+    long i = 0;
+    for (; i + 8 <= n; i += 8) {
+        v8i keep = CK_LD(y + i) > 0;
+        CK_ST(g + i, (v8)((v8i)CK_LD(g + i) & keep));
+    }
+    for (; i < n; i++) g[i] = y[i] > 0 ? g[i] : 0;
 }

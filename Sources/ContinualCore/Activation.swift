@@ -1,3 +1,5 @@
+import CContinualKernels
+
 /// Element-wise nonlinearity of a dense layer.
 ///
 /// Each derivative is expressed through the layer's *output* y (ReLU: y > 0, tanh: 1 − y²,
@@ -12,7 +14,7 @@ public enum Activation: String, Sendable, Codable, CaseIterable, Equatable {
         case .identity:
             return
         case .relu:
-            for i in 0..<count { values[i] = max(values[i], 0) }
+            ck_relu_forward(values, count)  // max(v, 0), branch-free (bit-identical)
         case .tanh:
             for i in 0..<count { values[i] = _tanhf(values[i]) }
         case .sigmoid:
@@ -27,7 +29,7 @@ public enum Activation: String, Sendable, Codable, CaseIterable, Equatable {
         case .identity:
             return
         case .relu:
-            for i in 0..<count { grad[i] = y[i] > 0 ? grad[i] : 0 }
+            ck_relu_backward(y, grad, count)  // y > 0 ? grad : 0, branch-free (bit-identical)
         case .tanh:
             for i in 0..<count { grad[i] *= 1 - y[i] * y[i] }
         case .sigmoid:

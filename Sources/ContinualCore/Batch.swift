@@ -112,13 +112,34 @@ public struct Batch: Sendable {
                 }
             }
         }
-        var row = first
-        for i in indices {
-            labels[row] = samples.labels[i]
-            routes[row] = samples.routes?[i] ?? route
-            row += 1
+        // Labels and routes through raw buffers too (the indices were checked above).
+        labels.withUnsafeMutableBufferPointer { l in
+            samples.labels.withUnsafeBufferPointer { src in
+                var row = first
+                for i in indices {
+                    l[row] = src[i]
+                    row &+= 1
+                }
+            }
         }
-        count = row
+        routes.withUnsafeMutableBufferPointer { r in
+            var row = first
+            if let own = samples.routes {
+                precondition(own.count == samples.count, "\(own.count) routes for \(samples.count) samples")
+                own.withUnsafeBufferPointer { src in
+                    for i in indices {
+                        r[row] = src[i]
+                        row &+= 1
+                    }
+                }
+            } else {
+                for _ in indices {
+                    r[row] = route
+                    row &+= 1
+                }
+            }
+        }
+        count = first &+ indices.count
     }
 
     /// Appends sample `index` of `samples` (its own route if it has one, else `route`).

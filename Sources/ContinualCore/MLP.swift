@@ -96,11 +96,15 @@ public struct MLP: Sendable, Equatable {
     public var inputCount: Int { spec.inputs }
     public var logitCount: Int { spec.head.logitCount }
     /// Number of routes the model distinguishes (heads, adapter and LoRA copies × route stride).
+    /// (A loop, not `layers.map(...).max()`: the training loop asks every step, and the array
+    /// that built was an allocation per step.)
     public var routeCount: Int {
-        layers.map { l in
-            max(l.copies == 1 ? 1 : l.copies * l.routeStride,
-                l.lowRank.map { $0.copies == 1 ? 1 : $0.copies * $0.routeStride } ?? 1)
-        }.max() ?? 1
+        var n = 1
+        for l in layers {
+            n = max(n, l.copies == 1 ? 1 : l.copies * l.routeStride,
+                    l.lowRank.map { $0.copies == 1 ? 1 : $0.copies * $0.routeStride } ?? 1)
+        }
+        return n
     }
 
     /// Nil when `route` selects a parameter set of this model (0..<routeCount), else a message.

@@ -2,23 +2,28 @@
 ///
 /// A reference type on purpose: scratch memory has no value worth copying, and a training step
 /// must not allocate. One workspace belongs to one task at a time (it is not `Sendable`).
+///
+/// Its stored variables opt out of run-time exclusivity checks (`@exclusivity(unchecked)`): every
+/// access is a short read or a whole-value write inside this class, never an `inout` borrow that
+/// could overlap another, and the checks (a `swift_beginAccess` per buffer lookup, several per
+/// layer per step) were a measurable part of a small model's training step.
 public final class Workspace {
     /// Rows the buffers currently hold; grows on demand.
-    public private(set) var capacity: Int
+    @exclusivity(unchecked) public private(set) var capacity: Int
     private let widths: [Int]      // widths[0] = inputs, widths[l+1] = outputs of layer l
-    private var activations: [UnsafeMutablePointer<Float>]
-    private var deltaA: UnsafeMutablePointer<Float>
-    private var deltaB: UnsafeMutablePointer<Float>
-    private var maxWidth: Int
+    @exclusivity(unchecked) private var activations: [UnsafeMutablePointer<Float>]
+    @exclusivity(unchecked) private var deltaA: UnsafeMutablePointer<Float>
+    @exclusivity(unchecked) private var deltaB: UnsafeMutablePointer<Float>
+    @exclusivity(unchecked) private var maxWidth: Int
     // Extensions (adapters, LoRA): per layer [rows × innerWidths[l]] (adapter hidden units or
     // LoRA's x·A, kept for backward), and two scratch buffers for their backward pass.
     private let innerWidths: [Int]
     private let maxInner: Int
-    private var inners: [UnsafeMutablePointer<Float>?]
-    private var scratchO: UnsafeMutablePointer<Float>
-    private var scratchI: UnsafeMutablePointer<Float>
+    @exclusivity(unchecked) private var inners: [UnsafeMutablePointer<Float>?]
+    @exclusivity(unchecked) private var scratchO: UnsafeMutablePointer<Float>
+    @exclusivity(unchecked) private var scratchI: UnsafeMutablePointer<Float>
     // Ungated outputs of gated layers (`UnitGates`), allocated on first use.
-    private var ungatedBuffers: [UnsafeMutablePointer<Float>?]
+    @exclusivity(unchecked) private var ungatedBuffers: [UnsafeMutablePointer<Float>?]
 
     public init(layers: [Layer], capacity: Int = 256) {
         var widths = [layers.first?.inputs ?? 0]

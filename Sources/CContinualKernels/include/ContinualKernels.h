@@ -58,6 +58,15 @@ void ck_dense_weight_gradient(const float *x, const float *dz, float *dw, float 
 void ck_dense_input_gradient(const float *dz, const float *w, float *dx,
                              long batch, long inputs, long outputs);
 
+/// v[i] = v[i] <= 0 ? +0 : v[i] for i < n: exactly Swift's `max(v[i], 0)` (NaN stays NaN, −0
+/// becomes +0), eight lanes at a time with a mask instead of a branch per value.
+void ck_relu_forward(float *v, long n);
+
+/// g[i] = y[i] > 0 ? g[i] : +0 for i < n (ReLU's derivative through its output y; NaN y gives 0),
+/// with a mask instead of a branch per value: a data-dependent branch mispredicts on about half
+/// of the units and cost more than the rest of a small model's backward pass.
+void ck_relu_backward(const float *y, float *g, long n);
+
 #ifdef __cplusplus
 }
 #endif
