@@ -10,22 +10,33 @@ parsed config). Usage: memory_estimate.py --bin .build/release/continual [--time
 import argparse
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
-UNITS = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}
+UNITS = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}  # validate prints "kB" too
 
 
 def parse_bytes(text):
-    m = re.match(r"([\d.e+]+)\s*([KMGT]?B)", text)
-    return float(m.group(1)) * UNITS[m.group(2)] if m else None
+    m = re.match(r"([\d.e+]+)\s*([kKMGT]?B)", text)
+    return float(m.group(1)) * UNITS[m.group(2).upper()] if m else None
 
 
 def peak_kb(cmd, timeout):
-    r = subprocess.run(["/usr/bin/time", "-f", "PEAK %M"] + cmd, capture_output=True, text=True, timeout=timeout)
-    m = re.search(r"PEAK (\d+)", r.stderr)
-    return (int(m.group(1)) if m else None), r.returncode, r.stdout + r.stderr
+    # Its own process group: on a time-out the run itself is killed, not only /usr/bin/time
+    # (subprocess.run's timeout would leave `continual` running as an orphan).
+    p = subprocess.Popen(["/usr/bin/time", "-f", "PEAK %M"] + cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        raise
+    m = re.search(r"PEAK (\d+)", err)
+    return (int(m.group(1)) if m else None), p.returncode, out + err
 
 
 def main():
@@ -34,24 +45,26 @@ def main():
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("files", nargs="+")
     a = ap.parse_args()
-    print(f"{'experiment':28} {'estimate':>10} {'measured':>10} {'error':>7}")
+    print(f"{'experiment':28} {'estimate':>10} {'measured':>10} {'error':>7} {'run s':>6}")
     for f in a.files:
         base_kb, rc, out = peak_kb([a.bin, "validate", f], a.timeout)
-        m = re.search(r"peak memory per run ≈ ([\d.e+]+ [KMGT]?B)", out)
+        m = re.search(r"peak memory per run ≈ ([\d.e+]+ [kKMGT]?B)", out)
         if rc != 0 or not m:
             print(f"{os.path.basename(f):28} validate failed ({rc})")
             continue
         est = parse_bytes(m.group(1))
         with tempfile.TemporaryDirectory() as d:
+            start = time.monotonic()
             try:
                 run_kb, rc, out = peak_kb([a.bin, "run", f, "-o", os.path.join(d, "r.h5"), "--jobs", "1", "-q"], a.timeout)
             except subprocess.TimeoutExpired:
                 print(f"{os.path.basename(f):28} {est / 1e6:9.1f}M   (run longer than {a.timeout:.0f} s, not measured)")
                 continue
+        seconds = time.monotonic() - start
         measured = (run_kb - base_kb) * 1024
         err = (est - measured) / measured * 100 if measured > 0 else float("nan")
-        print(f"{os.path.basename(f):28} {est / 1e6:9.1f}M {measured / 1e6:9.1f}M {err:+6.0f}%"
-              + ("" if rc == 0 else f"  (run exit {rc})"), flush=True)
+        print(f"{os.path.basename(f):28} {est / 1e6:9.1f}M {measured / 1e6:9.1f}M {err:+6.0f}% {seconds:6.0f}"
+              + ("" if rc == 0 else f"  (run exit {rc}: {out.strip().splitlines()[-2:]})"), flush=True)
     return 0
 
 

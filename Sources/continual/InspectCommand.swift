@@ -48,13 +48,18 @@ struct InspectCommand: ParsableCommand {
         } catch {
             throw CLIFailure.badInput("\(file): \(error)")
         }
+        for d in contents.damaged {
+            printError("warning: \(file): run group \(d.id) is unreadable, skipped (\(d.reason)); `continual repair \(file) -o NEW.h5` copies the readable runs")
+        }
+        if contents.summary == nil && contents.runs.isEmpty && !contents.damaged.isEmpty {
+            // It has /runs, but no group in it can be read: the damage, not the file kind, is the fault.
+            throw CLIFailure.badInput("\(file): no readable run: its \(contents.damaged.count) run group(s) are damaged "
+                + "(\(contents.damaged.map(\.id).prefix(4).joined(separator: ", "))), see the warnings above")
+        }
         if contents.summary == nil && contents.runs.isEmpty {
             let kind = contents.attributes["kind"].map { " (its kind attribute is \"\($0)\")" } ?? ""
             throw CLIFailure.badInput("\(file) is not a ContinualKit results file\(kind): it has neither /runs nor /summary "
                 + "(a checkpoint is resumed with `continual run --resume-from`, a scenario file is read by `continual scenario`)")
-        }
-        for d in contents.damaged {
-            printError("warning: \(file): run group \(d.id) is unreadable, skipped (\(d.reason)); `continual repair \(file) -o NEW.h5` copies the readable runs")
         }
         let a = contents.attributes
         print("\(file): \(a["toolkit"] ?? "?") \(a["toolkit_version"] ?? "?"), schema \(a["schema_version"] ?? "?"), created \(a["created_utc"] ?? "?")")

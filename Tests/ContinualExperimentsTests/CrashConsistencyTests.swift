@@ -113,49 +113,15 @@ struct CrashConsistencyTests {
 /// detect the damage kinds of issue 26 and name the run.
 @Suite("Run integrity", .serialized)
 struct RunIntegrityTests {
-    enum Damage: String, CaseIterable {
-        case nanParameters, wrongShapeMatrix, changedMetric, droppedDataset, changedAttribute, changedSummaryRow
-    }
-
-    /// Damages run `id` of `path` in place (as a tool or a bad disk could).
-    static func damage(_ path: String, run id: String, _ kind: Damage) throws {
-        let f = try HDF5File.open(path: path, mode: .readWrite)
-        defer { try? f.close() }
-        let g = try f.root.openGroup("runs/\(id)")
-        switch kind {
-        case .nanParameters:
-            let p: [Float] = try g.openDataset("final_parameters").read()
-            try g.delete("final_parameters")
-            _ = try g.write([Float](repeating: .nan, count: p.count), shape: [p.count], name: "final_parameters")
-        case .wrongShapeMatrix:
-            try g.delete("accuracy_matrix")
-            _ = try g.write([0.5, 0.5], shape: [1, 2], name: "accuracy_matrix")
-        case .changedMetric:
-            try g.openGroup("metrics").attributes.set("acc", 0.99)
-        case .droppedDataset:
-            try g.delete("loss_curve")
-        case .changedAttribute:
-            try g.attributes.set("strategy", "ewc")
-        case .changedSummaryRow:
-            var t = try g.openDataset("summary_row").readTable()
-            let i = t.columns.firstIndex { $0.name == "acc" }!
-            t.rows[0][i] = .double(0.123)
-            try g.delete("summary_row")
-            try g.write(t, name: "summary_row", compress: false, chunkRows: 1)
-        }
-    }
-
     @Test("each damage kind is detected by inspect --verify, merge and repair, which name the run and keep the good copy",
-          arguments: Damage.allCases)
-    func damageIsDetected(_ kind: Damage) throws {
+          arguments: RunDamage.allCases)
+    func damageIsDetected(_ kind: RunDamage) throws {
         let work = TemporaryDirectory()
         defer { work.cleanup() }
-        let json = work.write("e.json", tinyExperiment(name: "dg"))
-        let good = work.path("good.h5"), bad = work.path("bad.h5")
-        #expect(try runCLI(["sweep", json, "-o", good]).status == 0)
+        let good = try sweptResults(in: work, name: "dg").path, bad = work.path("bad.h5")
         try FileManager.default.copyItem(atPath: good, toPath: bad)
         let victim = try ResultsReader.read(path: bad).runs[0]
-        try Self.damage(bad, run: victim.runId, kind)
+        try kind.apply(to: bad, run: victim.runId)
 
         let verify = try runCLI(["inspect", bad, "--verify"])
         #expect(verify.status == 2, "\(verify.stdout)")
@@ -183,9 +149,7 @@ struct RunIntegrityTests {
     func digestIsContentOnly() throws {
         let work = TemporaryDirectory()
         defer { work.cleanup() }
-        let json = work.write("e.json", tinyExperiment(name: "dc"))
-        let a = work.path("a.h5")
-        #expect(try runCLI(["sweep", json, "-o", a]).status == 0)
+        let a = try sweptResults(in: work, name: "dc").path
         #expect(try runCLI(["merge", work.path("b.h5"), a]).status == 0)
         let fa = try HDF5File.open(path: a), fb = try HDF5File.open(path: work.path("b.h5"))
         for id in try fa.root.openGroup("runs").childNames() {
@@ -199,9 +163,7 @@ struct RunIntegrityTests {
     func duplicatedRowsAndNonResultsFiles() throws {
         let work = TemporaryDirectory()
         defer { work.cleanup() }
-        let json = work.write("e.json", tinyExperiment(name: "du", extra: #""sweep": {"parameters": {"seed": [1, 2, 3]}},"#))
-        let path = work.path("du.h5")
-        #expect(try runCLI(["sweep", json, "-o", path]).status == 0)
+        let path = try sweptResults(in: work, name: "du", extra: #""sweep": {"parameters": {"seed": [1, 2, 3]}},"#).path
         do {
             let f = try HDF5File.open(path: path, mode: .readWrite)
             let d = try f.root.openDataset("summary")

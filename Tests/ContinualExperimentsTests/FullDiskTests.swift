@@ -197,27 +197,12 @@ struct WriterLockTests {
 
 @Suite("Recovery skips damaged run groups")
 struct DamagedGroupTests {
-    /// Overwrites the object header of the first run group with garbage (as a SIGKILL under load
-    /// or a bad disk can leave it); returns its id.
-    func damageFirstRun(_ path: String) throws -> String? {
-        let idFile = path + ".damaged"
-        guard try h5py("""
-            f = h5py.File('\(path)', 'r'); i = sorted(f['runs'].keys())[0]
-            addr = h5py.h5o.get_info(f['runs/' + i].id).addr; f.close()
-            open('\(idFile)', 'w').write(i)
-            with open('\(path)', 'r+b') as raw: raw.seek(addr); raw.write(b'\\xff' * 64)
-            """) else { return nil }
-        return try String(contentsOfFile: idFile, encoding: .utf8)
-    }
-
     @Test("inspect, merge and --resume skip and report an unreadable group; repair copies every readable run")
     func damagedGroup() throws {
         let work = TemporaryDirectory()
         defer { work.cleanup() }
-        let exp = work.write("e.json", tinyExperiment(name: "d", extra: #""sweep": {"parameters": {"seed": [1, 2]}},"#))
-        let path = work.path("d.h5")
-        #expect(try runCLI(["sweep", exp, "-o", path]).status == 0)
-        guard let bad = try damageFirstRun(path) else { return }
+        let (exp, path) = try sweptResults(in: work, name: "d", extra: #""sweep": {"parameters": {"seed": [1, 2]}},"#)
+        guard let bad = try RunDamage.garbleFirstGroupHeader(path) else { return }
 
         let contents = try ResultsReader.read(path: path)
         #expect(contents.runs.count == 3 && contents.damaged.map(\.id) == [bad])

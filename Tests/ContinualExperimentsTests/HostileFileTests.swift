@@ -103,12 +103,11 @@ struct HostileFileTests {
             #expect(contents.damaged.count == 1 && contents.damaged[0].reason.contains("declares 10000000000 elements"),
                     "\(contents.damaged)")
             let cli = try runCLI(["inspect", path])
-            #expect(cli.status < 128, "\(cli)")
-            // Known since the issue-26 merge: `inspect` now calls this file "not a ContinualKit
-            // results file: it has neither /runs nor /summary" (it has /runs), a misleading message.
-            withKnownIssue("inspect misnames a results file whose only run group is oversized") {
-                #expect(cli.stderr.contains("run group r0 is unreadable") && cli.stderr.contains("declares 10000000000"), "\(cli)")
-            }
+            // Its only run group is damaged: exit 2 naming the group and the limit, not "not a
+            // results file" (it has /runs).
+            #expect(cli.status == 2, "\(cli)")
+            #expect(cli.stderr.contains("run group r0 is unreadable") && cli.stderr.contains("declares 10000000000"), "\(cli)")
+            #expect(cli.stderr.contains("no readable run") && !cli.stderr.contains("neither /runs"), "\(cli)")
         }
     }
 

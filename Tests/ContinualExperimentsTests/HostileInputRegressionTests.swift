@@ -119,15 +119,13 @@ struct HostileInputRegressionTests {
         #expect(v.status == 2)
     }
 
-    @Test("a warm start from a run edited to NaN weights is refused as damaged; re-sealed, it diverges at the initial evaluation")
+    @Test("a warm start from a run edited to NaN weights is refused as damaged; re-sealed, it is refused as non-finite")
     func nanWarmStart() throws {
         let work = TemporaryDirectory()
         defer { work.cleanup() }
-        let json = work.write("src.json", tinyExperiment(name: "src"))
-        let source = work.path("src.h5")
-        #expect(try runCLI(["sweep", json, "-o", source]).status == 0)
+        let source = try sweptResults(in: work, name: "src").path
         let victim = try ResultsReader.read(path: source).runs.first { $0.name == "naive" }!
-        try RunIntegrityTests.damage(source, run: victim.runId, .nanParameters)
+        try RunDamage.nanParameters.apply(to: source, run: victim.runId)
         let warm = work.write("warm.json", """
         {"name": "warm", "scenario": {"type": "habit_drift", "train_per_experience": 200, "test_per_experience": 60,
                                       "phases": ["morning", "night", "morning"]},
@@ -144,12 +142,9 @@ struct HostileInputRegressionTests {
         }
         let r = try Self.runLimited(["run", warm, "-o", work.path("warm.h5"), "-q"], limit: 120)
         #expect(!r.signaled && r.status != 0, "\(r.status)")
-        // Known since the issue-26/30 merge: the re-sealed run is refused earlier, as "does not
-        // record its layer sizes" (the damage helper's rewrite of the parameters and the warm
-        // start's new layer-size read disagree), not at the initial evaluation. Open.
-        withKnownIssue("a re-sealed NaN warm start is refused for missing layer sizes, not as non-finite") {
-            #expect((r.stdout + r.stderr).contains("non-finite"), "\(r.stdout) \(r.stderr)")
-        }
+        // Named at the fault: the parameters, not their layer sizes (which the damage keeps).
+        let text = r.stdout + r.stderr
+        #expect(text.contains("has non-finite final parameters") && !text.contains("layer sizes"), "\(text)")
     }
 
     @Test("export on a full disk fails cleanly and leaves no partial model")
@@ -174,9 +169,7 @@ struct HostileInputRegressionTests {
     func mergeAndRepairOnFullDisk() throws {
         let work = TemporaryDirectory()
         defer { work.cleanup() }
-        let json = work.write("e.json", tinyExperiment(name: "f"))
-        let good = work.path("good.h5")
-        #expect(try runCLI(["sweep", json, "-o", good]).status == 0)
+        let good = try sweptResults(in: work, name: "f").path
         try withSmallDisk(kilobytes: 1024) { dir in
             try FileManager.default.copyItem(atPath: good, toPath: dir + "/good.h5")
             try fillDisk(dir, leave: 8 << 10)
@@ -198,9 +191,7 @@ struct DamagedFileMessageTests {
     func truncatedFile() throws {
         let work = TemporaryDirectory()
         defer { work.cleanup() }
-        let json = work.write("e.json", tinyExperiment(name: "t"))
-        let path = work.path("t.h5")
-        #expect(try runCLI(["sweep", json, "-o", path]).status == 0)
+        let path = try sweptResults(in: work, name: "t").path
         let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as! Int
         #expect(truncate(path, off_t(size / 2)) == 0)
         for args in [["inspect", path], ["repair", path, "-o", work.path("r.h5")]] {
@@ -214,9 +205,7 @@ struct DamagedFileMessageTests {
     func linkLoopsAndExternalLinks() throws {
         let work = TemporaryDirectory()
         defer { work.cleanup() }
-        let json = work.write("e.json", tinyExperiment(name: "l"))
-        let path = work.path("l.h5")
-        #expect(try runCLI(["sweep", json, "-o", path]).status == 0)
+        let path = try sweptResults(in: work, name: "l").path
         guard try h5py("""
             f = h5py.File('\(path)', 'r+')
             f['runs']['loop'] = h5py.SoftLink('/runs/loop2')

@@ -284,12 +284,13 @@ public struct WarmStart: Codable, Sendable, Equatable {
                 }
                 let d = try g.openDataset("final_parameters")
                 let parameters: [Float] = try d.read()
+                // The values first: when both are damaged, the parameters are the fault that matters.
+                guard parameters.allSatisfy(\.isFinite) else {
+                    throw Failure(key: ".run", message: "run \"\(run)\" of \(results) has non-finite final parameters")
+                }
                 guard let sizes = try d.attributes.array("layer_sizes", as: Int64.self), sizes.count >= 2,
                       sizes.allSatisfy({ $0 >= 1 && $0 <= Int64(DataLimits.maxParameters) }) else {
                     throw Failure(key: ".run", message: "run \"\(run)\" of \(results) does not record its layer sizes")
-                }
-                guard parameters.allSatisfy(\.isFinite) else {
-                    throw Failure(key: ".run", message: "run \"\(run)\" of \(results) has non-finite final parameters")
                 }
                 return Source(sizes: sizes.map { Int($0) }, parameters: parameters,
                               configJSON: try g.attributes.string("config_json") ?? "",

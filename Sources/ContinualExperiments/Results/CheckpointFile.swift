@@ -22,17 +22,8 @@ public enum CheckpointFile {
     /// fsync'd), so a full disk or a crash leaves either the old or the new checkpoint, whole.
     public static func write(_ runCheckpoint: RunCheckpoint, configJSON: String = "", dataDigest: String = "",
                              to path: String) throws {
-        let temporary = path + ".tmp-\(ProcessInfo.processInfo.processIdentifier)"
-        do {
+        try DurableFile.write(path) { temporary in
             try writeFile(runCheckpoint, configJSON: configJSON, dataDigest: dataDigest, to: temporary)
-            try DurableFile.sync(temporary)
-            guard rename(temporary, path) == 0 else {
-                throw CheckpointError.mismatch("cannot move \(temporary) to \(path): \(String(cString: strerror(errno)))")
-            }
-            DurableFile.syncDirectory(of: path)
-        } catch {
-            try? FileManager.default.removeItem(atPath: temporary)
-            throw error
         }
     }
 

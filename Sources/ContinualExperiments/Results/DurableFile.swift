@@ -1,7 +1,33 @@
 import Foundation
 
-/// fsync helpers for write-to-temporary-then-rename.
+/// Write-to-temporary-then-rename with fsync: a file written through `write` is on disk whole, or
+/// the previous file at that path is left as it was.
 enum DurableFile {
+    /// The temporary name a durable write of `path` uses: same directory (so the rename is atomic),
+    /// tagged with the process id (a stale one from a killed writer is recognisable and removable).
+    static func temporaryPath(for path: String) -> String {
+        path + ".tmp-\(ProcessInfo.processInfo.processIdentifier)"
+    }
+
+    /// Writes `path` whole or not at all: `body` writes (and closes) the temporary file whose path
+    /// it is given; that file is then fsync'd, renamed over `path`, and the directory fsync'd. On
+    /// any error (a full disk included) the temporary file is removed, `path` is untouched, and
+    /// the error is rethrown.
+    static func write(_ path: String, _ body: (_ temporary: String) throws -> Void) throws {
+        let temporary = temporaryPath(for: path)
+        do {
+            try body(temporary)
+            try sync(temporary)
+            guard rename(temporary, path) == 0 else {
+                throw SyncError(description: "cannot move \(temporary) to \(path): \(String(cString: strerror(errno)))")
+            }
+            syncDirectory(of: path)
+        } catch {
+            try? FileManager.default.removeItem(atPath: temporary)
+            throw error
+        }
+    }
+
     /// Flushes `path`'s data to the disk; throws naming the file and the cause (a full disk can
     /// surface here, at the latest).
     static func sync(_ path: String) throws {

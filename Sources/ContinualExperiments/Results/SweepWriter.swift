@@ -124,8 +124,7 @@ public final class SweepWriter: @unchecked Sendable {
 
     /// A new results file with its header, no runs and an empty `/summary` (temporary + rename).
     static func createEmpty(_ path: String, experiment: ExperimentFile, layout: SummaryLayout, shard: String) throws {
-        let temporary = path + ".tmp-\(ProcessInfo.processInfo.processIdentifier)"
-        do {
+        try DurableFile.write(path) { temporary in
             try HDF5Lock.withLock {
                 let file = try HDF5File.create(path: temporary)
                 try Self.writeHeader(file.root, experiment: experiment, layout: layout, shard: shard)
@@ -133,14 +132,6 @@ public final class SweepWriter: @unchecked Sendable {
                 try Self.writeSummary([], layout: layout, into: file.root)
                 try file.close()
             }
-            try DurableFile.sync(temporary)
-            guard rename(temporary, path) == 0 else {
-                throw HDF5Error(.library, "cannot move \(temporary) to \(path): \(String(cString: strerror(errno)))")
-            }
-            DurableFile.syncDirectory(of: path)
-        } catch {
-            try? FileManager.default.removeItem(atPath: temporary)
-            throw error
         }
     }
 
@@ -148,8 +139,7 @@ public final class SweepWriter: @unchecked Sendable {
     /// copy, syncs it to disk and renames it over `path`. On any error (a full disk included) the
     /// temporary file is removed and `path` is untouched. Call inside `HDF5Lock`.
     static func replace(_ path: String, extraBytes: Int, _ body: (HDF5File) throws -> Void) throws {
-        let temporary = path + ".tmp-\(ProcessInfo.processInfo.processIdentifier)"
-        do {
+        try DurableFile.write(path) { temporary in
             try DiskSpace.require(size(path) + extraBytes + (1 << 20), toWrite: temporary)
             try FileCopy.copy(from: path, to: temporary)
             let file = try HDF5File.open(path: temporary, mode: .readWrite)
@@ -161,14 +151,6 @@ public final class SweepWriter: @unchecked Sendable {
                 try? file.close()
                 throw error
             }
-            try DurableFile.sync(temporary)
-            guard rename(temporary, path) == 0 else {
-                throw HDF5Error(.library, "cannot move \(temporary) to \(path): \(String(cString: strerror(errno)))")
-            }
-            DurableFile.syncDirectory(of: path)
-        } catch {
-            try? FileManager.default.removeItem(atPath: temporary)
-            throw error
         }
     }
 
@@ -322,33 +304,28 @@ public final class SweepWriter: @unchecked Sendable {
     func writeJournalEntry(_ r: RunResult) throws -> Int {
         try FileManager.default.createDirectory(atPath: journal, withIntermediateDirectories: true)
         let entry = journal + "/" + r.runId + ".h5"
-        let temporary = entry + ".tmp-\(ProcessInfo.processInfo.processIdentifier)"
         do {
-            let file = try HDF5File.create(path: temporary)
-            do {
-                let runs = try file.root.createGroup("runs")
-                try ResultsWriter.writeRun(r, into: runs)
-                let g = try runs.openGroup(r.runId)
-                try g.attributes.set("variant", r.run.variant)
-                try g.attributes.set("sweep_index", Int64(r.run.sweepIndex))
-                let values = JSONValue.object(Dictionary(uniqueKeysWithValues: r.run.sweepValues.map { ($0.path, $0.value) }))
-                try g.attributes.set("sweep_values_json", values.canonicalText())
-                try g.write(HDF5Table(columns: layout.columns, rows: [layout.row(r)]), name: "summary_row", compress: false, chunkRows: 1)
-                try RunDigest.seal(g)
-                try g.attributes.set("complete", Int64(1))  // last: marks the group as whole
-                try file.close()
-            } catch {
-                try? file.close()
-                throw error
+            try DurableFile.write(entry) { temporary in
+                let file = try HDF5File.create(path: temporary)
+                do {
+                    let runs = try file.root.createGroup("runs")
+                    try ResultsWriter.writeRun(r, into: runs)
+                    let g = try runs.openGroup(r.runId)
+                    try g.attributes.set("variant", r.run.variant)
+                    try g.attributes.set("sweep_index", Int64(r.run.sweepIndex))
+                    let values = JSONValue.object(Dictionary(uniqueKeysWithValues: r.run.sweepValues.map { ($0.path, $0.value) }))
+                    try g.attributes.set("sweep_values_json", values.canonicalText())
+                    try g.write(HDF5Table(columns: layout.columns, rows: [layout.row(r)]), name: "summary_row", compress: false, chunkRows: 1)
+                    try RunDigest.seal(g)
+                    try g.attributes.set("complete", Int64(1))  // last: marks the group as whole
+                    try file.close()
+                } catch {
+                    try? file.close()
+                    throw error
+                }
             }
-            try DurableFile.sync(temporary)
-            guard rename(temporary, entry) == 0 else {
-                throw HDF5Error(.library, "cannot move \(temporary) to \(entry): \(String(cString: strerror(errno)))")
-            }
-            DurableFile.syncDirectory(of: entry)
             return Self.size(entry)
         } catch {
-            try? FileManager.default.removeItem(atPath: temporary)
             throw WriteFailed(path: path, run: r.runId, cause: "\(error)")
         }
     }
