@@ -36,6 +36,7 @@ public final class HDF5File {
         defer { H5Pclose(access) }
         let id = H5Fcreate(path, chdf5_H5F_ACC_TRUNC(), chdf5_H5P_DEFAULT(), access)
         try check(id, .cannot("create", path))
+        closeOnExec(id)
         return HDF5File(path: path, mode: .readWrite, id: id)
     }
 
@@ -65,7 +66,21 @@ public final class HDF5File {
         let flags = mode == .readOnly ? chdf5_H5F_ACC_RDONLY() : chdf5_H5F_ACC_RDWR()
         let id = H5Fopen(path, flags, access)
         try check(id, .cannot("open", path))
+        closeOnExec(id)
         return HDF5File(path: path, mode: mode, id: id)
+    }
+
+    /// Marks the file's descriptor close-on-exec. libhdf5 opens files without `O_CLOEXEC`, and
+    /// its lock (`flock`) belongs to the open file description: a child process started while the
+    /// file is open (the isolated reader, a job launcher, a parallel test's CLI call) would inherit
+    /// the descriptor and keep the lock after this process closes the file, so the next open here
+    /// fails with "unable to lock file" until the child exits.
+    private static func closeOnExec(_ id: hid_t) {
+        var raw: UnsafeMutableRawPointer?
+        guard H5Fget_vfd_handle(id, chdf5_H5P_DEFAULT(), &raw) >= 0, let handle = raw else { return }
+        let fd = handle.load(as: Int32.self)  // the sec2 driver's handle is its file descriptor
+        let flags = fcntl(fd, F_GETFD)
+        if flags >= 0 { _ = fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
     }
 
     /// File access properties whose close degree makes `close()` really release the file (and its lock).
