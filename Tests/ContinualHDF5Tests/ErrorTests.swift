@@ -63,30 +63,3 @@ import Testing
         #expect(error?.description == "cannot create dataset 'g/x' in \(path): the file is closed")
     }
 }
-
-/// A child process started while a file is open must not inherit its descriptor: the lock would
-/// outlive `close()` and the next open here would fail with "unable to lock file" until the child
-/// exits. Foundation's `Process` closes inherited descriptors, but `posix_spawn` does not — and the
-/// toolkit's git lookup (`Provenance.git`) spawns that way from a background thread while other
-/// threads read and write results files (a flaky CI failure of the integrity tests).
-@Test func aChildStartedWhileAFileIsOpenDoesNotKeepItsLock() throws {
-    try withTemporaryFile { path in
-        try HDF5File.create(path: path).close()
-        for mode in [HDF5File.Mode.readOnly, .readWrite] {
-            let file = try HDF5File.open(path: path, mode: mode)
-            var pid: pid_t = 0
-            let argv: [UnsafeMutablePointer<CChar>?] = [strdup("sleep"), strdup("3"), nil]
-            defer { for a in argv { free(a) } }
-            #expect(posix_spawnp(&pid, "sleep", nil, nil, argv, environ) == 0)
-            defer {
-                kill(pid, SIGKILL)
-                var status: Int32 = 0
-                while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-            }
-            try file.close()
-            // Reopen for writing while the child still runs.
-            let again = try HDF5File.open(path: path, mode: .readWrite)
-            try again.close()
-        }
-    }
-}
