@@ -71,10 +71,11 @@ public final class HDF5File {
     }
 
     /// Marks the file's descriptor close-on-exec. libhdf5 opens files without `O_CLOEXEC`, and
-    /// its lock (`flock`) belongs to the open file description: a child process started while the
-    /// file is open (the isolated reader, a job launcher, a parallel test's CLI call) would inherit
-    /// the descriptor and keep the lock after this process closes the file, so the next open here
-    /// fails with "unable to lock file" until the child exits.
+    /// its lock (`flock`) belongs to the open file description: a child started with `posix_spawn`
+    /// while the file is open (the git lookup of `Provenance`, on a background thread) would
+    /// inherit the descriptor and keep the lock after this process closes the file, so the next
+    /// open here fails with "unable to lock file" until the child exits. This narrows the window to
+    /// the time `H5Fopen` itself takes; spawning with the other descriptors closed removes it.
     private static func closeOnExec(_ id: hid_t) {
         var raw: UnsafeMutableRawPointer?
         guard H5Fget_vfd_handle(id, chdf5_H5P_DEFAULT(), &raw) >= 0, let handle = raw else { return }

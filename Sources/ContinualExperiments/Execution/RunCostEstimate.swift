@@ -68,8 +68,8 @@ public struct RunCostEstimate: Sendable {
 
     static func cost(_ c: RunConfig, _ s: Shape) -> Double {
         let widths = [s.inputs] + c.model.hidden + [s.outputs]
-        let forward = zip(widths, widths.dropFirst()).reduce(0.0) { $0 + Double($1.0) * Double($1.1) }
-            + overheadPerPass + overheadPerUnit * Double(widths.reduce(0, +))
+        let macs = zip(widths, widths.dropFirst()).reduce(0.0) { $0 + Double($1.0) * Double($1.1) }
+        let forward = macs + overheadPerPass + overheadPerUnit * Double(widths.reduce(0, +))
         let joint = c.strategy.contains { $0.typeName == "joint" }
         var samples = 0.0, cumulative = 0.0
         for n in s.train {
@@ -79,7 +79,6 @@ public struct RunCostEstimate: Sendable {
         // Strategy work the loop's passes do not show, in epochs of training passes: a prior that
         // the learned family rate then corrects (it cannot learn work that does not scale with
         // epochs, and a family often first appears late in a sweep).
-        let macs = zip(widths, widths.dropFirst()).reduce(0.0) { $0 + Double($1.0) * Double($1.1) }
         let epochs = max(1, c.training.epochsEquivalent(trainPerExperience: Double(s.train.reduce(0, +)) / Double(max(s.train.count, 1)),
                                                         flopsPerRow: 6 * macs))
         let extra = c.strategy.reduce(0.0) { sum, s in
