@@ -74,8 +74,9 @@ public final class HDF5File {
     /// its lock (`flock`) belongs to the open file description: a child started with `posix_spawn`
     /// while the file is open (the git lookup of `Provenance`, on a background thread) would
     /// inherit the descriptor and keep the lock after this process closes the file, so the next
-    /// open here fails with "unable to lock file" until the child exits. This narrows the window to
-    /// the time `H5Fopen` itself takes; spawning with the other descriptors closed removes it.
+    /// open here fails with "unable to lock file" until the child exits. The toolkit's own spawns
+    /// close every inherited descriptor in the child (`ChildProcessOutput` in ContinualExperiments);
+    /// this also covers children that other code in the process (a user's app) starts.
     private static func closeOnExec(_ id: hid_t) {
         var raw: UnsafeMutableRawPointer?
         guard H5Fget_vfd_handle(id, chdf5_H5P_DEFAULT(), &raw) >= 0, let handle = raw else { return }

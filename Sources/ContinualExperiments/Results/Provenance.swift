@@ -66,44 +66,13 @@ public struct Provenance: Sendable, Equatable {
         return Provenance(commit: head, dirty: dirty, source: "git")
     }
 
-    /// Runs git; nil when git is missing, fails, or the directory is not in a repository.
-    ///
-    /// Spawned with `posix_spawnp` rather than Foundation's `Process`, which took ≈ 50 ms per
-    /// launch here (it also sets up a SIGCHLD handler that interrupts other reads): the lookup is
-    /// paid by every `continual run`.
+    /// Runs git; nil when git is missing, fails, or the directory is not in a repository. The
+    /// child inherits none of our descriptors (see `ChildProcessOutput`).
     static func git(_ arguments: [String]) -> String? {
         var environment = ProcessInfo.processInfo.environment
         environment["GIT_TERMINAL_PROMPT"] = "0"
         environment["GIT_OPTIONAL_LOCKS"] = "0"   // `git status` must not write the index
-        var pipeEnds: [Int32] = [0, 0]
-        guard pipe(&pipeEnds) == 0 else { return nil }
-        let (readEnd, writeEnd) = (pipeEnds[0], pipeEnds[1])
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, writeEnd, 1)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addclose(&actions, readEnd)
-        posix_spawn_file_actions_addclose(&actions, writeEnd)
-        let argv = (["git"] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            for p in argv { free(p) }
-            for p in envp { free(p) }
-        }
-        var pid: pid_t = 0
-        let spawned = posix_spawnp(&pid, "git", &actions, nil, argv, envp)
-        close(writeEnd)
-        guard spawned == 0 else {
-            close(readEnd)
-            return nil
-        }
-        let data = FileHandle(fileDescriptor: readEnd, closeOnDealloc: true).readAllRetryingInterrupts()
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        // Exited normally with status 0 (WIFEXITED && WEXITSTATUS == 0).
-        guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else { return nil }
+        guard let data = ChildProcessOutput.run("git", arguments, environment: environment) else { return nil }
         return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }
