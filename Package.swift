@@ -72,7 +72,7 @@ let package = Package(
             name: "continual",
             // Every target the CLI imports, declared (not reached through ContinualExperiments).
             dependencies: [
-                "ContinualExperiments", "ContinualCore", "ContinualFederated", "ContinualExport",
+                "ContinualExperiments", "ContinualCore", "ContinualFederated", "ContinualExport", "ContinualMetrics",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -13,7 +13,7 @@ struct ContinualCommand: ParsableCommand {
         """,
         version: ResultsSchema.toolkitVersion,
         subcommands: [RunCommand.self, SweepCommand.self, MergeCommand.self, RepairCommand.self, ValidateCommand.self, InspectCommand.self,
-                      ScenarioCommand.self, ExportCommand.self, BenchCommand.self, PrivacyCommand.self, MPICheckCommand.self,
+                      ScenarioCommand.self, ExportCommand.self, BenchCommand.self, PrivacyCommand.self, DriftCommand.self, MPICheckCommand.self,
                       ReadCheckCommand.self]
     )
 
