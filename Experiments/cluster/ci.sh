@@ -6,8 +6,13 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
-swift build -c release --product continual
-bin=$root/.build/release/continual
+# $CONTINUAL_BIN (CI builds the release CLI in its own scratch directory): use it as it is.
+if [[ -n ${CONTINUAL_BIN:-} ]]; then
+    bin=$CONTINUAL_BIN
+else
+    swift build -c release --product continual
+    bin=$root/.build/release/continual
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$bin" sweep Experiments/sweeps/tiny_sweep.json -o "$work/tiny.h5" --plain --jobs 2

@@ -16,8 +16,13 @@ if ! command -v mpirun >/dev/null; then
 fi
 
 config=${CONTINUAL_CONFIG:-release}
-swift build -c "$config" --product continual
-bin=$(swift build -c "$config" --show-bin-path)/continual
+# $CONTINUAL_BIN (CI builds the release CLI in its own scratch directory): use it as it is.
+if [[ -n ${CONTINUAL_BIN:-} ]]; then
+    bin=$CONTINUAL_BIN
+else
+    swift build -c "$config" --product continual
+    bin=$(swift build -c "$config" --show-bin-path)/continual
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
