@@ -8,7 +8,7 @@ import Foundation
 struct DriftCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "drift",
-        abstract: "Run a drift detector (ADWIN, DDM, EDDM, Page-Hinkley) over a stream of numbers.",
+        abstract: "Run a drift detector (ADWIN, DDM, EDDM, KSWIN, Page-Hinkley) over a stream of numbers.",
         discussion: """
         FILE holds one number per line ("-": standard input). Indices are 0-based: the index \
         of the value at which the detector signalled. After a drift the detector starts afresh \
@@ -22,7 +22,7 @@ struct DriftCommand: ParsableCommand {
     @Argument(help: ArgumentHelp("A file with one number per line, or - for standard input.", valueName: "FILE"))
     var input: String
 
-    @Option(help: ArgumentHelp("adwin, ddm, eddm or page_hinkley.", valueName: "NAME"))
+    @Option(help: ArgumentHelp("adwin, ddm, eddm, kswin or page_hinkley.", valueName: "NAME"))
     var detector: String
 
     @Option(name: .customLong("set"), help: ArgumentHelp("A detector parameter (repeatable).", valueName: "NAME=VALUE"))

@@ -89,3 +89,37 @@ import Testing
 extension DriftDetectorSpec: CustomTestStringConvertible {
     public var testDescription: String { kind.rawValue }
 }
+
+/// KSWIN's two ingredients, against values printed by CPython 3.11 and SciPy 1.17 (the commands
+/// are in the comments): the generator that draws its reference sample, and the exact KS p-value.
+@Suite struct KSWINIngredientTests {
+    @Test func pythonRandomDrawsWhatCPythonDraws() {
+        // python3 -c "import random; r = random.Random(1); print([r.getrandbits(32) for _ in range(3)])"
+        var r = PythonRandom(seed: 1)
+        #expect([r.next32(), r.next32(), r.next32()] == [577_090_037, 2_444_712_010, 3_639_700_191])
+        // A seed of two 32-bit words: random.Random(2**40 + 7)
+        var big = PythonRandom(seed: (1 << 40) + 7)
+        #expect([big.next32(), big.next32()] == [2_635_837_658, 3_209_733_218])
+        // random.Random(5).sample(range(70), 30): the pool branch KSWIN uses.
+        var s = PythonRandom(seed: 5)
+        #expect(s.sample(rangeOf: 70, count: 30) == [32, 45, 67, 3, 59, 31, 6, 57, 10, 7, 23, 30, 55, 15, 24, 34, 63, 36,
+                                                      56, 0, 46, 13, 26, 17, 11, 62, 61, 4, 8, 39])
+        // random.Random(5).sample(range(1000), 10): the set branch.
+        var t = PythonRandom(seed: 5)
+        #expect(t.sample(rangeOf: 1000, count: 10) == [637, 261, 759, 367, 814, 707, 965, 861, 757, 667])
+    }
+
+    @Test func exactPValuesEqualSciPys() {
+        // from scipy.stats._stats_py import _compute_prob_outside_square as f; f(n, h)
+        #expect(KolmogorovSmirnov.probabilityOutsideSquare(n: 30, h: 18) == 2.366488472641374e-05)
+        #expect(KolmogorovSmirnov.probabilityOutsideSquare(n: 30, h: 1) == 1.0000000000000004)
+        #expect(KolmogorovSmirnov.probabilityOutsideSquare(n: 30, h: 30) == 1.6911233892144742e-17)
+        #expect(KolmogorovSmirnov.probabilityOutsideSquare(n: 10, h: 3) == 0.7869297884777761)
+        #expect(KolmogorovSmirnov.probabilityOutsideSquare(n: 100, h: 17) == 0.11119526053829192)
+        // ks_2samp([1, 2, 2, 3], [2, 2, 5, 6]): ties counted as searchsorted(side="right") does.
+        let (d, p) = KolmogorovSmirnov.twoSample([1, 2, 2, 3], [2, 2, 5, 6])
+        #expect(d == 0.5 && p == 0.7714285714285716)
+        // Identical samples: D = 0, p = 1; p is clipped to [0, 1] (the n = 30, h = 1 value above exceeds 1).
+        #expect(KolmogorovSmirnov.twoSample([3, 1, 2], [1, 2, 3]) == (0, 1))
+    }
+}

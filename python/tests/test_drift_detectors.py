@@ -66,6 +66,10 @@ DETECTORS = [
      lambda: river_drift.binary.DDM(warm_start=100, warning_threshold=1.5, drift_threshold=2.5)),
     ("eddm", {}, lambda: river_drift.binary.EDDM()),
     ("eddm", {"warm_start": 10, "alpha": 0.97, "beta": 0.85}, lambda: river_drift.binary.EDDM(warm_start=10, alpha=0.97, beta=0.85)),
+    # KSWIN draws at random: the same seed in both (river uses Python's `random`, so do we).
+    ("kswin", {}, lambda: river_drift.KSWIN(seed=1)),
+    ("kswin", {"alpha": 0.01, "window_size": 60, "stat_size": 20, "seed": 12345678901},
+     lambda: river_drift.KSWIN(alpha=0.01, window_size=60, stat_size=20, seed=12345678901)),
 ]
 
 

@@ -4,7 +4,7 @@
 public struct DriftDetectorSpec: Sendable, Equatable {
     /// The detectors by name.
     public enum Kind: String, Sendable, CaseIterable {
-        case adwin, ddm, eddm
+        case adwin, ddm, eddm, kswin
         case pageHinkley = "page_hinkley"
 
         /// Parameter names and their defaults.
@@ -13,6 +13,7 @@ public struct DriftDetectorSpec: Sendable, Equatable {
             case .adwin: [("delta", 0.002), ("clock", 32), ("max_buckets", 5), ("min_window_length", 5), ("grace_period", 10)]
             case .ddm: [("warm_start", 30), ("warning_threshold", 2), ("drift_threshold", 3)]
             case .eddm: [("warm_start", 30), ("alpha", 0.95), ("beta", 0.9)]
+            case .kswin: [("alpha", 0.005), ("window_size", 100), ("stat_size", 30), ("seed", 1)]
             case .pageHinkley: [("min_instances", 30), ("delta", 0.005), ("threshold", 50), ("alpha", 1 - 0.0001), ("mode", 2)]
             }
         }
@@ -69,6 +70,12 @@ public struct DriftDetectorSpec: Sendable, Equatable {
             try count("warm_start", atLeast: 0)
             try need(p["beta"]! > 0 && p["beta"]! <= 1, "beta", "in (0, 1]")
             try need(p["alpha"]! >= p["beta"]! && p["alpha"]! <= 1, "alpha", "in [beta, 1]")
+        case .kswin:
+            try need(p["alpha"]! > 0 && p["alpha"]! <= 1, "alpha", "in (0, 1]")
+            try count("stat_size", atLeast: 1)
+            try count("window_size", atLeast: 2)
+            try need(p["stat_size"]! * 2 <= p["window_size"]!, "stat_size", "at most window_size / 2 (the older part of the window must hold a sample)")
+            try need(p["seed"]! == p["seed"]!.rounded() && p["seed"]! >= 0 && p["seed"]! <= 9_007_199_254_740_992, "seed", "a whole number in [0, 2⁵³]")
         case .pageHinkley:
             try count("min_instances", atLeast: 1)
             try need(p["delta"]! >= 0, "delta", "≥ 0")
@@ -89,6 +96,8 @@ public struct DriftDetectorSpec: Sendable, Equatable {
             return DDM(warmStart: Int(p["warm_start"]!), warningThreshold: p["warning_threshold"]!, driftThreshold: p["drift_threshold"]!)
         case .eddm:
             return EDDM(warmStart: Int(p["warm_start"]!), alpha: p["alpha"]!, beta: p["beta"]!)
+        case .kswin:
+            return KSWIN(alpha: p["alpha"]!, windowSize: Int(p["window_size"]!), statSize: Int(p["stat_size"]!), seed: UInt64(p["seed"]!))
         case .pageHinkley:
             let mode: PageHinkley.Mode = [.up, .down, .both][Int(p["mode"]!)]
             return PageHinkley(minInstances: Int(p["min_instances"]!), delta: p["delta"]!, threshold: p["threshold"]!,
