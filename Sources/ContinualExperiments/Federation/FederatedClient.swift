@@ -109,6 +109,11 @@ struct FederatedClient {
         defer {
             swap(&localRounds, &personalLearnerRounds)
             swap(&trainer, &learner)
+            // APFL's trajectory is the round's only: a client holds none between rounds.
+            if let k = learner.plugins.indices.last, var term = learner.plugins[k] as? APFLMixing {
+                term.trajectory = []
+                learner.plugins[k] = term
+            }
             personalLearner = learner
         }
         return try trainRound(on: data, period: period, round: round, pass: pass, scratch: &scratch)

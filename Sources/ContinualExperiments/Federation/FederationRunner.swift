@@ -401,8 +401,10 @@ public enum FederationRunner {
                             // Ditto: the personal model trains on the same (clean) data, pulled to the round's global model;
                             // APFL: on the same batches, mixed with the client's w before each of its FedAvg steps.
                             var trajectory: [[Float]] = []
-                            if fed.personal == .apfl, let k = c.trainer.plugins.firstIndex(where: { $0 is StepTrajectory }) {
-                                trajectory = (c.trainer.plugins[k] as! StepTrajectory).before
+                            if fed.personal == .apfl, let k = c.trainer.plugins.firstIndex(where: { $0 is StepTrajectory }),
+                               var recorder = c.trainer.plugins[k] as? StepTrajectory {
+                                trajectory = recorder.take()
+                                c.trainer.plugins[k] = recorder
                             }
                             let personal = try c.trainPersonal(on: c.data(c.federatedCursor - data.count, end, flip: nil), global: globalParameters,
                                                                trajectory: trajectory, period: p, round: r, pass: pass, scratch: &scratch)

@@ -107,6 +107,12 @@ public struct StepTrajectory: StepObserver {
         before.append(Array(step.parametersBefore))
     }
 
+    /// Hands over the recorded trajectory and frees it (a client holds none between rounds).
+    public mutating func take() -> [[Float]] {
+        defer { before = [] }
+        return before
+    }
+
     public var resources: PluginResources {
         PluginResources(stateBytes: 4 * (before.first?.count ?? 0) * before.count)
     }
