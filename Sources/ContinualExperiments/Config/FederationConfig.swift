@@ -22,7 +22,16 @@ import ContinualScenarios
 ///   whenever its device allows (FedAvg + fine-tuning, FedPer, local-only); `"ditto"` — Ditto
 ///   (Li et al. 2021): the phone keeps a second, personal model that, in every round the client
 ///   takes part in, trains on the same new data with the pull (λ/2)‖v − w‖² to the round's global
-///   model w (`ditto_lambda`; see `DittoTerm`), and predicts with it;
+///   model w (`ditto_lambda`; see `DittoTerm`), and predicts with it; `"fedrep"` — FedRep
+///   (Collins et al. 2021): only the body (every layer but the output layer) is shared; in its
+///   round the client first trains its own head for `fedrep_head_epochs` epochs with the body
+///   frozen, then the body for `local_epochs` epochs with the head frozen, and sends the body;
+///   `"apfl"` — APFL (Deng et al. 2020): a personal model v, trained in the client's rounds on
+///   the mix α·v + (1 − α)·w (`apfl_alpha`, learned at `apfl_alpha_lr`; see `APFLMixing`), and
+///   the phone predicts with α·v + (1 − α)·w_g, w_g the current global model; `"per_fedavg"` —
+///   Per-FedAvg (Fallah et al. 2020): the clients train a meta-model (`per_fedavg_variant`
+///   first-order or Hessian-free, inner step `per_fedavg_alpha`; see `PerFedAvgRound`) and the
+///   phone predicts with the global model after one step of `per_fedavg_alpha` on its data;
 /// - the optimizer restarts every local round (its moments are not shared);
 /// - the DP accountant assumes Poisson sampling at rate q = `client_fraction` (required with
 ///   noise); device availability only removes invited clients, which cannot raise ε.
@@ -41,7 +50,16 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         /// invited; every phone trains on its new data whenever its device allows.
         case none
     }
-    public enum Personal: String, Codable, CaseIterable, Sendable { case global, local, ditto }
+    public enum Personal: String, Codable, CaseIterable, Sendable {
+        case global, local, ditto, fedrep, apfl
+        case perFedAvg = "per_fedavg"
+    }
+    /// Per-FedAvg's meta-gradient (Fallah et al. 2020): first-order, or Hessian-free (a
+    /// finite-difference Hessian-vector product).
+    public enum PerFedAvgVariant: String, Codable, CaseIterable, Sendable {
+        case firstOrder = "first_order"
+        case hessianFree = "hessian_free"
+    }
     public enum Rule: String, Codable, CaseIterable, Sendable {
         case fedavg, median
         case trimmedMean = "trimmed_mean"
@@ -55,6 +73,9 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         /// SCAFFOLD (Karimireddy et al. 2020): control variates correct every local step; the
         /// server averages the updates unweighted and keeps its control (see `Scaffold`).
         case scaffold
+        /// q-FedAvg (Li et al. 2020): updates weighted by the clients' loss to the power q
+        /// (`qfed_q`), normalised by the Lipschitz estimate `qfed_lipschitz` (see `AggregationRule.qFair`).
+        case qfedavg
     }
     public enum Server: String, Codable, CaseIterable, Sendable {
         case sgd, fedavgm, fedadam, fedyogi, fedadagrad
@@ -98,6 +119,18 @@ public struct FederationConfig: Codable, Sendable, Equatable {
     public var proximalMu = 0.0
     /// Ditto's λ (`personal: "ditto"`).
     public var dittoLambda = 1.0
+    /// FedRep's head epochs per round, before the body's `local_epochs` (`personal: "fedrep"`).
+    public var fedrepHeadEpochs = 10
+    /// APFL's initial mixing weight α and its learning rate (nil: the local learning rate; 0: α fixed).
+    public var apflAlpha = 0.25
+    public var apflAlphaLearningRate: Double? = nil
+    /// Per-FedAvg's inner step α, variant and finite-difference δ (Hessian-free only).
+    public var perFedAvgAlpha = 0.01
+    public var perFedAvgVariant: PerFedAvgVariant = .firstOrder
+    public var perFedAvgDelta = 1e-3
+    /// q-FedAvg's q and Lipschitz estimate L (nil: 1 / the local learning rate, as in the paper).
+    public var qfedQ = 1.0
+    public var qfedLipschitz: Double? = nil
     public var serverOptimizer: Server = .sgd
     public var serverLearningRate = 1.0
     public var serverBeta1 = 0.9
@@ -116,6 +149,14 @@ public struct FederationConfig: Codable, Sendable, Equatable {
     public var adversaryFraction = 0.0
     public var attack: Attack = .signFlip
     public var attackScale = 1.0
+    /// Client failure: the probability that an invited client which starts its local round drops
+    /// out before uploading (a seeded draw per round and client; nothing of its round persists).
+    public var dropoutProbability = 0.0
+    /// Stragglers: the deadline of a local round, seconds of the client's device (nil: none). A
+    /// round takes its training FLOPs / `device.profile` FLOP rate × a log-normal slowdown
+    /// exp(`straggler_spread` · N(0, 1)) drawn per round and client; a later update is discarded.
+    public var roundDeadline: Double? = nil
+    public var stragglerSpread = 0.5
     /// Evaluate the global and personal models every k rounds (the last round always).
     public var evaluateEvery = 1
     /// Clients evaluated (a seeded sample, the same every time; 0 = all).
@@ -134,10 +175,15 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         case rounds, clientsPerRound = "clients_per_round", clientFraction = "client_fraction", sampling, availability
         case when, deviceMix = "device_mix", localEpochs = "local_epochs", localSteps = "local_steps", share, personal
         case aggregation, trimFraction = "trim_fraction", byzantine, krumSelected = "krum_selected"
-        case proximalMu = "proximal_mu", dittoLambda = "ditto_lambda", serverOptimizer = "server_optimizer", serverLearningRate = "server_lr"
+        case proximalMu = "proximal_mu", dittoLambda = "ditto_lambda"
+        case fedrepHeadEpochs = "fedrep_head_epochs", apflAlpha = "apfl_alpha", apflAlphaLearningRate = "apfl_alpha_lr"
+        case perFedAvgAlpha = "per_fedavg_alpha", perFedAvgVariant = "per_fedavg_variant", perFedAvgDelta = "per_fedavg_delta"
+        case qfedQ = "qfed_q", qfedLipschitz = "qfed_lipschitz"
+        case serverOptimizer = "server_optimizer", serverLearningRate = "server_lr"
         case serverBeta1 = "server_beta1", serverBeta2 = "server_beta2", serverTau = "server_tau"
         case clipNorm = "clip_norm", noiseMultiplier = "noise_multiplier", delta, encoding, topKFraction = "top_k_fraction"
         case secureAggregation = "secure_aggregation", adversaryFraction = "adversary_fraction", attack
+        case dropoutProbability = "dropout_probability", roundDeadline = "round_deadline", stragglerSpread = "straggler_spread"
         case attackScale = "attack_scale", evaluateEvery = "evaluate_every", evaluateClients = "evaluate_clients"
         case radioJoulesPerByte = "radio_joules_per_byte", jobs, partition
     }
@@ -155,12 +201,22 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         localSteps = try c.decode(.localSteps, default: 0)
         share = try c.decodeChoice(.share, default: .all)
         personal = try c.decodeChoice(.personal, default: share == .all ? .global : .local)
+        // FedRep shares the body only: "share" defaults to "core" with it.
+        if personal == .fedrep && !c.contains(.share) { share = .core }
         aggregation = try c.decodeChoice(.aggregation, default: .fedavg)
         trimFraction = try c.decode(.trimFraction, default: 0.1)
         byzantine = try c.decode(.byzantine, default: 1)
         krumSelected = try c.decode(.krumSelected, default: aggregation == .multiKrum ? 2 : 1)
         proximalMu = try c.decode(.proximalMu, default: 0)
         dittoLambda = try c.decode(.dittoLambda, default: 1)
+        fedrepHeadEpochs = try c.decode(.fedrepHeadEpochs, default: 10)
+        apflAlpha = try c.decode(.apflAlpha, default: 0.25)
+        apflAlphaLearningRate = try c.decodeIfPresent(Double.self, forKey: .apflAlphaLearningRate)
+        perFedAvgAlpha = try c.decode(.perFedAvgAlpha, default: 0.01)
+        perFedAvgVariant = try c.decodeChoice(.perFedAvgVariant, default: .firstOrder)
+        perFedAvgDelta = try c.decode(.perFedAvgDelta, default: 1e-3)
+        qfedQ = try c.decode(.qfedQ, default: 1)
+        qfedLipschitz = try c.decodeIfPresent(Double.self, forKey: .qfedLipschitz)
         serverOptimizer = try c.decodeChoice(.serverOptimizer, default: .sgd)
         serverLearningRate = try c.decode(.serverLearningRate, default: serverOptimizer.isAdaptive ? 0.01 : 1)
         serverBeta1 = try c.decode(.serverBeta1, default: 0.9)
@@ -175,6 +231,9 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         adversaryFraction = try c.decode(.adversaryFraction, default: 0)
         attack = try c.decodeChoice(.attack, default: .signFlip)
         attackScale = try c.decode(.attackScale, default: attack == .signFlip ? 1 : 10)
+        dropoutProbability = try c.decode(.dropoutProbability, default: 0)
+        roundDeadline = try c.decodeIfPresent(Double.self, forKey: .roundDeadline)
+        stragglerSpread = try c.decode(.stragglerSpread, default: 0.5)
         evaluateEvery = try c.decode(.evaluateEvery, default: 1)
         evaluateClients = try c.decode(.evaluateClients, default: 0)
         radioJoulesPerByte = try c.decode(.radioJoulesPerByte, default: 1e-7)
@@ -213,6 +272,30 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         try c.require(dittoLambda >= 0 && dittoLambda.isFinite && dittoLambda <= 1e30, .dittoLambda, "must be in [0, 1e30], got \(dittoLambda)")
         try c.require(!c.contains(.dittoLambda) || personal == .ditto, .dittoLambda, "only with \"personal\": \"ditto\"")
         try c.require(personal != .ditto || share == .all, .personal, "Ditto's personal model is pulled towards the whole global model: use \"share\": \"all\"")
+        for (key, owner) in [(CodingKeys.fedrepHeadEpochs, Personal.fedrep), (.apflAlpha, .apfl), (.apflAlphaLearningRate, .apfl),
+                             (.perFedAvgAlpha, .perFedAvg), (.perFedAvgVariant, .perFedAvg), (.perFedAvgDelta, .perFedAvg)] {
+            try c.require(!c.contains(key) || personal == owner, key, "only with \"personal\": \"\(owner.rawValue)\"")
+        }
+        for key in [CodingKeys.qfedQ, .qfedLipschitz] {
+            try c.require(!c.contains(key) || aggregation == .qfedavg, key, "only with \"aggregation\": \"qfedavg\"")
+        }
+        try c.require(personal != .fedrep || share == .core, .share,
+                      "FedRep shares the body and keeps the head (the output layer) on the phone: use \"share\": \"core\" (the default with it)")
+        try c.require(personal != .fedrep || localSteps == 0, .localSteps, "FedRep's head and body phases are counted in epochs (fedrep_head_epochs, local_epochs); remove local_steps")
+        try c.require((0...10_000).contains(fedrepHeadEpochs), .fedrepHeadEpochs, "must be in 0...10000, got \(fedrepHeadEpochs)")
+        try c.require(![.apfl, .perFedAvg].contains(personal) || share == .all, .share,
+                      "\(personal.rawValue) mixes or adapts the whole global model: use \"share\": \"all\"")
+        try c.require((0...1).contains(apflAlpha), .apflAlpha, "must be in [0, 1], got \(apflAlpha)")
+        if let lr = apflAlphaLearningRate {
+            try c.require(lr >= 0 && lr.isFinite, .apflAlphaLearningRate, "must be a finite number ≥ 0 (0 keeps alpha fixed), got \(lr)")
+        }
+        try c.require(perFedAvgAlpha > 0 && perFedAvgAlpha.isFinite, .perFedAvgAlpha, "must be a finite number > 0, got \(perFedAvgAlpha)")
+        try c.require(perFedAvgDelta > 0 && perFedAvgDelta.isFinite, .perFedAvgDelta, "must be a finite number > 0, got \(perFedAvgDelta)")
+        try c.require(!c.contains(.perFedAvgDelta) || perFedAvgVariant == .hessianFree, .perFedAvgDelta,
+                      "the finite-difference δ belongs to \"per_fedavg_variant\": \"hessian_free\"")
+        try c.require(qfedQ >= 0 && qfedQ.isFinite && qfedQ <= 100, .qfedQ, "must be in [0, 100], got \(qfedQ)")
+        if let l = qfedLipschitz { try c.require(l > 0 && l.isFinite, .qfedLipschitz, "must be a finite number > 0, got \(l)") }
+        try c.require(aggregation != .qfedavg || share == .all, .aggregation, "qfedavg weighs whole-model updates by the loss of the global model: use \"share\": \"all\"")
         if let clip = clipNorm { try c.require(clip > 0 && clip.isFinite, .clipNorm, "must be a finite number > 0, got \(clip)") }
         try c.require(noiseMultiplier >= 0 && noiseMultiplier.isFinite, .noiseMultiplier, "must be a finite number ≥ 0, got \(noiseMultiplier)")
         try c.require(noiseMultiplier == 0 || clipNorm != nil, .noiseMultiplier,
@@ -231,12 +314,18 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         try c.require(adversaryFraction > 0 || (!c.contains(.attack) && !c.contains(.attackScale)), .attack,
                       "set adversary_fraction > 0 to have attackers")
         try c.require(attackScale > 0 && attackScale.isFinite && attackScale <= 1e6, .attackScale, "must be in (0, 1e6], got \(attackScale)")
+        try c.require(dropoutProbability >= 0 && dropoutProbability <= 1, .dropoutProbability, "must be in [0, 1], got \(dropoutProbability)")
+        if let d = roundDeadline { try c.require(d > 0 && d.isFinite, .roundDeadline, "must be a finite number of seconds > 0, got \(d)") }
+        try c.require(stragglerSpread >= 0 && stragglerSpread <= 10, .stragglerSpread, "must be in [0, 10], got \(stragglerSpread)")
+        try c.require(!c.contains(.stragglerSpread) || roundDeadline != nil, .stragglerSpread, "the slowdown's spread belongs to round_deadline: set it too")
+        try c.require((dropoutProbability == 0 && roundDeadline == nil) || share != .none, .share,
+                      "dropouts and stragglers fail federated rounds; with \"share\": \"none\" there is none")
         try c.require(evaluateEvery >= 1, .evaluateEvery, "must be ≥ 1, got \(evaluateEvery)")
         try c.require(evaluateClients >= 0, .evaluateClients, "must be ≥ 0 (0 = all clients), got \(evaluateClients)")
         try c.require(radioJoulesPerByte >= 0 && radioJoulesPerByte.isFinite, .radioJoulesPerByte, "must be a finite number ≥ 0, got \(radioJoulesPerByte)")
         try c.require(jobs >= 0, .jobs, "must be ≥ 0 (0 = all cores), got \(jobs)")
         try c.require(share != .none || personal == .local, .personal, "with \"share\": \"none\" (local-only) the phone can only use its own model: \"local\"")
-        try c.require(share == .all || personal == .local, .personal,
+        try c.require(share == .all || personal == .local || (personal == .fedrep && share == .core), .personal,
                       "with \"share\": \"\(share.rawValue)\" the server holds only part of the model; the phone predicts with its own: \"local\"")
         try c.require(!c.contains(.when) || availability == .device, .when, "only with \"availability\": \"device\"")
         try c.require(deviceMix == nil || availability == .device, .deviceMix, "only with \"availability\": \"device\"")
@@ -275,6 +364,20 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         if aggregation == .bulyan { try c.encode(byzantine, forKey: .byzantine) }
         try c.encode(proximalMu, forKey: .proximalMu)
         if personal == .ditto { try c.encode(dittoLambda, forKey: .dittoLambda) }
+        if personal == .fedrep { try c.encode(fedrepHeadEpochs, forKey: .fedrepHeadEpochs) }
+        if personal == .apfl {
+            try c.encode(apflAlpha, forKey: .apflAlpha)
+            try c.encodeIfPresent(apflAlphaLearningRate, forKey: .apflAlphaLearningRate)
+        }
+        if personal == .perFedAvg {
+            try c.encode(perFedAvgAlpha, forKey: .perFedAvgAlpha)
+            try c.encode(perFedAvgVariant, forKey: .perFedAvgVariant)
+            if perFedAvgVariant == .hessianFree { try c.encode(perFedAvgDelta, forKey: .perFedAvgDelta) }
+        }
+        if aggregation == .qfedavg {
+            try c.encode(qfedQ, forKey: .qfedQ)
+            try c.encodeIfPresent(qfedLipschitz, forKey: .qfedLipschitz)
+        }
         try c.encode(serverOptimizer, forKey: .serverOptimizer)
         try c.encode(serverLearningRate, forKey: .serverLearningRate)
         if serverOptimizer != .sgd { try c.encode(serverBeta1, forKey: .serverBeta1) }
@@ -290,6 +393,11 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         if adversaryFraction > 0 {
             try c.encode(attack, forKey: .attack)
             try c.encode(attackScale, forKey: .attackScale)
+        }
+        if dropoutProbability > 0 { try c.encode(dropoutProbability, forKey: .dropoutProbability) }
+        if let d = roundDeadline {
+            try c.encode(d, forKey: .roundDeadline)
+            try c.encode(stragglerSpread, forKey: .stragglerSpread)
         }
         try c.encode(evaluateEvery, forKey: .evaluateEvery)
         try c.encode(evaluateClients, forKey: .evaluateClients)
@@ -320,7 +428,25 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         case .bulyan: return .bulyan(byzantine: byzantine)
         case .fednova: return .normalized
         case .scaffold: return .uniformMean
+        case .qfedavg: return .qFair(q: qfedQ, lipschitz: qfedLipschitz ?? 1)
         }
+    }
+
+    /// The rule with q-FedAvg's default L = 1 / η filled in from the local optimizer.
+    public func rule(optimizer: OptimizerSpec) -> AggregationRule {
+        guard aggregation == .qfedavg else { return rule }
+        return .qFair(q: qfedQ, lipschitz: qfedLipschitz ?? 1 / Double(optimizer.learningRate))
+    }
+
+    /// APFL's η_α: `apfl_alpha_lr`, or the local learning rate.
+    public func apflAlphaRate(optimizer: OptimizerSpec) -> Double {
+        apflAlphaLearningRate ?? Double(optimizer.learningRate)
+    }
+
+    /// Per-FedAvg's local round with β = the local learning rate.
+    public func perFedAvgRound(optimizer: OptimizerSpec) -> PerFedAvgRound {
+        PerFedAvgRound(alpha: Float(perFedAvgAlpha), beta: optimizer.learningRate,
+                       variant: perFedAvgVariant == .firstOrder ? .firstOrder : .hessianFree(delta: Float(perFedAvgDelta)))
     }
 
     public var server: ServerOptimizer {
@@ -369,6 +495,18 @@ public struct FederationConfig: Codable, Sendable, Equatable {
             guard case .sgd(_, let momentum, _, let nesterov) = optimizer, momentum == 0, !nesterov else {
                 return ("personal", "Ditto's personal step is proximal-gradient SGD (DittoTerm): the run's optimizer must be \"sgd\" without momentum")
             }
+        }
+        if personal == .perFedAvg {
+            guard case .sgd(_, let momentum, let decay, let nesterov) = optimizer, momentum == 0, decay == 0, !nesterov else {
+                return ("personal", "Per-FedAvg's meta-step is plain SGD at β = the run's learning rate: the run's optimizer must be \"sgd\" without momentum or weight decay")
+            }
+            if aggregation == .scaffold || aggregation == .fednova {
+                return ("aggregation", "Per-FedAvg's local round is its own meta-step loop; \(aggregation.rawValue) corrects or normalises plain local SGD steps")
+            }
+            if proximalMu > 0 { return ("proximal_mu", "Per-FedAvg's meta-step has no proximal term") }
+        }
+        if personal == .fedrep && aggregation == .fednova {
+            return ("aggregation", "fednova normalises by one phase of local steps; FedRep's round has two (head, then body)")
         }
         if aggregation == .scaffold {
             guard case .sgd(_, let momentum, _, let nesterov) = optimizer, momentum == 0, !nesterov else {

@@ -270,7 +270,8 @@ extension RunEstimate {
             // population term above (`jobs` runs' data at once) already counts.
             // A partition gives each client 1/N of the scenario's data (held once more, whole, by the server side).
             let clientSamples = federation.partition != nil ? size.samples / max(users, 1) : size.samples
-            let learners = federation.personal == .ditto ? 2.0 : 1.0   // Ditto keeps a personal model beside the local one
+            // Ditto and APFL keep a personal model beside the local one.
+            let learners = federation.personal == .ditto || federation.personal == .apfl ? 2.0 : 1.0
             let perClient = clientSamples * (D * 4 + 4) + learners * params * perParameter + R * 40 + T * T * 16 + 4096
                 + (memory.first { $0.1.hasSuffix(".capacity") || $0.1.hasSuffix(".capacity_bytes") }?.0 ?? 0)
             estimate.memoryBytes = users * perClient + estimate.memoryBytes
@@ -278,7 +279,10 @@ extension RunEstimate {
             let evaluated = Double(federation.evaluateClients > 0 ? min(federation.evaluateClients, population.users) : population.users)
             let share = federation.partition != nil ? 1 / max(users, 1) : 1.0   // a client's part of the data
             let evaluations = ((R / Double(federation.evaluateEvery) + T) * size.test / T * evaluated + T * size.test * evaluated) * share
-            let rows = users * share * size.train * Double(federation.localEpochs) * (federation.personal == .local ? 2 : 1)
+            // Personal training doubles the rows (APFL's personal model trains on the same batches);
+            // FedRep adds its head epochs to the body's.
+            let epochs = Double(federation.localEpochs + (federation.personal == .fedrep ? federation.fedrepHeadEpochs : 0))
+            let rows = users * share * size.train * epochs * (federation.personal == .local || federation.personal == .apfl ? 2 : 1)
             estimate.work = rows + evaluations + users * share * size.generated + users * R
             estimate.workKey = ".population.users"
             estimate.flops = 6 * params * rows + 2 * params * evaluations

@@ -8,10 +8,11 @@ import ContinualMetrics
 struct FederatedClient {
     let id: Int
     var trainer: Trainer
-    /// Ditto's personal model (its learner ends with a `DittoTerm`); nil for other methods.
-    var ditto: Trainer? = nil
-    /// Personal rounds Ditto's learner has trained (its loop's experience index).
-    var dittoRounds = 0
+    /// The second, personal model of Ditto (its learner ends with a `DittoTerm`) or APFL (an
+    /// `APFLMixing`); nil for other methods.
+    var personalLearner: Trainer? = nil
+    /// Personal rounds that learner has trained (its loop's experience index).
+    var personalLearnerRounds = 0
     /// SCAFFOLD's client control variate cᵢ (empty = 0, and for other methods).
     var control: [Float] = []
     let modelSeed: UInt64
@@ -33,6 +34,9 @@ struct FederatedClient {
     var localRounds = 0
     var invitations = 0
     var participations = 0
+    /// Rounds it dropped out of mid-round, and rounds whose deadline it missed.
+    var dropouts = 0
+    var straggles = 0
     var bytesUp = 0
     var bytesDown = 0
     var joules = 0.0
@@ -83,36 +87,109 @@ struct FederatedClient {
         return Samples(dimension: d, features: Array(train.features[(lo * d)..<(hi * d)]), labels: labels)
     }
 
-    /// Ditto's personal round on `data`, pulled towards `global` (the round's global model):
-    /// the same loop, shuffle and tallies as `trainRound`, on the personal learner.
-    mutating func trainDitto(on data: Samples, global: [Float], period: Int, round: Int, pass: TrainingPass,
-                             scratch: inout LoopScratch) throws -> ExperienceRecord {
-        guard var learner = ditto, var term = learner.plugins.last as? DittoTerm else {
-            throw TrainingError.invalid("client \(id) has no Ditto learner")
+    /// The personal learner's round on `data` (Ditto: pulled towards `global`, the round's global
+    /// model; APFL: mixed with `trajectory`, the client's w before each of its FedAvg steps): the
+    /// same loop, shuffle and tallies as `trainRound`, on the personal learner.
+    mutating func trainPersonal(on data: Samples, global: [Float], trajectory: [[Float]], period: Int, round: Int,
+                                pass: TrainingPass, scratch: inout LoopScratch) throws -> ExperienceRecord {
+        guard var learner = personalLearner, let k = learner.plugins.indices.last else {
+            throw TrainingError.invalid("client \(id) has no personal learner")
         }
-        term.anchor = global
-        learner.plugins[learner.plugins.count - 1] = term
+        if var term = learner.plugins[k] as? DittoTerm {
+            term.anchor = global
+            learner.plugins[k] = term
+        } else if var term = learner.plugins[k] as? APFLMixing {
+            term.trajectory = trajectory
+            learner.plugins[k] = term
+        } else {
+            throw TrainingError.invalid("client \(id)'s personal learner ends with neither Ditto's nor APFL's term")
+        }
         swap(&trainer, &learner)
-        swap(&localRounds, &dittoRounds)
+        swap(&localRounds, &personalLearnerRounds)
         defer {
-            swap(&localRounds, &dittoRounds)
+            swap(&localRounds, &personalLearnerRounds)
             swap(&trainer, &learner)
-            ditto = learner
+            // APFL's trajectory is the round's only: a client holds none between rounds.
+            if let k = learner.plugins.indices.last, var term = learner.plugins[k] as? APFLMixing {
+                term.trajectory = []
+                learner.plugins[k] = term
+            }
+            personalLearner = learner
         }
         return try trainRound(on: data, period: period, round: round, pass: pass, scratch: &scratch)
+    }
+
+    /// FedRep's round (Collins et al. 2021): `headPass` with only `head` trainable (the body
+    /// frozen), then `bodyPass` with only `body` trainable (the head frozen), each a pass of the
+    /// loop (its optimizer restarts; the head phase shuffles from its own stream). A phase of 0
+    /// epochs is skipped. Returns the two phases' work summed.
+    mutating func trainFedRep(on data: Samples, head: [Bool], body: [Bool], headPass: TrainingPass, bodyPass: TrainingPass,
+                              period: Int, round: Int, scratch: inout LoopScratch) throws -> ExperienceRecord {
+        let saved = trainer.model.trainable
+        defer { trainer.model.trainable = saved }
+        var total = ExperienceRecord()
+        for (part, pass, stream) in [(head, headPass, ".head"), (body, bodyPass, "")] where pass.epochs > 0 {
+            let mask = saved.map { s in s.indices.map { s[$0] && part[$0] } } ?? part
+            trainer.model.trainable = mask
+            let record = try trainRound(on: data, period: period, round: round, pass: pass, scratch: &scratch, stream: stream)
+            guard trainer.model.trainable == mask else {
+                throw TrainingError.invalid("a strategy plugin changed which parameters train; FedRep trains the head with the body frozen, then the body with the head frozen")
+            }
+            total.trainSetSize = record.trainSetSize
+            total.trainableParameters = max(total.trainableParameters, record.trainableParameters)
+            total.epochLosses += record.epochLosses
+            total.epochPenalties += record.epochPenalties
+            total.samplesProcessed += record.samplesProcessed
+            total.steps += record.steps
+            total.extraFLOPs += record.extraFLOPs
+        }
+        return total
+    }
+
+    /// Per-FedAvg's local round (`PerFedAvgRound`) on the learner's model, tallied like `trainRound`
+    /// (the loop's plugins do not run: the strategy is "naive").
+    mutating func trainPerFedAvg(on data: Samples, method: PerFedAvgRound, batchSize: Int, pass: TrainingPass,
+                                 period: Int, round: Int) throws -> ExperienceRecord {
+        var shuffle = RandomSource(seed: modelSeed, stream: "federation.round.\(round)")
+        let metaSteps = method.steps(samples: data.count, batchSize: batchSize, epochs: pass.epochs, maxSteps: pass.maxSteps)
+        let clock = ContinuousClock()
+        let start = clock.now
+        let r = method.train(&trainer.model, on: data, batchSize: batchSize, steps: metaSteps, shuffle: &shuffle)
+        trainSeconds += (clock.now - start).seconds
+        guard trainer.model.parameters.allSatisfy({ $0.isFinite }) else {
+            throw TrainingError.diverged(experience: period, epoch: 0, loss: r.meanLoss)
+        }
+        var record = ExperienceRecord()
+        record.trainSetSize = data.count
+        record.trainableParameters = trainer.model.parameterCount
+        record.samplesProcessed = r.rows
+        record.steps = r.steps
+        if data.count > 0 {
+            record.epochLosses = [r.meanLoss]
+            record.epochPenalties = [0]
+        }
+        localRounds += 1
+        processed[period] += record.samplesProcessed
+        steps[period] += record.steps
+        for (l, p) in zip(record.epochLosses, record.epochPenalties) where !l.isNaN {
+            lossSum[period] += l
+            penaltySum[period] += p
+            lossCount[period] += 1
+        }
+        return record
     }
 
     /// One local round on `data` through the loop's per-experience code; tallies the work under
     /// experience `period` and returns (rows, steps, plugin FLOPs).
     mutating func trainRound(on data: Samples, period: Int, round: Int, pass: TrainingPass,
-                             scratch: inout LoopScratch) throws -> ExperienceRecord {
+                             scratch: inout LoopScratch, stream: String = "") throws -> ExperienceRecord {
         var experiences = [Experience](repeating: Experience(index: 0, name: "", train: Samples(dimension: train.dimension),
                                                              test: Samples(dimension: train.dimension)),
                                        count: localRounds + 1)
         experiences[localRounds] = Experience(index: localRounds, name: "round \(round)", train: data,
                                               test: Samples(dimension: train.dimension))
         let context = ExperienceContext(index: localRounds, experiences: experiences, route: 0)
-        var shuffle = RandomSource(seed: modelSeed, stream: "federation.round.\(round)")
+        var shuffle = RandomSource(seed: modelSeed, stream: "federation.round.\(round)\(stream)")
         let clock = ContinuousClock()
         let start = clock.now
         let record = try trainer.trainRound(context: context, pass: pass, shuffle: &shuffle, scratch: &scratch)

@@ -33,6 +33,10 @@ public struct FederationOutcome: Sendable, Equatable {
     public var samplesTrained: [Int] = []
     /// Whether the aggregation rule ran (false: no update, or too few for the rule).
     public var aggregated: [Bool] = []
+    /// Clients that started their local round and dropped out before uploading
+    /// (`dropout_probability`); and clients whose round missed `round_deadline` (stragglers).
+    public var dropped: [Int] = []
+    public var stragglers: [Int] = []
 
     // Per evaluation (rounds in `evaluatedRounds`), over the evaluated clients.
     public var evaluatedRounds: [Int] = []
@@ -53,6 +57,9 @@ public struct FederationOutcome: Sendable, Equatable {
     public var clientBytesUp: [Int] = []
     public var clientBytesDown: [Int] = []
     public var clientJoules: [Double] = []
+    /// Rounds in which the client dropped out, and in which it missed the deadline.
+    public var clientDropouts: [Int] = []
+    public var clientStraggles: [Int] = []
 
     // Per evaluated client (ids in `evaluatedClients`).
     public var evaluatedClients: [Int] = []

@@ -37,6 +37,9 @@ public enum FederationRunner {
         var available = false
         var completed = false
         var adversary = false
+        /// Started its round and dropped out before uploading; or missed the round's deadline.
+        var dropped = false
+        var straggler = false
         var samples = 0
         var processed = 0
         var bytesUp = 0
@@ -44,18 +47,20 @@ public enum FederationRunner {
         var joules = 0.0
         /// FedNova's normaliser of the local round (0 unless the rule is fednova).
         var steps = 0.0
+        /// q-FedAvg's Fₖ: the client's mean loss at the round's global model (0 otherwise).
+        var loss = 0.0
         var delta: [Float] = []
         /// SCAFFOLD's Δcᵢ (empty otherwise).
         var control: [Float] = []
 
         func encode(into w: inout ByteWriter) {
             w.int(id)
-            w.int((available ? 1 : 0) | (completed ? 2 : 0) | (adversary ? 4 : 0))
+            w.int((available ? 1 : 0) | (completed ? 2 : 0) | (adversary ? 4 : 0) | (dropped ? 8 : 0) | (straggler ? 16 : 0))
             w.int(samples)
             w.int(processed)
             w.int(bytesUp)
             w.int(bytesDown)
-            w.doubles([joules, steps])
+            w.doubles([joules, steps, loss])
             w.floats(delta)
             w.floats(control)
         }
@@ -67,6 +72,8 @@ public enum FederationRunner {
             e.available = flags & 1 != 0
             e.completed = flags & 2 != 0
             e.adversary = flags & 4 != 0
+            e.dropped = flags & 8 != 0
+            e.straggler = flags & 16 != 0
             e.samples = try r.int()
             e.processed = try r.int()
             e.bytesUp = try r.int()
@@ -74,6 +81,7 @@ public enum FederationRunner {
             let d = try r.doubles()
             e.joules = d.first ?? 0
             e.steps = d.count > 1 ? d[1] : 0
+            e.loss = d.count > 2 ? d[2] : 0
             e.delta = try r.floats()
             e.control = try r.floats()
             return e
@@ -245,7 +253,16 @@ public enum FederationRunner {
         // SCAFFOLD's server control c (the same on every rank).
         let scaffold = fed.aggregation == .scaffold
         var serverControl = [Float](repeating: 0, count: scaffold ? sharedCount : 0)
-        let rule = fed.rule
+        let rule = fed.rule(optimizer: config.optimizer.spec)
+        // FedRep's phases: the head (what is not shared) trains first, then the body (what is).
+        let bodyMask: [Bool] = {
+            var mask = [Bool](repeating: false, count: initialParameters.count)
+            for range in shared { for i in range { mask[i] = true } }
+            return mask
+        }()
+        let headMask = bodyMask.map { !$0 }
+        let headPass = TrainingPass(epochs: fed.fedrepHeadEpochs, shuffle: config.training.options.shuffle)
+        let perFedAvg = fed.perFedAvgRound(optimizer: config.optimizer.spec)
         let server = fed.server
         // Row j of a client's personal matrix is taken after the round in which its experience j's
         // last sample arrived (`ArrivalSchedule`, per client).
@@ -303,6 +320,16 @@ public enum FederationRunner {
                             }
                             return e
                         }
+                        // Client failure, drawn per round and client: a dropout loses its whole round
+                        // (the phone's state at its start is kept), at a uniform point of the round.
+                        var dropAt: Double? = nil
+                        if fed.dropoutProbability > 0 {
+                            var failure = RandomSource(seed: config.seed, stream: "federation.dropout.\(r).\(c.id)")
+                            let u = failure.uniform(), at = failure.uniform()
+                            if u < fed.dropoutProbability { dropAt = at }
+                        }
+                        let atStart: FederatedClient? = dropAt == nil ? nil : c
+                        let controlAtStart = c.control
                         if fed.share != .none {
                             for range in shared {
                                 c.trainer.model.parameters.replaceSubrange(range, with: globalParameters[range])
@@ -315,7 +342,22 @@ public enum FederationRunner {
                             let ci = c.control
                             setControlCorrection(&c, control.indices.map { control[$0] - (ci.isEmpty ? 0 : ci[$0]) })
                         }
-                        let record = try c.trainRound(on: data, period: p, round: r, pass: pass, scratch: &scratch)
+                        if fed.aggregation == .qfedavg {
+                            // q-FedAvg's Fₖ(wᵗ): the loss of the received global model on the round's data.
+                            let ws = c.trainer.model.makeWorkspace(capacity: config.training.options.evaluationBatchSize)
+                            e.loss = PerFedAvgRound.meanGradient(c.trainer.model, data, rows: 0..<data.count, workspace: ws).1
+                        }
+                        let record: ExperienceRecord
+                        switch fed.personal {
+                        case .fedrep:
+                            record = try c.trainFedRep(on: data, head: headMask, body: bodyMask, headPass: headPass, bodyPass: pass,
+                                                       period: p, round: r, scratch: &scratch)
+                        case .perFedAvg:
+                            record = try c.trainPerFedAvg(on: data, method: perFedAvg, batchSize: config.training.options.batchSize,
+                                                          pass: pass, period: p, round: r)
+                        default:
+                            record = try c.trainRound(on: data, period: p, round: r, pass: pass, scratch: &scratch)
+                        }
                         if scaffold {
                             setControlCorrection(&c, [])
                             if record.steps > 0 {
@@ -355,14 +397,56 @@ public enum FederationRunner {
                         }
                         e.joules = trainingJoules(record, traffic: traffic, profile: device.profile)
                         e.processed = record.samplesProcessed
-                        if fed.personal == .ditto {
-                            // Ditto: the personal model trains on the same (clean) data, pulled to the round's global model.
-                            let personal = try c.trainDitto(on: c.data(c.federatedCursor - data.count, end, flip: nil), global: globalParameters,
-                                                            period: p, round: r, pass: pass, scratch: &scratch)
+                        if fed.personal == .ditto || fed.personal == .apfl {
+                            // Ditto: the personal model trains on the same (clean) data, pulled to the round's global model;
+                            // APFL: on the same batches, mixed with the client's w before each of its FedAvg steps.
+                            var trajectory: [[Float]] = []
+                            if fed.personal == .apfl, let k = c.trainer.plugins.firstIndex(where: { $0 is StepTrajectory }),
+                               var recorder = c.trainer.plugins[k] as? StepTrajectory {
+                                trajectory = recorder.take()
+                                c.trainer.plugins[k] = recorder
+                            }
+                            let personal = try c.trainPersonal(on: c.data(c.federatedCursor - data.count, end, flip: nil), global: globalParameters,
+                                                               trajectory: trajectory, period: p, round: r, pass: pass, scratch: &scratch)
                             e.joules += trainingJoules(personal, traffic: traffic, profile: device.profile)
                             e.processed += personal.samplesProcessed
                         }
                         c.participations += 1
+                        if let at = dropAt, let start = atStart {
+                            // Dropped mid-round: the energy up to the drop and the download are spent;
+                            // nothing is uploaded, nothing of the round persists on the phone.
+                            var d = Entry()
+                            d.id = e.id
+                            d.adversary = e.adversary
+                            d.available = true
+                            d.dropped = true
+                            d.bytesDown = e.bytesDown
+                            d.joules = e.joules * at
+                            d.processed = Int((Double(e.processed) * at).rounded(.down))
+                            c = start
+                            c.dropouts += 1
+                            return d
+                        }
+                        if let deadline = fed.roundDeadline {
+                            // The round's time on the device: its training FLOPs at the profile's rate,
+                            // slowed by the phone's load (log-normal, drawn per round and client).
+                            var load = RandomSource(seed: config.seed, stream: "federation.straggler.\(r).\(c.id)")
+                            let slowdown = _exp(fed.stragglerSpread * load.normal())
+                            let flops = EnergyEstimate(session: traffic, rows: record.samplesProcessed, steps: record.steps,
+                                                       trainableParameters: nil, extraFLOPs: record.extraFLOPs,
+                                                       profile: device.profile).flops
+                            if Double(flops) / device.profile.flopsPerSecond * slowdown > deadline {
+                                // Too late: the phone keeps its training, the server never uses the update.
+                                e.completed = false
+                                e.straggler = true
+                                e.delta = []
+                                e.control = []
+                                e.bytesUp = 0
+                                c.control = controlAtStart
+                                c.participations -= 1
+                                c.straggles += 1
+                            }
+                        }
                     } else {
                         (e.joules, e.processed) = try personalRound(&c, round: r, period: p, end: end, pass: pass,
                                                                     proximal: proximal, traffic: traffic,
@@ -394,11 +478,16 @@ public enum FederationRunner {
             //    participant advertises two 32-byte public keys and receives everyone's, sends an
             //    encrypted pair of shares (≈ 80 B) to each other participant and receives theirs,
             //    and uploads its masked update densely in a 32-bit ring (4 B per coordinate).
+            //    With client failure (Bonawitz et al. §4, round 4): every client that started the round
+            //    (completed, dropped or straggling) took part in the key exchange; those whose masked
+            //    update did not arrive are dropouts, and each survivor uploads one 32-byte share of each
+            //    dropout's mask key so the server can remove their pairwise masks — the recovery cost.
             let completed = all.filter(\.completed)
             if fed.secureAggregation, fed.share != .none {
-                let m = completed.count
-                for i in all.indices where all[i].completed {
-                    all[i].bytesUp = 64 + (m - 1) * 80 + 4 * sharedCount
+                let failed = all.filter { $0.dropped || $0.straggler }.count
+                let m = completed.count + failed
+                for i in all.indices where all[i].completed || all[i].dropped || all[i].straggler {
+                    all[i].bytesUp = 64 + (m - 1) * 80 + (all[i].completed ? 4 * sharedCount + failed * 32 : 0)
                     all[i].bytesDown += (m - 1) * (64 + 80)
                 }
             }
@@ -412,7 +501,7 @@ public enum FederationRunner {
             // 5. The server step.
             var aggregatedThisRound = false
             if fed.share != .none {
-                let updates = all.filter(\.completed).map { ClientUpdate(delta: $0.delta, samples: $0.samples, steps: $0.steps) }
+                let updates = all.filter(\.completed).map { ClientUpdate(delta: $0.delta, samples: $0.samples, steps: $0.steps, loss: $0.loss) }
                 var aggregate: [Float]? = nil
                 if let clip = fed.clipNorm {
                     // DP-FedAvg: the mechanism releases noise even when no client took part.
@@ -460,6 +549,8 @@ public enum FederationRunner {
             outcome.epsilon.append(fed.noiseMultiplier > 0 ? accountant.epsilon(delta: fed.delta).epsilon
                                    : (fed.clipNorm != nil ? .infinity : .nan))
             outcome.aggregated.append(aggregatedThisRound)
+            outcome.dropped.append(all.filter(\.dropped).count)
+            outcome.stragglers.append(all.filter(\.straggler).count)
             outcome.samplesTrained.append(all.reduce(0) { $0 + $1.processed })
 
             // 6. Evaluation: every `evaluate_every` rounds and the last, on the current test data;
@@ -472,11 +563,22 @@ public enum FederationRunner {
                 let p = c.schedule.period(ofRound: r)
                 let rows = c.schedule.rowRound.filter { $0 == r }
                 let ws = g.makeWorkspace(capacity: config.training.options.evaluationBatchSize)
+                // Per-FedAvg's phone adapts the global model by one step on the data it has received.
+                let adapted = fed.personal == .perFedAvg
+                    ? perFedAvg.adapt(g, on: c.data(0, c.schedule.arrival(r + 1), flip: nil), workspace: ws) : nil
+                // APFL's phone predicts with α·v + (1 − α)·w_g.
+                var apflModel: MLP? = nil
+                if fed.personal == .apfl, let learner = c.personalLearner, let term = learner.plugins.last as? APFLMixing {
+                    var m = learner.model
+                    m.parameters = APFLMixing.mix(learner.model.parameters, g.parameters, alpha: term.alpha)
+                    apflModel = m
+                }
                 func personal(_ e: Experience) -> Double {
                     if fed.personal == .global { return g.accuracy(on: e.test, route: 0, workspace: ws) }
-                    if fed.personal == .ditto, var learner = c.ditto {
-                        defer { c.ditto = learner }
-                        return Trainer.evaluate(model: learner.model, plugins: &learner.plugins, experiences: [e], workspace: ws)[0]
+                    if let adapted { return adapted.accuracy(on: e.test, route: 0, workspace: ws) }
+                    if fed.personal == .ditto || fed.personal == .apfl, var learner = c.personalLearner {
+                        defer { c.personalLearner = learner }
+                        return Trainer.evaluate(model: apflModel ?? learner.model, plugins: &learner.plugins, experiences: [e], workspace: ws)[0]
                     }
                     let model = c.trainer.model
                     return Trainer.evaluate(model: model, plugins: &c.trainer.plugins, experiences: [e], workspace: ws)[0]
@@ -515,6 +617,8 @@ public enum FederationRunner {
         outcome.clientBytesUp = finals.map(\.bytesUp)
         outcome.clientBytesDown = finals.map(\.bytesDown)
         outcome.clientJoules = finals.map(\.joules)
+        outcome.clientDropouts = finals.map(\.dropouts)
+        outcome.clientStraggles = finals.map(\.straggles)
         outcome.evaluatedClients = evaluated
         if scaffold {
             outcome.serverControl = serverControl
@@ -715,6 +819,8 @@ public enum FederationRunner {
             available = days.map { fed.when.opens($0) }
         }
         var plugins = config.strategy.map { $0.options.makePlugin() }
+        // APFL's personal steps mix with the FedAvg learner's w before each of its steps.
+        if fed.personal == .apfl { plugins.append(StepTrajectory()) }
         if proximal { plugins.append(ProximalTerm(mu: fed.proximalMu)) }
         if fed.aggregation == .scaffold { plugins.append(ControlVariateTerm()) }
         var trainer = Trainer(spec: spec, optimizer: config.optimizer.spec, options: config.training.options,
@@ -725,23 +831,25 @@ public enum FederationRunner {
             throw Failure(description: "the prepared model has \(trainer.model.parameterCount) parameters, the server's \(initial.count)")
         }
         trainer.model.parameters = initial
-        var ditto: Trainer? = nil
-        if fed.personal == .ditto {
-            // The personal model: the same start, strategy and seed, plus Ditto's pull (last).
+        var personalLearner: Trainer? = nil
+        if fed.personal == .ditto || fed.personal == .apfl {
+            // The personal model: the same start, strategy and seed, plus Ditto's pull or APFL's mix (last).
+            let term: any StrategyPlugin = fed.personal == .ditto
+                ? DittoTerm(lambda: fed.dittoLambda, learningRate: config.optimizer.spec.learningRate)
+                : APFLMixing(alpha: fed.apflAlpha, alphaLearningRate: fed.apflAlphaRate(optimizer: config.optimizer.spec))
             var learner = Trainer(spec: spec, optimizer: config.optimizer.spec, options: config.training.options,
-                                  plugins: config.strategy.map { $0.options.makePlugin() }
-                                    + [DittoTerm(lambda: fed.dittoLambda, learningRate: config.optimizer.spec.learningRate)],
+                                  plugins: config.strategy.map { $0.options.makePlugin() } + [term],
                                   seed: modelSeed)
             try learner.prepareRounds(dimension: stream.dimension, head: stream.head, featureNames: stream.featureNames,
                                       experienceCount: R)
             learner.model.parameters = initial
-            ditto = learner
+            personalLearner = learner
         }
         var client = FederatedClient(id: id, trainer: trainer, modelSeed: modelSeed,
                                schedule: ArrivalSchedule(trainSizes: trainSizes, rounds: R),
                                dataSeed: UInt64(stream.metadata["seed"] ?? "") ?? 0, train: train, tests: tests,
                                adversary: adversary, available: available, pattern: state.pattern.rawValue)
-        client.ditto = ditto
+        client.personalLearner = personalLearner
         return client
     }
 
@@ -777,7 +885,7 @@ public enum FederationRunner {
 
     /// A client's numbers at the end of the run, as gathered from its rank.
     struct ClientFinal {
-        var id = 0, invitations = 0, participations = 0, bytesUp = 0, bytesDown = 0
+        var id = 0, invitations = 0, participations = 0, bytesUp = 0, bytesDown = 0, dropouts = 0, straggles = 0
         var adversary = false
         var pattern = ""
         var joules = 0.0, trainSeconds = 0.0
@@ -818,6 +926,8 @@ public enum FederationRunner {
             f.globalSeries = try r.doubles()
             f.globalFinal = try r.doubles()
             f.control = try r.floats()
+            f.dropouts = try r.int()
+            f.straggles = try r.int()
             return f
         }
     }
@@ -850,5 +960,7 @@ public enum FederationRunner {
         w.doubles(c.globalSeries)
         w.doubles(c.globalFinal)
         w.floats(c.control)
+        w.int(c.dropouts)
+        w.int(c.straggles)
     }
 }

@@ -61,6 +61,11 @@ extension ResultsWriter {
         try perRound(f.epsilon, "epsilon", "ε after the round at δ (NaN: no noise; inf: clipping without noise)")
         try perRound(f.samplesTrained.map(Int64.init), "samples_trained", "rows processed by the round's local training (all clients)")
         try perRound(f.aggregated.map { Int8($0 ? 1 : 0) }, "aggregated", "1 if the server updated the model this round")
+        if f.config.dropoutProbability > 0 || f.config.roundDeadline != nil {
+            // Client failure (written only when configured, so other runs' files keep their layout).
+            try perRound(f.dropped.map(Int64.init), "dropped", "clients that started the round and dropped out before uploading (their update never reached the server)")
+            try perRound(f.stragglers.map(Int64.init), "stragglers", "clients whose local round missed round_deadline (their update was discarded)")
+        }
 
         let E = f.evaluatedRounds.count
         let evaluation = try g.write(f.evaluatedRounds.map(Int64.init), shape: [E], name: "evaluated_round")
@@ -82,6 +87,10 @@ extension ResultsWriter {
         try perClient(f.clientBytesDown.map(Int64.init), "client_bytes_down", "bytes the client received over the run", "bytes")
         try perClient(f.clientJoules, "client_joules", "energy of the client's training and transfers over the run", "J")
         _ = try g.write(f.devicePattern, name: "device_pattern")
+        if f.config.dropoutProbability > 0 || f.config.roundDeadline != nil {
+            try perClient(f.clientDropouts.map(Int64.init), "client_dropouts", "rounds in which the client dropped out mid-round")
+            try perClient(f.clientStraggles.map(Int64.init), "client_straggles", "rounds in which the client missed the deadline")
+        }
 
         let m = f.evaluatedClients.count
         let evaluated = try g.write(f.evaluatedClients.map(Int64.init), shape: [m], name: "evaluated_client")

@@ -1,3 +1,5 @@
+import ContinualCore
+
 /// How the server combines the clients' updates of one round into one update.
 ///
 /// Every rule is a pure function of the updates *in the order given* (the server orders them by
@@ -26,6 +28,14 @@
 ///   Δ = (Σ pᵢ aᵢ) · Σ pᵢ Δᵢ / aᵢ. With equal aᵢ it is FedAvg; a client that ran more steps no
 ///   longer pulls the model further towards its own optimum (the objective inconsistency the
 ///   paper removes). Updates with aᵢ = 0 (no step) are left out.
+/// - `qFair(q:lipschitz:)`: q-FedAvg (Li et al. 2020, "Fair Resource Allocation in Federated
+///   Learning", Algorithm 2). With Fₖ = `ClientUpdate.loss` (the client's loss at the global
+///   model, before its local round), L the Lipschitz estimate and Δwₖ = L·(w − w̄ₖ) = −L·δₖ:
+///   Δₖ = Fₖ^q·Δwₖ, hₖ = q·Fₖ^(q−1)·‖Δwₖ‖² + L·Fₖ^q, and the new model w − ΣΔₖ/Σhₖ, i.e. the
+///   update Σₖ Fₖ^q·L·δₖ / Σₖ hₖ. Clients with larger loss weigh more (q → ∞: the worst
+///   client). As in the paper (and Flower's `QFedAvg`), clients are averaged without sample
+///   weights, so q = 0 is the *unweighted* FedAvg (`uniformMean`), to rounding; Fₖ gets 1e-10
+///   added (Flower's guard) so Fₖ^(q−1) stays finite at a zero loss.
 public enum AggregationRule: Sendable, Equatable, Hashable {
     case mean
     case uniformMean
@@ -34,6 +44,7 @@ public enum AggregationRule: Sendable, Equatable, Hashable {
     case krum(byzantine: Int, selected: Int = 1)
     case bulyan(byzantine: Int)
     case normalized
+    case qFair(q: Double, lipschitz: Double)
 
     /// The rule's name as written in results and in the experiment JSON.
     public var name: String {
@@ -45,6 +56,7 @@ public enum AggregationRule: Sendable, Equatable, Hashable {
         case .krum(_, let m): return m == 1 ? "krum" : "multi_krum"
         case .bulyan: return "bulyan"
         case .normalized: return "fednova"
+        case .qFair: return "qfedavg"
         }
     }
 
@@ -115,6 +127,24 @@ public enum AggregationRule: Sendable, Equatable, Hashable {
                 for (j, v) in updates[i].delta.enumerated() { acc[j] += p * Double(v) / a }
             }
             return acc.map { Float(tauEff * $0) }
+        case let .qFair(q, lipschitz):
+            guard q >= 0, q.isFinite, lipschitz > 0, lipschitz.isFinite else {
+                throw .invalidRule("qfedavg needs q ≥ 0 and a Lipschitz estimate L > 0, got q = \(q), L = \(lipschitz)")
+            }
+            if let c = updates.firstIndex(where: { !($0.loss >= 0 && $0.loss.isFinite) }) {
+                throw .invalidRule("qfedavg needs each client's loss ≥ 0 and finite; client \(c) reports \(updates[c].loss)")
+            }
+            var acc = [Double](repeating: 0, count: updates[0].delta.count)
+            var h = 0.0
+            for u in updates {
+                let f = u.loss + 1e-10
+                let fq = _exp(q * _log(f))   // f^q (f > 0); exactly 1 at q = 0
+                let norm = u.l2Norm * lipschitz
+                h += q * (fq / f) * norm * norm + lipschitz * fq
+                let w = fq * lipschitz
+                for (j, v) in u.delta.enumerated() { acc[j] += w * Double(v) }
+            }
+            return acc.map { Float($0 / h) }
         }
     }
 

@@ -14,11 +14,15 @@ public struct ClientUpdate: Sendable, Equatable {
     /// of (τᵢ, the optimizer steps, for plain local SGD; see `AggregationRule.normalized`).
     /// 0 when the rule does not use it.
     public var steps: Double
+    /// q-FedAvg's Fₖ: the client's mean training loss at the global model it received, before
+    /// its local round (see `AggregationRule.qFair`). 0 when the rule does not use it.
+    public var loss: Double
 
-    public init(delta: [Float], samples: Int, steps: Double = 0) {
+    public init(delta: [Float], samples: Int, steps: Double = 0, loss: Double = 0) {
         self.delta = delta
         self.samples = samples
         self.steps = steps
+        self.loss = loss
     }
 
     /// ‖delta‖₂, accumulated in `Double` (the clipping bound is checked against this value).
