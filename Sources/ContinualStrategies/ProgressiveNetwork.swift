@@ -374,6 +374,14 @@ public struct ProgressiveNetwork: ColumnNetwork, PredictionOverride {
         public var predictionExport: PredictionExport {
             .refused("pnn predicts task t ≥ 1 with column t and its lateral connections, which live outside the exported network")
         }
+        /// The columns' parameters, bounded before the model's layer sizes are known: column k
+        /// has at most (1 + k) × the model's parameters with laterals (its own layers, and k
+        /// lateral matrices no larger than its weights), the model's count without.
+        public func plannedResources(_ shape: PlannedRunShape) -> PlannedResources {
+            let columns = max(0, shape.experiences - 1)
+            let factor = lateral ? columns + columns * (columns + 1) / 2 : columns
+            return PlannedResources(memory: [.init(4 * factor * shape.parameters, key: CodingKeys.lateral.path)])
+        }
         public func makePlugin() -> any StrategyPlugin { ProgressiveNetwork(options: self) }
     }
 }
