@@ -48,6 +48,20 @@ import Testing
         #expect(u?.contains(".strategy[0].laterals") == true, "\(u ?? "accepted")")
     }
 
+    /// `validate`'s memory estimate bounds PNN's columns before the run: column k holds at most
+    /// (1 + k) model-sized parameter sets, 4 bytes each; without laterals one each.
+    @Test func pnnsColumnsAreInTheEstimate() throws {
+        func memory(_ strategy: String) throws -> Double {
+            let file = try ExperimentFile.parse(data: Data(Self.experiment(strategy).utf8))
+            return try #require(try Preflight.checkAll(file.runs).estimates.first).memoryBytes
+        }
+        let naive = try memory(#""naive""#)
+        // split digits: 5 tasks, model 64 → 16 → 5 binary heads.
+        let parameters = Double(64 * 16 + 16 + 5 * (16 + 1))
+        #expect(try memory(#"{"type": "pnn"}"#) - naive == 4 * Double(4 + 10) * parameters)
+        #expect(try memory(#"{"type": "pnn", "lateral": false}"#) - naive == 4 * 4 * parameters)
+    }
+
     /// The run's network is not what predicted: PackNet masks later tasks' weights, PNN's later
     /// columns live outside it. Export is refused, and nothing is written.
     @Test(arguments: [("packnet", "no single exported network reproduces"), ("pnn", "live outside the exported network")])
