@@ -9,7 +9,7 @@ public enum Activation: String, Sendable, Codable, CaseIterable, Equatable {
 
     /// Applies the activation in place to `count` values.
     @inline(__always)
-    func apply(_ values: UnsafeMutablePointer<Float>, count: Int) {
+    public func apply(_ values: UnsafeMutablePointer<Float>, count: Int) {
         switch self {
         case .identity:
             return
@@ -24,7 +24,7 @@ public enum Activation: String, Sendable, Codable, CaseIterable, Equatable {
 
     /// Multiplies the upstream gradient `grad` by the derivative, given the outputs `y`.
     @inline(__always)
-    func backward(outputs y: UnsafePointer<Float>, gradient grad: UnsafeMutablePointer<Float>, count: Int) {
+    public func backward(outputs y: UnsafePointer<Float>, gradient grad: UnsafeMutablePointer<Float>, count: Int) {
         switch self {
         case .identity:
             return

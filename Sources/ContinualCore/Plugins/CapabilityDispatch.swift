@@ -137,6 +137,8 @@ struct PluginCapabilities {
     /// The one plugin that gates hidden units (`ActivationGate`), if any.
     var gate: Int? = nil
     var blockOwners: [Int] = []
+    /// The one plugin that grows columns beside the model (`ColumnNetwork`), if any.
+    var column: Int? = nil
 
     init() {}
 
@@ -148,6 +150,7 @@ struct PluginCapabilities {
             if p is any GradientPointTransform { transforms.append(k) }
             if p is any ActivationGate, gate == nil { gate = k }
             if p is any ParameterBlockOwner { blockOwners.append(k) }
+            if p is any ColumnNetwork, column == nil { column = k }
         }
         adjusters = plugins.indices.compactMap { k in plugins[k].gradientStageIfAdjuster.map { (k, $0) } }
             .sorted { ($0.1, $0.0) < ($1.1, $1.0) }.map(\.0)

@@ -8,16 +8,19 @@
 ///
 /// ## Order of the hooks (stated and enforced by the loop)
 /// Per run: `prepare` (list order). Per experience: `beforeExperience` → loop observers see the
-/// model → `adjustTrainingSet` → the steps → `afterExperience` → evaluation (`PredictionOverride`).
+/// model → `adjustTrainingSet` → the steps (with `TrainingPhases.beginPhase` right before the
+/// steps where a plugin's phases begin) → `afterExperience` → evaluation (`PredictionOverride`).
 /// Per step, always in this order whatever the list order:
 /// 1. the batch's own rows are filled, then `extendBatch` (list order: replay appends rows); the
 ///    loop zeroes every `ParameterBlockOwner`'s block gradient;
 /// 2. `GradientPointTransform.willComputeGradient` (list order);
 /// 3. `ActivationGate.gates` (at most one gating plugin), then the forward pass through the
-///    gates → task loss and its logit gradient;
+///    gates, then `ColumnNetwork.columnForward` (at most one, not beside a gate; it may replace
+///    the logits with its columns') → task loss and its logit gradient;
 /// 4. `BatchLossTerm.addBatchLoss` (list order): terms on the batch's logits (distillation,
-///    logit replay) add into the same logit gradient, then one backward pass, then
-///    `ActivationGate.didBackward` with ∂(data loss)/∂gate;
+///    logit replay) add into the same logit gradient, then one backward pass (the columns'
+///    `columnBackward` when they replaced the logits), then `ActivationGate.didBackward` with
+///    ∂(data loss)/∂gate;
 /// 5. `GradientPointTransform.didComputeGradient(model:gradient:)` (reverse list order), with the
 ///    data losses' gradient;
 /// 6. `ParameterPenalty.addPenalty` (list order): penalties on the parameters (EWC, SI, MAS) add

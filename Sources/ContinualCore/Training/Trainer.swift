@@ -167,6 +167,22 @@ public struct Trainer {
         return outcome
     }
 
+    /// Begins every phase due at `step` (`TrainingPhases`): the plugins' `beginPhase` in list
+    /// order, then a fresh optimizer state and fresh step masks.
+    private mutating func beginPhases(at step: Int, _ starts: inout [(step: Int, plugin: Int, phase: Int)],
+                                      context: ExperienceContext, work: inout StepWorkspace) throws {
+        let count = model.parameterCount
+        while let next = starts.first, next.step <= step {
+            starts.removeFirst()
+            try plugins[next.plugin].callBeginPhase(next.phase, model: &model, context: context, workspace: work.network)
+        }
+        guard model.parameterCount == count else {
+            throw TrainingError.invalid("a training phase may not change the model's size (\(count) → \(model.parameterCount) parameters)")
+        }
+        optimizer.reset()
+        work.maskCache = [:]
+    }
+
     /// One experience's training, exactly as the loop does it (`run` and `trainRound` both call
     /// this): the plugins' `beforeExperience`; the optimizer grows or resets; `adjustTrainingSet`;
     /// observers' `experienceWillTrain`; the pass's epochs of steps (observers' `rowsWillTrain`
@@ -228,6 +244,10 @@ public struct Trainer {
         var flopsUsed = 0.0
         let rowFLOPs = Double(model.flopsPerTrainingSample)
         let stepOverhead = Double(optimizer.flopsPerParameter * model.trainableCount + stepFLOPs)
+        // Phases (`TrainingPhases`): (step, plugin, phase) in the order they begin.
+        var phaseStarts = plugins.indices.flatMap { k in
+            plugins[k].phaseStartsIfPhased(plannedSteps: plannedSteps, context: context).enumerated().map { (step: $0.element, plugin: k, phase: $0.offset + 1) }
+        }.sorted { ($0.step, $0.plugin) < ($1.step, $1.plugin) }
         epochs: for epoch in 0..<epochCount {
             if pass.shuffle { shuffleRNG.shuffle(&order) }
             var lossSum = 0.0, penaltySum = 0.0, rows = 0, batches = 0
@@ -235,6 +255,9 @@ public struct Trainer {
             while position < order.count {
                 if let limit = pass.maxSteps, steps >= limit { break }
                 if let limit = pass.maxFLOPs, flopsUsed >= limit { break }
+                if let next = phaseStarts.first, next.step <= steps {
+                    try beginPhases(at: steps, &phaseStarts, context: context, work: &work)
+                }
                 let stop = min(position + options.batchSize, order.count)
                 if !observers.isEmpty {
                     withPredictor(work.network, active: work.active) { predictor, observers in
@@ -322,6 +345,11 @@ public struct Trainer {
         let gaters = plugins.filter { $0 is any ActivationGate }.map(\.name)
         if gaters.count > 1 {
             throw TrainingError.invalid("at most one method of a strategy may gate hidden units; \(gaters.joined(separator: " and ")) both do")
+        }
+        let growers = plugins.filter { $0 is any ColumnNetwork }.map(\.name)
+        if growers.count > 1 || (!growers.isEmpty && !gaters.isEmpty) {
+            throw TrainingError.invalid("at most one method of a strategy may grow columns beside the model, and not with one that gates "
+                + "its hidden units; got \((growers + gaters).joined(separator: " and "))")
         }
         // The active-output mask and the labels' range come from the stream's head; the loss
         // reads them over the model's head, so the two must be the same.
@@ -509,13 +537,14 @@ public struct Trainer {
         let model = self.model
         let gater = work.capabilities.gate
         let gates = gater.flatMap { plugins[$0].callGates(route: route, step: work.index) }
+        let columns = work.capabilities.column
         if let gates {
             if work.gateGradient.count != gates.count { work.gateGradient = [Float](repeating: 0, count: gates.count) }
             work.gateGradient.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
         }
         let result: (Double, Double) = work.gradient.withUnsafeMutableBufferPointer { g in
             if !accumulate { g.update(repeating: 0) }
-            if terms.isEmpty && gates == nil {
+            if terms.isEmpty && gates == nil && columns == nil {
                 guard let active = work.active else {
                     return (model.lossAndGradient(features: features, labels: labels, count: count, route: route,
                                                   scale: scale, workspace: ws, gradient: g.baseAddress!), 0)
@@ -527,6 +556,9 @@ public struct Trainer {
             }
             guard count > 0 else { return (0.0, 0.0) }
             model.forward(features, count: count, route: route, workspace: ws, gates: gates)
+            let replaced = columns.map {
+                plugins[$0].callColumnForward(model: model, input: features, count: count, route: route, workspace: ws, step: work.index)
+            } ?? false
             let L = model.logitCount
             if work.logits.count < count * L { work.logits = [Float](repeating: 0, count: count * L) }
             var extra = 0.0
@@ -545,7 +577,10 @@ public struct Trainer {
                 for k in terms { extra += plugins[k].callAddBatchLoss(input) }
                 return loss
             }
-            if gates != nil {
+            if let k = columns, replaced {
+                plugins[k].callColumnBackward(model: model, logitGradient: ws.logits, count: count, route: route, workspace: ws,
+                                              gradient: g.baseAddress!)
+            } else if gates != nil {
                 work.gateGradient.withUnsafeMutableBufferPointer { gg in
                     model.backward(logitGradient: ws.logits, count: count, route: route, workspace: ws, gradient: g.baseAddress!,
                                    gates: gates, gateGradient: gg.baseAddress!)

@@ -30,6 +30,8 @@ public enum Registry {
         ICaRL.Options.self,
         HAT.Options.self,
         StreamingLDA.Options.self,
+        PackNet.Options.self,
+        ProgressiveNetwork.Options.self,
     ]
 
     public static let scenarios: [any ScenarioOptions.Type] = [
