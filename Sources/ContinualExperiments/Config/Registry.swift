@@ -30,6 +30,7 @@ public enum Registry {
         ICaRL.Options.self,
         HAT.Options.self,
         StreamingLDA.Options.self,
+        Pruning.Options.self,
     ]
 
     public static let scenarios: [any ScenarioOptions.Type] = [
