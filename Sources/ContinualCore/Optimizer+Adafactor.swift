@@ -1,6 +1,7 @@
 extension Optimizer {
     /// One Adafactor step (see `AdafactorOptions` for the rule and its choices); `steps` has
-    /// already been incremented. `second` holds the layout's R, C and v; `first` the momentum
+    /// already been incremented. √V̂ is computed as √(R_i/ΣR)·√C_j: with ε1 = 1e-30 the product
+    /// R_i·C_j of a row and column without gradient underflows float32 to 0 (and U to ∞ or NaN). `second` holds the layout's R, C and v; `first` the momentum
     /// when β1 > 0.
     mutating func adafactorStep(_ o: AdafactorOptions, layout: AdafactorLayout, parameters: inout [Float],
                                 gradient g: UnsafePointer<Float>, trainable: [Bool]?) {
@@ -52,7 +53,7 @@ extension Optimizer {
                                     for j in 0..<cols {
                                         let i = m.offset + r * cols + j
                                         guard live(i) else { continue }
-                                        let u = g[i] / (R[r] * C[j] / sumR).squareRoot()
+                                        let u = g[i] / ((R[r] / sumR).squareRoot() * C[j].squareRoot())
                                         ssq += u * u
                                     }
                                 }
@@ -61,7 +62,7 @@ extension Optimizer {
                                     for j in 0..<cols {
                                         let i = m.offset + r * cols + j
                                         guard live(i) else { continue }
-                                        let u = g[i] / (R[r] * C[j] / sumR).squareRoot() / denom
+                                        let u = g[i] / ((R[r] / sumR).squareRoot() * C[j].squareRoot()) / denom
                                         Optimizer.adafactorApply(u, i, p, mp.baseAddress, b1, alpha, wd)
                                     }
                                 }

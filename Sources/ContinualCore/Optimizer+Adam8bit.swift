@@ -6,7 +6,8 @@ extension Optimizer {
     /// `codes` holds m's codes then v's; `first` and `second` the blocks' scales of m and v.
     mutating func adam8bitStep(_ o: Adam8bitOptions, parameters: inout [Float], gradient g: UnsafePointer<Float>,
                                trainable: [Bool]?) {
-        let n = parameterCount, B = o.blockSize
+        let n = parameterCount
+        let blocks = quantizationBlocks
         let t = Double(steps)
         let c1 = Float(1 - _exp(t * _log(Double(o.beta1)))), c2 = Float(1 - _exp(t * _log(Double(o.beta2))))
         let lr = o.learningRate, b1 = o.beta1, b2 = o.beta2, eps = o.epsilon
@@ -21,10 +22,10 @@ extension Optimizer {
                         mask.withUnsafeBufferPointer { mk in
                             DynamicQuantizationMap.signed.withUnsafeBufferPointer { mapS in
                                 DynamicQuantizationMap.unsigned.withUnsafeBufferPointer { mapU in
-                                    withUnsafeTemporaryAllocation(of: Float.self, capacity: 2 * min(B, max(n, 1))) { tmp in
+                                    withUnsafeTemporaryAllocation(of: Float.self, capacity: 2 * max(1, min(o.blockSize, n))) { tmp in
                                         let p = pp.baseAddress!
-                                        for b in 0..<o.blocks(n) {
-                                            let lo = b * B, hi = min(n, lo + B), len = hi - lo
+                                        for (b, block) in blocks.enumerated() {
+                                            let lo = block.lowerBound, hi = block.upperBound, len = hi - lo
                                             if masked && !(lo..<hi).contains(where: { mk[$0] }) { continue }
                                             let m = tmp.baseAddress!, v = m + len
                                             let sm = scaleM[b], sv = scaleV[b]
@@ -54,6 +55,20 @@ extension Optimizer {
                                                 cp[n + i] = maxV > 0 ? DynamicQuantizationMap.code(of: v[k] / maxV, in: mapU) : 0
                                             }
                                         }
+                                        // Tensors under min_8bit_size: float32 moments after the scales.
+                                        var s = blocks.count
+                                        for t in fullPrecisionTensors {
+                                            let m = scaleM.baseAddress! + s, v = scaleV.baseAddress! + s
+                                            for i in t where !masked || mk[i] {
+                                                let k = i - t.lowerBound
+                                                p[i] *= decay
+                                                let d = g[i]
+                                                m[k] = b1 * m[k] + (1 - b1) * d
+                                                v[k] = b2 * v[k] + (1 - b2) * d * d
+                                                p[i] -= lr * (m[k] / c1) / ((v[k] / c2).squareRoot() + eps)
+                                            }
+                                            s += t.count
+                                        }
                                     }
                                 }
                             }
@@ -67,12 +82,19 @@ extension Optimizer {
     /// The dequantised moments (m, v) of 8-bit Adam, one float each per parameter (tests and
     /// inspection; empty for other optimizers).
     public var dequantizedMoments: (m: [Float], v: [Float]) {
-        guard case .adam8bit(let o) = spec else { return ([], []) }
+        guard case .adam8bit = spec else { return ([], []) }
         let n = parameterCount
         var m = [Float](repeating: 0, count: n), v = m
-        for i in 0..<n {
-            m[i] = DynamicQuantizationMap.signed[Int(codes[i])] * first[i / o.blockSize]
-            v[i] = DynamicQuantizationMap.unsigned[Int(codes[n + i])] * second[i / o.blockSize]
+        for (b, block) in quantizationBlocks.enumerated() {
+            for i in block {
+                m[i] = DynamicQuantizationMap.signed[Int(codes[i])] * first[b]
+                v[i] = DynamicQuantizationMap.unsigned[Int(codes[n + i])] * second[b]
+            }
+        }
+        var s = quantizationBlocks.count
+        for t in fullPrecisionTensors {
+            for i in t { m[i] = first[s + i - t.lowerBound]; v[i] = second[s + i - t.lowerBound] }
+            s += t.count
         }
         return (m, v)
     }

@@ -16,11 +16,18 @@ public struct Optimizer: Sendable, Equatable {
     public private(set) var steps: Int
     /// Length of the parameter vector this state belongs to.
     public let parameterCount: Int
+    /// 8-bit Adam's quantisation blocks: each tensor (weight matrix, or run of parameters outside
+    /// the matrices) split into blocks of at most `blockSize`; a block never spans two tensors.
+    public private(set) var quantizationBlocks: [Range<Int>] = []
+    /// 8-bit Adam's tensors under `min_8bit_size`: float32 m and v, stored in `first` and `second`
+    /// after the blocks' scales, in this order.
+    public private(set) var fullPrecisionTensors: [Range<Int>] = []
     /// Adafactor's tensors (from the weight matrices given at init); nil for other optimizers.
     public private(set) var adafactorLayout: AdafactorLayout?
 
-    /// `matrices` (the model's `MLP.weightMatrices`) are read by Adafactor only, to factor the
-    /// second moment of each weight matrix; without them every tensor keeps a full second moment.
+    /// `matrices` (the model's `MLP.weightMatrices`) tell Adafactor which second moments to
+    /// factor and 8-bit Adam where tensors end (its blocks stay inside one tensor); without them
+    /// the whole vector is one tensor.
     public init(spec: OptimizerSpec, parameterCount: Int, matrices: [ParameterMatrix] = []) {
         self.spec = spec
         self.parameterCount = parameterCount
@@ -38,7 +45,9 @@ public struct Optimizer: Sendable, Equatable {
             first = o.beta1 == 0 ? [] : [Float](repeating: 0, count: parameterCount)
             second = [Float](repeating: 0, count: layout.stateFloats)
         case .adam8bit(let o):
-            first = [Float](repeating: 0, count: o.blocks(parameterCount))
+            quantizationBlocks = o.blocks(parameterCount: parameterCount, matrices: matrices)
+            fullPrecisionTensors = o.tensors(parameterCount: parameterCount, matrices: matrices).full
+            first = [Float](repeating: 0, count: quantizationBlocks.count + fullPrecisionTensors.reduce(0) { $0 + $1.count })
             second = first
             codes = [UInt8](repeating: Optimizer.signedZeroCode, count: parameterCount)
                 + [UInt8](repeating: 0, count: parameterCount)

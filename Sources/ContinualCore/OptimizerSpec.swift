@@ -51,14 +51,15 @@ public enum OptimizerSpec: Sendable, Equatable, Hashable {
     /// - Adafactor: 4 · (Σ over factored matrices (rows + columns) + parameters outside them),
     ///   + 4 · parameters with β1 > 0. A matrix with one row or column is not factored.
     /// - 8-bit Adam: 2 · parameters (one byte per moment) + 2 · 4 · blocks (a float32 scale per
-    ///   moment and block).
+    ///   moment and block; blocks of at most `blockSize` inside each tensor) + 8 · parameters of
+    ///   tensors under `min_8bit_size`, which keep float32 moments.
     public func stateBytes(parameterCount p: Int, matrices: [ParameterMatrix]) -> Int {
         switch self {
         case .sgd, .adam, .adamw: return 4 * p * stateFloatsPerParameter
         case .adafactor(let o):
             return 4 * AdafactorLayout(parameterCount: p, matrices: matrices, factored: o.factored).stateFloats
                 + 4 * p * stateFloatsPerParameter
-        case .adam8bit(let o): return 2 * p + 8 * o.blocks(p)
+        case .adam8bit(let o): return o.stateBytes(parameterCount: p, matrices: matrices)
         }
     }
 }

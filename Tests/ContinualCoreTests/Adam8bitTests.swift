@@ -52,12 +52,13 @@ import Testing
         var p = start().map(Double.init)
         let n = p.count, B = o.blockSize
         var cm = [Int](repeating: 127, count: n), cv = [Int](repeating: 0, count: n)
-        var sm = [Double](repeating: 0, count: o.blocks(n)), sv = sm
+        let blockCount = (n + B - 1) / B   // one tensor: blocks of B from 0
+        var sm = [Double](repeating: 0, count: blockCount), sv = sm
         let b1 = Double(o.beta1), b2 = Double(o.beta2), lr = Double(o.learningRate)
         for t in 1...steps {
             let g = gradient(t).map(Double.init)
             let c1 = 1 - _exp(Double(t) * _log(b1)), c2 = 1 - _exp(Double(t) * _log(b2))
-            for b in 0..<o.blocks(n) {
+            for b in 0..<blockCount {
                 let r = (b * B)..<min(n, b * B + B)
                 var m = r.map { s[cm[$0]] * sm[b] }, v = r.map { u[cv[$0]] * sv[b] }
                 for (k, i) in r.enumerated() {
@@ -88,12 +89,12 @@ import Testing
         var p = start()
         var adam = Optimizer(spec: .adam(learningRate: 0.01), parameterCount: 26)
         adam.step(parameters: &p, gradient: gradient(1), trainable: nil)
-        let (q, _) = run(Adam8bitOptions(learningRate: 0.01), steps: 1)
+        let (q, _) = run(Adam8bitOptions(learningRate: 0.01, minQuantizedSize: 0), steps: 1)
         #expect(p == q)
     }
 
     @Test func storedMomentsAreWithinHalfAMapGapOfTheExactOnes() {
-        let (_, opt) = run(Adam8bitOptions(learningRate: 0.01), steps: 1)
+        let (_, opt) = run(Adam8bitOptions(learningRate: 0.01, minQuantizedSize: 0), steps: 1)
         let g = gradient(1).map(Double.init)
         let exactM = g.map { 0.1 * $0 }, exactV = g.map { 0.001 * $0 * $0 }
         let (m, v) = opt.dequantizedMoments
@@ -116,7 +117,7 @@ import Testing
     }
 
     @Test func fiveStepsMatchTheFloat64ReferenceWithSmallBlocks() {
-        let o = Adam8bitOptions(learningRate: 0.01, weightDecay: 0.05, blockSize: 8)
+        let o = Adam8bitOptions(learningRate: 0.01, weightDecay: 0.05, blockSize: 8, minQuantizedSize: 0)
         let (p, opt) = run(o, steps: 5)
         let ref = reference(o, steps: 5)
         for (a, b) in zip(p, ref.p) { #expect(abs(Double(a) - b) <= 1e-6, "\(a) vs \(b)") }
@@ -130,7 +131,7 @@ import Testing
         var mask = [Bool](repeating: true, count: 26)
         for i in 8..<16 { mask[i] = false }   // block 1 of size 8
         mask[3] = false
-        let o = Adam8bitOptions(learningRate: 0.01, blockSize: 8)
+        let o = Adam8bitOptions(learningRate: 0.01, blockSize: 8, minQuantizedSize: 0)
         let (p, opt) = run(o, steps: 3, mask: mask)
         for i in 8..<16 { #expect(p[i] == start()[i]) }
         #expect(p[3] == start()[3])
@@ -140,16 +141,39 @@ import Testing
 
     @Test func stateBytesByHand() {
         // 26 parameters: two bytes each + one float32 scale per moment per block.
-        #expect(OptimizerSpec.adam8bit(Adam8bitOptions(learningRate: 0.1)).stateBytes(parameterCount: 26, matrices: []) == 52 + 8)
-        #expect(OptimizerSpec.adam8bit(Adam8bitOptions(learningRate: 0.1, blockSize: 8)).stateBytes(parameterCount: 26, matrices: []) == 52 + 32)
+        #expect(OptimizerSpec.adam8bit(Adam8bitOptions(learningRate: 0.1, minQuantizedSize: 0)).stateBytes(parameterCount: 26, matrices: []) == 52 + 8)
+        #expect(OptimizerSpec.adam8bit(Adam8bitOptions(learningRate: 0.1, blockSize: 8, minQuantizedSize: 0)).stateBytes(parameterCount: 26, matrices: []) == 52 + 32)
         // 1,000,000 parameters, blocks of 2048: 489 blocks → 2,000,000 + 3,912 bytes vs Adam's 8,000,000.
-        #expect(OptimizerSpec.adam8bit(Adam8bitOptions(learningRate: 0.1)).stateBytes(parameterCount: 1_000_000, matrices: []) == 2_003_912)
-        let opt = Optimizer(spec: .adam8bit(Adam8bitOptions(learningRate: 0.1, blockSize: 8)), parameterCount: 26)
+        #expect(OptimizerSpec.adam8bit(Adam8bitOptions(learningRate: 0.1, minQuantizedSize: 0)).stateBytes(parameterCount: 1_000_000, matrices: []) == 2_003_912)
+        let opt = Optimizer(spec: .adam8bit(Adam8bitOptions(learningRate: 0.1, blockSize: 8, minQuantizedSize: 0)), parameterCount: 26)
         #expect(opt.codes.count + 4 * (opt.first.count + opt.second.count) == 84)
+        // Blocks stay inside tensors: MLP 3-4-2's W1 (12 → 8 + 4), b1 (4), W2 (8), b2 (2) = 5
+        // blocks of 8 at most; with the default 2048, one block per tensor (4).
+        let m = [ParameterMatrix(offset: 0, rows: 3, columns: 4), ParameterMatrix(offset: 16, rows: 4, columns: 2)]
+        #expect(Adam8bitOptions(learningRate: 0.1, blockSize: 8, minQuantizedSize: 0).blocks(parameterCount: 26, matrices: m)
+                == [0..<8, 8..<12, 12..<16, 16..<24, 24..<26])
+        #expect(OptimizerSpec.adam8bit(Adam8bitOptions(learningRate: 0.1, minQuantizedSize: 0)).stateBytes(parameterCount: 26, matrices: m) == 52 + 32)
+    }
+
+    @Test func tensorsUnderTheMinimumSizeKeepFloat32MomentsExactlyAsAdamW() {
+        // MLP 3-4-2's tensors all have < 4096 entries: with the default minimum nothing is
+        // quantised and the steps are AdamW's, bit for bit.
+        let m = [ParameterMatrix(offset: 0, rows: 3, columns: 4), ParameterMatrix(offset: 16, rows: 4, columns: 2)]
+        var p = start(), q = start()
+        var a = Optimizer(spec: .adam8bit(Adam8bitOptions(learningRate: 0.01, weightDecay: 0.1)), parameterCount: 26, matrices: m)
+        var w = Optimizer(spec: .adamw(learningRate: 0.01, weightDecay: 0.1), parameterCount: 26)
+        for t in 1...5 {
+            a.step(parameters: &p, gradient: gradient(t), trainable: nil)
+            w.step(parameters: &q, gradient: gradient(t), trainable: nil)
+        }
+        #expect(p == q)
+        #expect(a.quantizationBlocks.isEmpty && a.fullPrecisionTensors == [0..<12, 12..<16, 16..<24, 24..<26])
+        #expect(OptimizerSpec.adam8bit(Adam8bitOptions(learningRate: 0.1)).stateBytes(parameterCount: 26, matrices: m) == 52 + 8 * 26)
+        #expect(a.dequantizedMoments.m == w.first)
     }
 
     @Test func checkpointRoundTripContinuesBitIdentically() throws {
-        let o = Adam8bitOptions(learningRate: 0.01, blockSize: 8)
+        let o = Adam8bitOptions(learningRate: 0.01, blockSize: 8, minQuantizedSize: 0)
         var (p, a) = run(o, steps: 2)
         var b = try Optimizer(spec: .adam8bit(o), parameterCount: 26, first: a.checkpointFirst,
                               second: a.checkpointSecond, steps: a.steps)

@@ -6,8 +6,8 @@ import ContinualCore
 /// Adafactor (`AdafactorOptions`): `beta1` (default 0: no first moment), `decay_rate` (−0.8),
 /// `clip_threshold` (1), `eps` (ε1, 1e-30), `eps_scale` (ε2, 1e-3), `relative_step` (false; true
 /// uses lr as the cap of ρ_t, default 0.01 then), `factored` (true), `weight_decay` (0, decoupled).
-/// 8-bit Adam (`Adam8bitOptions`): Adam's keys with decoupled `weight_decay` (0) and
-/// `block_size` (2048).
+/// 8-bit Adam (`Adam8bitOptions`): Adam's keys with decoupled `weight_decay` (0),
+/// `block_size` (2048) and `min_8bit_size` (4096: smaller tensors keep float32 moments).
 public struct OptimizerConfig: Codable, Sendable, Equatable {
     public enum Kind: String, Codable, CaseIterable, Sendable { case sgd, adam, adamw, adafactor, adam8bit }
 
@@ -26,13 +26,14 @@ public struct OptimizerConfig: Codable, Sendable, Equatable {
     public var relativeStep = false
     public var factored = true
     public var blockSize = 2048
+    public var minQuantizedSize = 4096
 
     public init() {}
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case kind = "type", learningRate = "lr", momentum, weightDecay = "weight_decay", nesterov, beta1, beta2
         case epsilon = "eps", decayRate = "decay_rate", clipThreshold = "clip_threshold", epsilonScale = "eps_scale"
-        case relativeStep = "relative_step", factored, blockSize = "block_size"
+        case relativeStep = "relative_step", factored, blockSize = "block_size", minQuantizedSize = "min_8bit_size"
     }
 
     static let allowed: [Kind: Set<String>] = [
@@ -41,7 +42,7 @@ public struct OptimizerConfig: Codable, Sendable, Equatable {
         .adamw: ["type", "lr", "beta1", "beta2", "eps", "weight_decay"],
         .adafactor: ["type", "lr", "beta1", "decay_rate", "clip_threshold", "eps", "eps_scale", "relative_step",
                      "factored", "weight_decay"],
-        .adam8bit: ["type", "lr", "beta1", "beta2", "eps", "weight_decay", "block_size"],
+        .adam8bit: ["type", "lr", "beta1", "beta2", "eps", "weight_decay", "block_size", "min_8bit_size"],
     ]
 
     public init(from decoder: any Decoder) throws {
@@ -66,6 +67,8 @@ public struct OptimizerConfig: Codable, Sendable, Equatable {
         epsilonScale = try c.decode(.epsilonScale, default: 1e-3)
         factored = try c.decode(.factored, default: true)
         blockSize = try c.decode(.blockSize, default: 2048)
+        minQuantizedSize = try c.decode(.minQuantizedSize, default: 4096)
+        try c.require(minQuantizedSize >= 0, .minQuantizedSize, "must be ≥ 0 (0 quantises every tensor), got \(minQuantizedSize)")
         try c.require(decayRate < 0 && decayRate >= -1, .decayRate, "must be in [-1, 0) (β̂2_t = 1 − t^decay_rate), got \(decayRate)")
         try c.require(clipThreshold > 0 && clipThreshold.isFinite, .clipThreshold, "must be a finite number > 0, got \(clipThreshold)")
         try c.require(epsilonScale >= 0 && epsilonScale.isFinite, .epsilonScale, "must be a finite number ≥ 0, got \(epsilonScale)")
@@ -105,6 +108,7 @@ public struct OptimizerConfig: Codable, Sendable, Equatable {
             try c.encode(beta2, forKey: .beta2)
             try c.encode(epsilon, forKey: .epsilon)
             try c.encode(blockSize, forKey: .blockSize)
+            try c.encode(minQuantizedSize, forKey: .minQuantizedSize)
         }
     }
 
@@ -121,7 +125,8 @@ public struct OptimizerConfig: Codable, Sendable, Equatable {
                                                relativeStep: relativeStep, factored: factored, weightDecay: resolvedWeightDecay))
         case .adam8bit:
             return .adam8bit(Adam8bitOptions(learningRate: learningRate, beta1: beta1, beta2: beta2, epsilon: epsilon,
-                                             weightDecay: resolvedWeightDecay, blockSize: blockSize))
+                                             weightDecay: resolvedWeightDecay, blockSize: blockSize,
+                                             minQuantizedSize: minQuantizedSize))
         }
     }
 }
