@@ -4,18 +4,34 @@
 /// momentum/moment entries stay bit-identical, so a frozen core is exactly frozen.
 public struct Optimizer: Sendable, Equatable {
     public let spec: OptimizerSpec
-    /// First state vector (SGD momentum buffer or Adam's m).
-    public private(set) var first: [Float]
-    /// Second state vector (Adam's v); empty for SGD.
-    public private(set) var second: [Float]
+    /// First state vector (SGD momentum buffer or Adam's m; Adafactor's momentum, empty with
+    /// β1 = 0; 8-bit Adam's per-block scales of m).
+    public internal(set) var first: [Float]
+    /// Second state vector (Adam's v; Adafactor's factored R, C and vector v, see
+    /// `AdafactorLayout`; 8-bit Adam's per-block scales of v); empty for SGD.
+    public internal(set) var second: [Float]
+    /// 8-bit Adam's codes: m's for every parameter, then v's (empty for other optimizers).
+    public internal(set) var codes: [UInt8] = []
     /// Number of steps taken since the last reset (Adam's t).
     public private(set) var steps: Int
     /// Length of the parameter vector this state belongs to.
     public let parameterCount: Int
+    /// 8-bit Adam's quantisation blocks: each tensor (weight matrix, or run of parameters outside
+    /// the matrices) split into blocks of at most `blockSize`; a block never spans two tensors.
+    public private(set) var quantizationBlocks: [Range<Int>] = []
+    /// 8-bit Adam's tensors under `min_8bit_size`: float32 m and v, stored in `first` and `second`
+    /// after the blocks' scales, in this order.
+    public private(set) var fullPrecisionTensors: [Range<Int>] = []
+    /// Adafactor's tensors (from the weight matrices given at init); nil for other optimizers.
+    public private(set) var adafactorLayout: AdafactorLayout?
 
-    public init(spec: OptimizerSpec, parameterCount: Int) {
+    /// `matrices` (the model's `MLP.weightMatrices`) tell Adafactor which second moments to
+    /// factor and 8-bit Adam where tensors end (its blocks stay inside one tensor); without them
+    /// the whole vector is one tensor.
+    public init(spec: OptimizerSpec, parameterCount: Int, matrices: [ParameterMatrix] = []) {
         self.spec = spec
         self.parameterCount = parameterCount
+        adafactorLayout = nil
         switch spec {
         case .sgd(_, let momentum, _, _):
             first = momentum == 0 ? [] : [Float](repeating: 0, count: parameterCount)
@@ -23,13 +39,32 @@ public struct Optimizer: Sendable, Equatable {
         case .adam, .adamw:
             first = [Float](repeating: 0, count: parameterCount)
             second = [Float](repeating: 0, count: parameterCount)
+        case .adafactor(let o):
+            let layout = AdafactorLayout(parameterCount: parameterCount, matrices: matrices, factored: o.factored)
+            adafactorLayout = layout
+            first = o.beta1 == 0 ? [] : [Float](repeating: 0, count: parameterCount)
+            second = [Float](repeating: 0, count: layout.stateFloats)
+        case .adam8bit(let o):
+            quantizationBlocks = o.blocks(parameterCount: parameterCount, matrices: matrices)
+            fullPrecisionTensors = o.tensors(parameterCount: parameterCount, matrices: matrices).full
+            first = [Float](repeating: 0, count: quantizationBlocks.count + fullPrecisionTensors.reduce(0) { $0 + $1.count })
+            second = first
+            codes = [UInt8](repeating: Optimizer.signedZeroCode, count: parameterCount)
+                + [UInt8](repeating: 0, count: parameterCount)
         }
         steps = 0
     }
 
-    /// Restores saved state (checkpoints); the vectors must have the lengths `init(spec:parameterCount:)` gives.
-    public init(spec: OptimizerSpec, parameterCount: Int, first: [Float], second: [Float], steps: Int) throws {
-        self.init(spec: spec, parameterCount: parameterCount)
+    /// Restores saved state (checkpoints) written from `checkpointFirst` and `checkpointSecond`;
+    /// the vectors must have the lengths those give.
+    public init(spec: OptimizerSpec, parameterCount: Int, matrices: [ParameterMatrix] = [], first: [Float],
+                second: [Float], steps: Int) throws {
+        self.init(spec: spec, parameterCount: parameterCount, matrices: matrices)
+        if case .adam8bit = spec {
+            try restore8bit(first: first, second: second)
+            self.steps = steps
+            return
+        }
         guard first.count == self.first.count, second.count == self.second.count else {
             throw CheckpointError.mismatch("optimizer state has \(first.count)+\(second.count) values, expected \(self.first.count)+\(self.second.count)")
         }
@@ -42,6 +77,7 @@ public struct Optimizer: Sendable, Equatable {
     public mutating func reset() {
         for i in first.indices { first[i] = 0 }
         for i in second.indices { second[i] = 0 }
+        for i in codes.indices { codes[i] = i < parameterCount ? Optimizer.signedZeroCode : 0 }
         steps = 0
     }
 
@@ -50,6 +86,11 @@ public struct Optimizer: Sendable, Equatable {
         switch spec {
         case .sgd(_, let momentum, let wd, _): return 2 + (momentum == 0 ? 0 : 2) + (wd == 0 ? 0 : 2)
         case .adam, .adamw: return 12
+        // g², + ε1, row and column sums, V̂ (2), √ and ÷, RMS sum (2), clip, update (2), decay (2).
+        case .adafactor(let o): return 14 + (o.weightDecay == 0 ? 0 : 2) + (o.beta1 == 0 ? 0 : 3)
+        // Adam's 12 + dequantising two moments (2) + normalising them before the code search (2);
+        // the search itself is comparisons, not counted.
+        case .adam8bit: return 16
         }
     }
 
@@ -64,6 +105,15 @@ public struct Optimizer: Sendable, Equatable {
         let n = parameters.count
         let spec = learningRate.map { self.spec.withLearningRate($0) } ?? self.spec
         let t = Double(steps)
+        switch spec {
+        case .adafactor(let o):
+            adafactorStep(o, layout: adafactorLayout!, parameters: &parameters, gradient: gradient, trainable: trainable)
+            return
+        case .adam8bit(let o):
+            adam8bitStep(o, parameters: &parameters, gradient: gradient, trainable: trainable)
+            return
+        default: break
+        }
         parameters.withUnsafeMutableBufferPointer { pp in
             let p = pp.baseAddress!
             first.withUnsafeMutableBufferPointer { fp in
@@ -133,6 +183,8 @@ public struct Optimizer: Sendable, Equatable {
                 v[i] = b2 * v[i] + (1 - b2) * d * d
                 p[i] -= lr * (m[i] / c1) / ((v[i] / c2).squareRoot() + eps)
             }
+        case .adafactor, .adam8bit:
+            preconditionFailure("stepped by adafactorStep / adam8bitStep")
         }
     }
 

@@ -9,7 +9,9 @@ import ContinualCore
 /// including the input):
 /// - forward reads the weights: 4·P_r; backward reads them again (for ∂x): 4·P_r
 /// - backward writes the gradient: 4·P_t
-/// - optimizer reads θ and g, writes θ: 3·4·P_t; reads and writes its state: 2·s·4·P_t
+/// - optimizer reads θ and g, writes θ: 3·4·P_t; reads and writes its state: 2·S, with S its
+///   state bytes for P_t parameters (4·s·P_t for SGD and Adam; Adafactor and 8-bit Adam:
+///   `OptimizerSpec.stateBytes` of the whole model scaled by P_t / P)
 /// - activations: forward writes B·A floats, backward reads them: 2·4·B·A
 /// Caches are ignored (every access counts as DRAM traffic: an upper bound for tiny models).
 public struct TrainingTraffic: Sendable, Equatable {
@@ -23,6 +25,14 @@ public struct TrainingTraffic: Sendable, Equatable {
     public var flopsPerPrediction: Int
     /// The optimizer's FLOPs per trainable parameter and step.
     public var optimizerFLOPsPerParameter: Int
+    /// Bytes of optimizer state of the trainable parameters (S above).
+    public var optimizerStateBytes: Int
+    /// The optimizer's state bytes for the whole model and the model's parameter count (to scale
+    /// S when fewer parameters train).
+    var wholeModelStateBytes: Int
+    var modelParameters: Int
+    /// True for SGD and Adam (state = 4·s bytes per parameter, exact for any count).
+    var statePerParameter: Bool
 
     public init(model: MLP, optimizer: OptimizerSpec) {
         let cost = CostModel(model: model, optimizer: Optimizer(spec: optimizer, parameterCount: 0))
@@ -30,10 +40,25 @@ public struct TrainingTraffic: Sendable, Equatable {
         parametersPerRoute = model.layers.reduce(0) { $0 + $1.inputs * $1.outputs + $1.outputs }
         trainableParameters = model.trainableCount
         stateFloatsPerParameter = optimizer.stateFloatsPerParameter
+        wholeModelStateBytes = optimizer.stateBytes(parameterCount: model.parameterCount, matrices: model.weightMatrices)
+        modelParameters = model.parameterCount
+        switch optimizer {
+        case .sgd, .adam, .adamw: statePerParameter = true
+        case .adafactor, .adam8bit: statePerParameter = false
+        }
+        optimizerStateBytes = 0
         activationWidth = model.spec.inputs + model.layers.reduce(0) { $0 + $1.outputs }
         flopsPerTrainingSample = cost.flopsPerTrainingSample
         flopsPerOptimizerStep = cost.flopsPerOptimizerStep
         flopsPerPrediction = cost.flopsPerPrediction
+        optimizerStateBytes = stateBytes(trainable: trainableParameters)
+    }
+
+    /// S for `count` trainable parameters: exact for SGD and Adam (4·s·count), the whole model's
+    /// bytes scaled by count / P for the optimizers whose state is not per parameter.
+    func stateBytes(trainable count: Int) -> Int {
+        if statePerParameter { return 4 * stateFloatsPerParameter * count }
+        return count >= modelParameters ? wholeModelStateBytes : wholeModelStateBytes * count / max(modelParameters, 1)
     }
 
     /// The same traffic with `count` trainable parameters: the gradient written and the optimizer's
@@ -43,12 +68,13 @@ public struct TrainingTraffic: Sendable, Equatable {
         var t = self
         t.trainableParameters = count
         t.flopsPerOptimizerStep = optimizerFLOPsPerParameter * count
+        t.optimizerStateBytes = stateBytes(trainable: count)
         return t
     }
 
     /// Bytes moved per step that do not depend on the batch size.
     public var fixedBytesPerStep: Int {
-        4 * (2 * parametersPerRoute + trainableParameters * (1 + 3 + 2 * stateFloatsPerParameter))
+        4 * (2 * parametersPerRoute + trainableParameters * (1 + 3)) + 2 * optimizerStateBytes
     }
 
     /// Bytes moved per batch row (activations written in forward, read in backward).
@@ -98,7 +124,8 @@ public struct EnergyEstimate: Sendable, Equatable {
     }
 }
 
-/// Peak memory of training, in bytes (float32): parameters + optimizer state + gradient vector
+/// Peak memory of training, in bytes (float32): parameters + optimizer state
+/// (`OptimizerSpec.stateBytes`: 8-bit Adam's bytes, Adafactor's factored moments) + gradient vector
 /// (all as allocated over the full parameter vector) + activations of one batch
 /// (rows · Σ widths incl. input) + replay buffer bytes + the plugins' own state (EWC's Fisher and
 /// anchors, SI's importance; reported by the plugins as `state_bytes`).
@@ -123,7 +150,7 @@ public struct PeakMemory: Sendable, Equatable {
         pluginState = pluginStateBytes
         let p = model.parameterCount
         parameters = 4 * p
-        optimizerState = 4 * p * optimizer.stateFloatsPerParameter
+        optimizerState = optimizer.stateBytes(parameterCount: p, matrices: model.weightMatrices)
         gradients = 4 * p
         activations = 4 * batchRows * (model.spec.inputs + model.layers.reduce(0) { $0 + $1.outputs })
         buffer = bufferBytes

@@ -60,6 +60,11 @@ EXPERIMENT = {
          "strategy": [{"type": "icarl", "capacity": 40}]},
         {"name": "entropy", "strategy": [{"type": "adapters", "bottleneck": 2, "routing": "entropy"}]},
         {"name": "slda", "strategy": [{"type": "slda"}]},
+        # Issue 31: pruned models export with their exact zeros (80 % of every dense weight
+        # matrix; half the hidden units of each hidden layer, progressively over two experiences).
+        {"name": "pruned_magnitude", "strategy": [{"type": "pruning", "sparsity": 0.8, "start_experience": 1}]},
+        {"name": "pruned_structured", "strategy": [{"type": "pruning", "method": "structured", "sparsity": 0.5,
+                                                     "schedule": "progressive", "rounds": 2, "start_experience": 1}]},
     ],
 }
 
@@ -73,6 +78,7 @@ ONNX_CASES = [
     ("plain_core", "plain", ["--parts", "core"]), ("adapters_core", "adapters", ["--parts", "core"]),
     ("apps_int8_core", "apps", ["--parts", "core", "--int8"]),
     ("hat", "hat", []), ("hat_route0", "hat", ["--route", "0"]), ("slda", "slda", []),
+    ("pruned_magnitude", "pruned_magnitude", []), ("pruned_structured", "pruned_structured", []),
 ]
 COREML_CASES = [
     ("plain", "plain", [], None), ("adapters", "adapters", [], None), ("lora", "lora", [], None),
@@ -192,6 +198,23 @@ def test_float_onnx_weights_are_the_runs_final_parameters(exported):
         init = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}
         for i, (W, b) in enumerate(plain_layers(flat, sizes)):
             assert np.array_equal(init[f"dense{i}.weight"], W) and np.array_equal(init[f"dense{i}.bias"], b)
+
+
+def test_pruned_models_export_their_exact_zeros(exported):
+    # Magnitude: ⌊0.8·count⌋ zeros in every dense weight matrix (layer-wise pruning).
+    model = onnx.load(exported[("onnx", "pruned_magnitude")][0])
+    init = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}
+    for i in range(3):
+        W = init[f"dense{i}.weight"]
+        assert int((W == 0).sum()) >= int(0.8 * W.size), f"dense{i}: {(W == 0).sum()} zeros of {W.size}"
+    # Structured: half the units of each hidden layer (8 → 4, 6 → 3) have zero incoming weights,
+    # bias and outgoing weights.
+    model = onnx.load(exported[("onnx", "pruned_structured")][0])
+    init = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}
+    for i, removed in ((0, 4), (1, 3)):
+        W, b, W_next = init[f"dense{i}.weight"], init[f"dense{i}.bias"], init[f"dense{i + 1}.weight"]
+        dead = [j for j in range(W.shape[1]) if not W[:, j].any() and b[j] == 0 and not W_next[j, :].any()]
+        assert len(dead) == removed, f"dense{i}: units {dead}"
 
 
 def test_lora_is_merged_and_routes_differ(exported):

@@ -48,7 +48,7 @@ extension Trainer {
         // now rather than at the first session, so that a checkpoint taken before any session
         // restores; its state is fresh either way, as `trainExperience` would make it.
         if optimizer.parameterCount != model.parameterCount {
-            optimizer = Optimizer(spec: optimizer.spec, parameterCount: model.parameterCount)
+            optimizer = Optimizer(spec: optimizer.spec, parameterCount: model.parameterCount, matrices: model.weightMatrices)
         }
         var seen: [Bool]? = nil
         if options.activeOutputs == .seen, case .multiclass(let k) = head { seen = [Bool](repeating: false, count: k) }
@@ -106,7 +106,7 @@ extension Trainer {
         progress.shuffleState = state.shuffleState
         return TrainerCheckpoint(
             seed: seed, experienceCount: state.capacity, parameters: model.parameters, trainable: model.trainable,
-            optimizerFirst: optimizer.first, optimizerSecond: optimizer.second, optimizerSteps: optimizer.steps,
+            optimizerFirst: optimizer.checkpointFirst, optimizerSecond: optimizer.checkpointSecond, optimizerSteps: optimizer.steps,
             pluginNames: plugins.map(\.name), pluginStates: learnerPluginStates(), progress: progress)
     }
 

@@ -33,7 +33,7 @@ public struct Trainer {
         var rng = RandomSource(seed: seed, stream: "init")
         let model = MLP(spec: spec, rng: &rng)
         self.model = model
-        self.optimizer = Optimizer(spec: optimizer, parameterCount: model.parameterCount)
+        self.optimizer = Optimizer(spec: optimizer, parameterCount: model.parameterCount, matrices: model.weightMatrices)
         self.plugins = plugins
         self.observers = observers
         self.options = options
@@ -161,7 +161,7 @@ public struct Trainer {
         if end < T {
             checkpoint = TrainerCheckpoint(
                 seed: seed, experienceCount: T, parameters: model.parameters, trainable: model.trainable,
-                optimizerFirst: optimizer.first, optimizerSecond: optimizer.second, optimizerSteps: optimizer.steps,
+                optimizerFirst: optimizer.checkpointFirst, optimizerSecond: optimizer.checkpointSecond, optimizerSteps: optimizer.steps,
                 pluginNames: plugins.map(\.name), pluginStates: learnerPluginStates(), progress: progress)
         }
         return outcome
@@ -195,7 +195,8 @@ public struct Trainer {
         for p in plugins.indices { try plugins[p].beforeExperience(model: &model, context: context) }
         if optimizer.parameterCount != model.parameterCount {
             // A plugin grew the model (e.g. a new adapter): state restarts at the new size.
-            optimizer = Optimizer(spec: optimizer.spec, parameterCount: model.parameterCount)
+            optimizer = Optimizer(spec: optimizer.spec, parameterCount: model.parameterCount,
+                                  matrices: model.weightMatrices)
         } else if options.resetOptimizerPerExperience {
             optimizer.reset()
         }
@@ -384,7 +385,8 @@ public struct Trainer {
         guard cp.progress.shuffleState.count == 4 else { throw CheckpointError.mismatch("bad shuffle state") }
         model.parameters = cp.parameters
         model.trainable = cp.trainable
-        optimizer = try Optimizer(spec: optimizer.spec, parameterCount: model.parameterCount, first: cp.optimizerFirst,
+        optimizer = try Optimizer(spec: optimizer.spec, parameterCount: model.parameterCount,
+                                  matrices: model.weightMatrices, first: cp.optimizerFirst,
                                   second: cp.optimizerSecond, steps: cp.optimizerSteps)
         blockOptimizers = [:]
         for i in plugins.indices {
@@ -402,8 +404,12 @@ public struct Trainer {
         plugins.indices.map { k in
             var state = plugins[k].checkpointState()
             if let o = blockOptimizers[k] {
-                state.floats[Trainer.blockKey + "first"] = o.first
-                state.floats[Trainer.blockKey + "second"] = o.second
+                state.floats[Trainer.blockKey + "first"] = o.checkpointFirst
+                state.floats[Trainer.blockKey + "second"] = o.checkpointSecond
+                if o.first.count != o.parameterCount {
+                    // Adafactor and 8-bit Adam: `first` does not give the block's size.
+                    state.ints[Trainer.blockKey + "count"] = [Int64(o.parameterCount)]
+                }
                 state.ints[Trainer.blockKey + "steps"] = [Int64(o.steps)]
             }
             return state
@@ -417,7 +423,8 @@ public struct Trainer {
         guard let first = state.floats.removeValue(forKey: blockKey + "first") else { return nil }
         let second = state.floats.removeValue(forKey: blockKey + "second") ?? []
         let steps = state.ints.removeValue(forKey: blockKey + "steps")?.first ?? 0
-        return try Optimizer(spec: spec, parameterCount: first.count, first: first, second: second, steps: Int(steps))
+        let count = state.ints.removeValue(forKey: blockKey + "count")?.first.map { Int($0) } ?? first.count
+        return try Optimizer(spec: spec, parameterCount: count, first: first, second: second, steps: Int(steps))
     }
 
     /// Route used for experience `index`: its own head on multi-route models, else 0.

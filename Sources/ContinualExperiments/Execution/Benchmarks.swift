@@ -114,6 +114,8 @@ public enum Benchmarks {
             return momentum == 0 ? "SGD" : "SGD \(nesterov ? "Nesterov " : "")momentum \(momentum)"
         case .adam: return "Adam"
         case .adamw: return "AdamW"
+        case .adafactor: return "Adafactor"
+        case .adam8bit: return "8-bit Adam"
         }
     }
 
