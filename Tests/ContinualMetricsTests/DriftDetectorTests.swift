@@ -121,5 +121,8 @@ extension DriftDetectorSpec: CustomTestStringConvertible {
         #expect(d == 0.5 && p == 0.7714285714285716)
         // Identical samples: D = 0, p = 1; p is clipped to [0, 1] (the n = 30, h = 1 value above exceeds 1).
         #expect(KolmogorovSmirnov.twoSample([3, 1, 2], [1, 2, 3]) == (0, 1))
+        // NaN propagates (SciPy's default) instead of stalling the merge of the two orders.
+        let withNaN = KolmogorovSmirnov.twoSample([1, .nan, 3], [1, 2, 3])
+        #expect(withNaN.statistic.isNaN && withNaN.pValue.isNaN)
     }
 }

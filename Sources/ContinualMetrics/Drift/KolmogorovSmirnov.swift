@@ -9,10 +9,13 @@
 /// avoids the cancellation of the alternating sum), so that p-values agree with SciPy's to the
 /// last bit and KSWIN's threshold decisions with river's.
 enum KolmogorovSmirnov {
-    /// (D, p) for two samples of the same size (> 0).
+    /// (D, p) for two samples of the same size (> 0); both NaN when a value is NaN.
     static func twoSample(_ a: [Double], _ b: [Double]) -> (statistic: Double, pValue: Double) {
         precondition(a.count == b.count && !a.isEmpty, "equal, non-empty samples")
         let n = a.count
+        // NaN has no place in an order: SciPy propagates it (statistic and p NaN, so KSWIN never
+        // fires), and the merge below would never advance past it.
+        guard !a.contains(where: \.isNaN), !b.contains(where: \.isNaN) else { return (.nan, .nan) }
         let x = a.sorted(), y = b.sorted()
         // max |#{x ≤ t} − #{y ≤ t}| over every t in either sample (ties: `searchsorted` right).
         var i = 0, j = 0, h = 0
