@@ -1,4 +1,4 @@
-import Foundation
+import ContinualCore
 
 /// ADWIN, adaptive windowing (Bifet & Gavaldà 2007, "Learning from time-changing data with
 /// adaptive windowing", the ADWIN2 variant): it keeps a window of recent values compressed into an
@@ -140,7 +140,7 @@ public struct ADWIN: DriftDetector {
 
     private func exceedsCut(n0: Double, n1: Double, meanDifference: Double) -> Bool {
         let ell = Double(minWindowLength)
-        let deltaPrime = log(2 * log(width) / delta)
+        let deltaPrime = _log(2 * _log(width) / delta)
         let m = 1 / (n0 - ell + 1) + 1 / (n1 - ell + 1)
         let epsilon = (2 * m * (variance / width) * deltaPrime).squareRoot() + 2 / 3 * deltaPrime * m
         return abs(meanDifference) > epsilon

@@ -1,5 +1,3 @@
-import Foundation
-
 /// The Drift Detection Method (Gama, Medas, Castillo & Rodrigues 2004) over a stream of errors
 /// (1: the prediction was wrong, 0: right). With p the error rate so far and s = √(p(1 − p)/n), it
 /// remembers p_min and s_min where p + s was smallest; warning when p + s > p_min + w·s_min, drift

@@ -1,4 +1,4 @@
-import Foundation
+import ContinualCore
 
 /// CPython's `random.Random(seed)` for the two calls KSWIN makes (`sample(range(n), k)` and the
 /// `_randbelow` under it): the Mersenne Twister MT19937 (Matsumoto & Nishimura 1998) seeded with
@@ -73,7 +73,11 @@ struct PythonRandom: Sendable {
     mutating func sample(rangeOf n: Int, count k: Int) -> [Int] {
         precondition(k >= 0 && k <= n, "sample larger than population")
         var setSize = 21
-        if k > 5 { setSize += Int(pow(4, ceil(log(Double(k * 3)) / log(4)))) }
+        if k > 5 {
+            // 4 ** ceil(log(3k, 4)), with math.log(x, base) = log(x) / log(base) as CPython computes it.
+            let exponent = Int((_log(Double(k * 3)) / _log(4)).rounded(.up))
+            setSize += (0..<exponent).reduce(1) { p, _ in p * 4 }
+        }
         var result: [Int] = []
         result.reserveCapacity(k)
         if n <= setSize {
