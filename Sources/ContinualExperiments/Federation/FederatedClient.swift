@@ -168,6 +168,14 @@ struct FederatedClient {
             record.epochLosses = [r.meanLoss]
             record.epochPenalties = [0]
         }
+        tally(record, period: period)
+        return record
+    }
+
+    /// Counts one local round's work under experience `period`: the round itself, rows, steps and
+    /// the sums behind the mean training loss and penalty (NaN epochs, which trained on nothing, are
+    /// skipped).
+    private mutating func tally(_ record: ExperienceRecord, period: Int) {
         localRounds += 1
         processed[period] += record.samplesProcessed
         steps[period] += record.steps
@@ -176,7 +184,7 @@ struct FederatedClient {
             penaltySum[period] += p
             lossCount[period] += 1
         }
-        return record
+        extraFLOPs[period] += record.extraFLOPs
     }
 
     /// One local round on `data` through the loop's per-experience code; tallies the work under
@@ -194,15 +202,7 @@ struct FederatedClient {
         let start = clock.now
         let record = try trainer.trainRound(context: context, pass: pass, shuffle: &shuffle, scratch: &scratch)
         trainSeconds += (clock.now - start).seconds
-        localRounds += 1
-        processed[period] += record.samplesProcessed
-        steps[period] += record.steps
-        for (l, p) in zip(record.epochLosses, record.epochPenalties) where !l.isNaN {
-            lossSum[period] += l
-            penaltySum[period] += p
-            lossCount[period] += 1
-        }
-        extraFLOPs[period] += record.extraFLOPs
+        tally(record, period: period)
         return record
     }
 }
