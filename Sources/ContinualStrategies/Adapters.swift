@@ -62,6 +62,7 @@ public struct Adapters: PredictionOverride {
     /// "freeze_core_after": 0, "routing": "task_id", "context_feature": "weekend_tomorrow"}`
     public struct Options: PluginOptions {
         public static let typeName = "adapters"
+        public static let addsModelExtension = true
         public static let summary = "bottleneck adapters per experience/context on a frozen core (Houlsby et al. 2019)"
 
         /// Hidden layers (0-based) followed by an adapter, or `.all`.

@@ -36,5 +36,8 @@ public struct Joint: StrategyPlugin {
         }
         public func encode(to encoder: any Encoder) throws {}
         public func makePlugin() -> any StrategyPlugin { Joint() }
+        public func plannedResources(_ shape: PlannedRunShape) -> PlannedResources {
+            PlannedResources(trainsOnAllSeenData: true)
+        }
     }
 }

@@ -56,6 +56,7 @@ public struct LoRA: PredictionOverride {
     /// "routing": "task_id", "context_feature": "weekend_tomorrow"}`
     public struct Options: PluginOptions {
         public static let typeName = "lora"
+        public static let addsModelExtension = true
         public static let summary = "low-rank weight updates per experience/context on a frozen core (Hu et al. 2021)"
 
         /// Dense layers (0-based: hidden layers, then the output layer) that get LoRA, or `.all`.

@@ -33,6 +33,9 @@ public protocol PluginOptions: Codable, Sendable, Equatable {
     /// or why not. The default: the network does, unless the plugin decides predictions itself
     /// (`PredictionOverride`), which must then state its exported form.
     var predictionExport: PredictionExport { get }
+    /// Whether the plugin adds parameters beside the model's own (adapters, LoRA): what a
+    /// federation with `share: "adapters"` exchanges.
+    static var addsModelExtension: Bool { get }
 }
 
 public extension PluginOptions {
@@ -41,6 +44,7 @@ public extension PluginOptions {
     var taskIdentityUse: String { "\(Self.typeName) uses the evaluated experience's identity at test time" }
     static var storesSamples: Bool { false }
     static var composition: PluginComposition { .free }
+    static var addsModelExtension: Bool { false }
     func plannedResources(_ shape: PlannedRunShape) -> PlannedResources { PlannedResources() }
     var predictionExport: PredictionExport {
         makePlugin() is any PredictionOverride
@@ -95,6 +99,14 @@ public struct PlannedResources: Sendable, Equatable {
     public var memory: [Amount] = []
     /// Rows the method appends to every training batch.
     public var extraRowsPerBatch: Double = 0
+    /// Work the training loop's passes do not show, in epochs of training passes: once per
+    /// experience (EWC's exact Fisher: one batch-1 gradient per sample) and per epoch (a penalty's
+    /// gradient). A prior for `continual`'s time estimate, which corrects it from measured runs.
+    public var extraPassesPerExperience: Double = 0
+    public var extraPassesPerEpoch: Double = 0
+    /// Whether each experience trains on every training sample seen so far (joint training) rather
+    /// than on the experience's own.
+    public var trainsOnAllSeenData = false
 
     public struct Amount: Sendable, Equatable {
         public var value: Double
@@ -106,9 +118,13 @@ public struct PlannedResources: Sendable, Equatable {
         }
     }
 
-    public init(memory: [Amount] = [], extraRowsPerBatch: Double = 0) {
+    public init(memory: [Amount] = [], extraRowsPerBatch: Double = 0, extraPassesPerExperience: Double = 0,
+                extraPassesPerEpoch: Double = 0, trainsOnAllSeenData: Bool = false) {
         self.memory = memory
         self.extraRowsPerBatch = extraRowsPerBatch
+        self.extraPassesPerExperience = extraPassesPerExperience
+        self.extraPassesPerEpoch = extraPassesPerEpoch
+        self.trainsOnAllSeenData = trainsOnAllSeenData
     }
 }
 

@@ -161,11 +161,11 @@ public struct RunConfig: Codable, Sendable, Equatable {
             return (["strategy"], "\"\(s.typeName)\" is a whole method (\(reason)), which is not a local round; "
                 + "use a strategy that trains incrementally (naive, replay, ewc, si, lwf, adapters, lora, …)")
         }
-        if federation.personal == .perFedAvg, let other = strategy.first(where: { $0.typeName != "naive" }) {
+        if federation.personal == .perFedAvg, let other = strategy.first(where: { !($0.options is Naive.Options) }) {
             return (["strategy"], "Per-FedAvg's local round is its own meta-step loop (PerFedAvgRound), which runs no strategy plugin; "
                 + "\"\(other.typeName)\" would be ignored: use [\"naive\"]")
         }
-        if federation.share == .adapters && !strategy.contains(where: { ["adapters", "lora"].contains($0.typeName) }) {
+        if federation.share == .adapters && !strategy.contains(where: { type(of: $0.options).addsModelExtension }) {
             return (["federation", "share"], "\"adapters\" shares adapter and LoRA parameters: add an \"adapters\" or \"lora\" plugin to the strategy")
         }
         if let k = federation.clientsPerRound, let n = population?.users, k > n {

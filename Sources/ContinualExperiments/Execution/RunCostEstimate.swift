@@ -60,17 +60,16 @@ public struct RunCostEstimate: Sendable {
     /// alone, which price a 4-unit model 200× below a 128-64 one, against 20× measured) to 11 %.
     static let overheadPerPass = 300.0, overheadPerUnit = 17.0
 
-    /// Extra work of a strategy in epochs of training passes: (per experience, per epoch).
-    /// Measured on eta_mixed_800 (EWC against naive, hidden [16] … [128, 64]): EWC's exact Fisher
-    /// (one batch-1 gradient per training sample) costs ≈ 2.8 epochs per experience and its
-    /// penalty ≈ 0.18 epoch per epoch. Strategies not listed are learned from their runs.
-    static let strategyPasses: [String: (Double, Double)] = ["ewc": (2.8, 0.18)]
-
     static func cost(_ c: RunConfig, _ s: Shape) -> Double {
         let widths = [s.inputs] + c.model.hidden + [s.outputs]
         let macs = zip(widths, widths.dropFirst()).reduce(0.0) { $0 + Double($1.0) * Double($1.1) }
         let forward = macs + overheadPerPass + overheadPerUnit * Double(widths.reduce(0, +))
-        let joint = c.strategy.contains { $0.typeName == "joint" }
+        // What each method's options declare (`PluginOptions.plannedResources`): joint training's
+        // growing training sets and extra passes (EWC's Fisher); the rest is learned from runs.
+        let shape = PlannedRunShape(experiences: Double(s.train.count), dimension: Double(s.inputs), outputs: Double(s.outputs),
+                                    parameters: macs + Double(widths.dropFirst().reduce(0, +)), batchSize: Double(c.training.batchSize))
+        let planned = c.strategy.map { $0.options.plannedResources(shape) }
+        let joint = planned.contains { $0.trainsOnAllSeenData }
         var samples = 0.0, cumulative = 0.0
         for n in s.train {
             cumulative += Double(n)
@@ -81,10 +80,7 @@ public struct RunCostEstimate: Sendable {
         // epochs, and a family often first appears late in a sweep).
         let epochs = max(1, c.training.epochsEquivalent(trainPerExperience: Double(s.train.reduce(0, +)) / Double(max(s.train.count, 1)),
                                                         flopsPerRow: 6 * macs))
-        let extra = c.strategy.reduce(0.0) { sum, s in
-            let (perExperience, perEpoch) = Self.strategyPasses[s.typeName] ?? (0, 0)
-            return sum + perExperience + perEpoch * epochs
-        }
+        let extra = planned.reduce(0.0) { $0 + $1.extraPassesPerExperience + $1.extraPassesPerEpoch * epochs }
         let train = samples * (epochs + extra) * 3 * forward
         let eval = Double(s.test.reduce(0, +)) * Double(s.train.count) * forward
         return max(1, (train + eval) * Double(max(1, c.population?.users ?? 1)))
