@@ -157,10 +157,12 @@ public struct MLP: Sendable, Equatable {
     /// Back-propagates `logitGradient` ([count × logitCount], consumed as scratch) through the
     /// activations of the last `forward` and *adds* ∂/∂θ into `gradient` (length `parameterCount`).
     /// With the forward pass's `gates`, also adds ∂L/∂g into `gateGradient` (laid out like
-    /// `gates.values`) when given.
+    /// `gates.values`) when given. With `inputGradient` ([count × inputs]), also *writes*
+    /// ∂L/∂input there (a network fed by another one: a generator's decoder fed by its latent code).
     public func backward(logitGradient: UnsafeMutablePointer<Float>, count: Int, route: Int,
                          workspace ws: Workspace, gradient: UnsafeMutablePointer<Float>,
-                         gates: UnitGates? = nil, gateGradient: UnsafeMutablePointer<Float>? = nil) {
+                         gates: UnitGates? = nil, gateGradient: UnsafeMutablePointer<Float>? = nil,
+                         inputGradient: UnsafeMutablePointer<Float>? = nil) {
         parameters.withUnsafeBufferPointer { p in
             let base = p.baseAddress!
             var (bufA, bufB) = ws.deltas
@@ -177,13 +179,14 @@ public struct MLP: Sendable, Equatable {
                     DenseKernels.parameterGradient(x: x, dz: delta, dw: gradient + w,
                                                    db: gradient + layer.biasOffset(route: route),
                                                    batch: count, inputs: layer.inputs, outputs: layer.outputs)
-                    if l > 0 {
-                        DenseKernels.inputGradient(dz: delta, w: base + w, dx: bufA,
+                    let dx = l > 0 ? bufA : inputGradient
+                    if let dx {
+                        DenseKernels.inputGradient(dz: delta, w: base + w, dx: dx,
                                                    batch: count, inputs: layer.inputs, outputs: layer.outputs)
                     }
                     if layer.lowRank != nil {
                         ExtensionKernels.lowRankBackward(layer: layer, route: route, base: base, x: x, dz: delta,
-                                                         u: UnsafePointer(ws.inner(l)), dx: l > 0 ? bufA : nil,
+                                                         u: UnsafePointer(ws.inner(l)), dx: dx,
                                                          scratchOut: ws.scratchOut, scratchInner: ws.scratchInner,
                                                          batch: count, gradient: gradient)
                     }

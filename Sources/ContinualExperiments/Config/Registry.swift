@@ -32,6 +32,7 @@ public enum Registry {
         StreamingLDA.Options.self,
         PackNet.Options.self,
         ProgressiveNetwork.Options.self,
+        GenerativeReplay.Options.self,
         Pruning.Options.self,
     ]
 
