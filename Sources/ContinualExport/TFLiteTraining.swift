@@ -40,6 +40,12 @@ public enum TFLiteTraining {
     /// The `.tflite` bytes with the signatures above; `learningRate` is the step size of `train`.
     public static func model(_ network: ExportedNetwork, learningRate: Float, description: String = "",
                              metadata: [(String, String)] = []) throws -> [UInt8] {
+        try build(network, learningRate: learningRate, description: description, metadata: metadata).serialized()
+    }
+
+    /// The model before serialisation: subgraphs `main`, `train`, `parameters`, `init`, `restore`.
+    static func build(_ network: ExportedNetwork, learningRate: Float, description: String = "",
+                      metadata: [(String, String)] = []) throws -> TFLiteModel {
         if let reason = unsupportedReason(network, optimizer: .sgd(learningRate: learningRate)) {
             throw ExportError.unsupported(reason)
         }
@@ -154,7 +160,7 @@ public enum TFLiteTraining {
         m.metadata = TFLiteExport.metadataEntries(network) + metadata + [
             ("continualkit.train", "sgd lr=\(learningRate) on \(weightName), \(biasName)"),
         ]
-        return m.serialized()
+        return m
     }
 
     /// Mean over the batch of −Σ t·log p; binary: −(t·log p + (1 − t)·log(1 − p)).

@@ -175,3 +175,75 @@ import Testing
         #expect(metadata["continualkit.head"] == "multiclass:3" && metadata["continualkit.parts"] == "all")
     }
 }
+
+/// The trainable LiteRT model's structure: the variables every signature shares, their
+/// initialisation, the SGD update wired to them, and what is refused.
+@Suite struct TFLiteTrainingTests {
+    static func names(_ g: TFLiteModel.Subgraph, _ ids: [Int32]) -> [String] { ids.map { g.tensors[Int($0)].name } }
+
+    @Test(arguments: [OutputHead.binary, .multiclass(classes: 3)])
+    func signaturesShareTheOutputLayersVariables(head: OutputHead) throws {
+        let m = ExportTests.model(head: head, activation: .tanh)
+        let n = try ExportedNetwork(model: m, route: 0)
+        let model = try TFLiteTraining.build(n, learningRate: 0.25)
+        #expect(model.subgraphs.map(\.name) == ["main", "train", "parameters", "init", "restore"])
+        #expect(model.signatures.map(\.key) == ["serving_default", "train", "parameters", "restore"])
+        #expect(model.signatures.map(\.subgraph) == [0, 1, 2, 4])
+        let shared = ["dense2.weight", "dense2.bias"]
+        for (i, g) in model.subgraphs.enumerated() {
+            // Every signature's subgraph runs the init subgraph (3) first; init itself does not.
+            if i == 3 {
+                #expect(!g.operators.contains { $0.op == .callOnce })
+            } else {
+                #expect(g.operators.first?.options == .callOnce(initSubgraph: 3))
+            }
+            let handles = g.operators.compactMap { o -> String? in
+                if case .varHandle(_, let name) = o.options { return name } else { return nil }
+            }
+            #expect(handles == shared, "subgraph \(g.name)")
+        }
+        // Initial values: the exported layer, in FC layout.
+        let initGraph = model.subgraphs[3]
+        let last = n.denseStages[2]
+        let initial = initGraph.tensors.filter { $0.data != nil }
+        #expect(initial.map(\.name) == shared.map { $0 + ".initial" })
+        #expect(initial[0].shape == [Int32(last.outputs), Int32(last.inputs)] && initial[1].shape == [Int32(last.outputs)])
+        func floats(_ t: TFLiteModel.Tensor) -> [Float] {
+            stride(from: 0, to: t.data!.count, by: 4).map { k in
+                Float(bitPattern: (0..<4).reduce(UInt32(0)) { $0 | UInt32(t.data![k + $1]) << (8 * UInt32($1)) })
+            }
+        }
+        #expect(floats(initial[0]) == TFLiteExport.transpose(last.weights, rows: last.inputs, columns: last.outputs))
+        #expect(floats(initial[1]) == last.bias)
+        // Train: two assignments, each of (variable − lr·gradient); the learning rate constant.
+        let train = model.subgraphs[1]
+        #expect(Self.names(train, train.inputs) == ["features", "targets"] && Self.names(train, train.outputs) == ["loss"])
+        let assigns = train.operators.filter { $0.op == .assignVariable }
+        #expect(assigns.count == 2)
+        for (a, name) in zip(assigns, shared) {
+            let update = train.operators.first { $0.outputs == [a.inputs[1]] }!
+            #expect(update.op == .sub && Self.names(train, update.inputs) == [name + ".read", name + ".step"])
+        }
+        #expect(floats(train.tensors.first { $0.name == "learning_rate" }!) == [0.25])
+        // The inference graph reads the variables instead of holding the layer as constants.
+        let main = model.subgraphs[0]
+        #expect(!main.tensors.contains { $0.name == "dense2.weight" && $0.data != nil })
+        #expect(main.operators.filter { $0.op == .readVariable }.count == 2)
+        // The bytes serialise, with the four signatures.
+        let bytes = try TFLiteTraining.model(n, learningRate: 0.25)
+        let r = FlatBufferBytes(bytes: bytes)
+        #expect(r.vector(r.field(r.root, 7)!).count == 4 && r.vector(r.field(r.root, 2)!).count == 5)
+    }
+
+    @Test func whatCannotTrainIsRefused() throws {
+        let m = ExportTests.model(head: .binary, activation: .relu)
+        let n = try ExportedNetwork(model: m, route: 0)
+        #expect(TFLiteTraining.unsupportedReason(n, optimizer: .sgd(learningRate: 0.1)) == nil)
+        #expect(TFLiteTraining.unsupportedReason(n, optimizer: .sgd(learningRate: 0.1, momentum: 0.9))!.contains("plain SGD"))
+        #expect(TFLiteTraining.unsupportedReason(n, optimizer: .adam(learningRate: 0.1))!.contains("plain SGD"))
+        #expect(TFLiteTraining.unsupportedReason(try n.core(), optimizer: .sgd(learningRate: 0.1))!.contains("core-only"))
+        let q = try ExportedNetwork(model: m, route: 0, int8: .perChannel)
+        #expect(TFLiteTraining.unsupportedReason(q, optimizer: .sgd(learningRate: 0.1))!.contains("int8"))
+        #expect(throws: ExportError.self) { try TFLiteTraining.model(q, learningRate: 0.1) }
+    }
+}
