@@ -60,11 +60,12 @@ public enum TFLiteExport {
     }
 
     /// Appends the inference graph of `network` to `g` (input `features`) and returns the named
-    /// outputs (also set as the subgraph's outputs). `outputLayer`, if given, supplies the output
-    /// layer's weight [K × h] and bias tensors (the trainable model's variables) instead of constants.
+    /// outputs (also set as the subgraph's outputs). `variables`, if given, may supply a dense
+    /// layer's weight [out × in] or bias tensor (by dense index: the trainable model's variables)
+    /// instead of constants.
     @discardableResult
     static func inference(_ network: ExportedNetwork, into g: inout TFLiteModel.Subgraph,
-                          outputLayer: ((inout TFLiteModel.Subgraph) -> (weight: Int32, bias: Int32))? = nil) -> [(name: String, tensor: Int32)] {
+                          variables: ((inout TFLiteModel.Subgraph, Int) -> (weight: Int32?, bias: Int32?))? = nil) -> [(name: String, tensor: Int32)] {
         let features = g.tensor("features", shape: [network.inputs], batch: true)
         g.inputs = [features]
         var current = features
@@ -82,13 +83,9 @@ public enum TFLiteExport {
             switch stage {
             case .dense(let d):
                 let p = "dense\(denseIndex)"
-                let w: Int32, b: Int32
-                if s == lastDense, let outputLayer {
-                    (w, b) = outputLayer(&g)
-                } else {
-                    w = weightsTransposed(d, into: &g, prefix: p)
-                    b = g.constant(p + ".bias", shape: [d.outputs], d.bias)
-                }
+                let v = variables?(&g, denseIndex)
+                let w = v?.weight ?? weightsTransposed(d, into: &g, prefix: p)
+                let b = v?.bias ?? g.constant(p + ".bias", shape: [d.outputs], d.bias)
                 let z = g.tensor(d.activation == .identity ? finalName(s, p + ".z") : p + ".z", shape: [d.outputs], batch: true)
                 g.add(.fullyConnected, [current, w, b], [z], .fullyConnected)
                 current = activation(d.activation, z, name: finalName(s, p + ".out"), width: d.outputs, into: &g)

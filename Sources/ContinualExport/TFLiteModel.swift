@@ -16,7 +16,7 @@ public struct TFLiteModel: Sendable {
     public enum Op: Int32, Sendable, CaseIterable {
         case add = 0, concatenation = 2, dequantize = 6, fullyConnected = 9, logistic = 14, mul = 18, relu = 19
         case reshape = 22, softmax = 25, tanh = 28, transpose = 39, mean = 40, sub = 41, log = 73, sum = 74
-        case batchMatMul = 126, callOnce = 129, varHandle = 142, readVariable = 143, assignVariable = 144
+        case batchMatMul = 126, callOnce = 129, varHandle = 142, readVariable = 143, assignVariable = 144, sign = 158
     }
 
     /// Per-operator options (the `BuiltinOptions` union member and its fields).

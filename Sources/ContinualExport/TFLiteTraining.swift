@@ -1,10 +1,12 @@
 import ContinualCore
 
-/// A LiteRT model whose output layer trains on the device: the Android counterpart of the Core ML
-/// updatable model, for `last_layer` runs, written with builtin operators and resource variables.
+/// A LiteRT model that trains on the device: the Android counterpart of the Core ML updatable
+/// model, for `last_layer` runs (the output layer) and single-head `bitfit` runs (every bias),
+/// written with builtin operators and resource variables.
 ///
-/// The output layer's weights W [K × h] (FC layout) and bias b [K] are resource variables
-/// (`VAR_HANDLE`, shared names `dense<L>.weight` / `dense<L>.bias`), initialised once per
+/// The trained parameters — the output layer's weights W [K × h] (FC layout) and bias b [K], or
+/// every dense layer's bias — are resource variables (`VAR_HANDLE`, shared names
+/// `dense<l>.weight` / `dense<l>.bias`), initialised once per
 /// interpreter by an init subgraph that every signature runs first (`CALL_ONCE` →
 /// `ASSIGN_VARIABLE` of the exported values). Signatures:
 /// - `serving_default`: as `TFLiteExport.model`, the output layer reading the variables
@@ -17,19 +19,33 @@ import ContinualCore
 ///   and h to [N, 1, h], broadcast `MUL`, `MEAN` over axis 0 — no transposes, and the batch size
 ///   may vary), ∂b = mean_n dₙ (`MEAN`), W ← W − lr·∂W, b ← b − lr·∂b (`MUL`, `SUB`,
 ///   `ASSIGN_VARIABLE`). The hidden activations h come from the frozen core (constants), as in
-///   a `last_layer` run after `freeze_core_after`;
-/// - `parameters`: outputs `weight` [K × h] and `bias` [K], the variables' current values (what
-///   the app persists; `restore` writes them back after a relaunch);
-/// - `restore`: inputs `weight`, `bias`, assigned to the variables.
+///   a `last_layer` run after `freeze_core_after`. BitFit: δ_L = d, δ_l = (δ_{l+1}·W_{l+1}ᵀ) ⊙
+///   act′ (FC with the frozen [in × out] weights, no bias; act′ from the layer's output: tanh
+///   1 − y² with `MUL`/`SUB`, sigmoid y(1 − y), relu `SIGN`(y)), ∂b_l = mean δ_l;
+/// - `parameters`: outputs the variables' current values — `weight` [K × h] and `bias` [K]
+///   (last layer) or `dense<l>.bias` (BitFit) — what the app persists;
+/// - `restore`: the same names as inputs, assigned to the variables (after a relaunch).
 /// Plain SGD (no momentum, no weight decay) only: momentum would need a velocity variable whose
 /// value the exported run's checkpoint does not hand over, so other optimizers are refused.
 public enum TFLiteTraining {
+    /// Which parameters the `train` signature updates.
+    public enum Trainable: String, Sendable, CaseIterable {
+        /// The output layer's weights and bias (`last_layer` runs).
+        case outputLayer = "last_layer"
+        /// Every dense layer's bias (`bitfit` runs on a single-head model): the gradient is
+        /// backpropagated through the frozen weights.
+        case biases = "bitfit"
+    }
+
     /// Why `network` cannot get a training signature with `optimizer`, or nil.
-    public static func unsupportedReason(_ network: ExportedNetwork, optimizer: OptimizerSpec) -> String? {
+    public static func unsupportedReason(_ network: ExportedNetwork, optimizer: OptimizerSpec, trainable: Trainable = .outputLayer) -> String? {
         guard network.includesHead else { return "a core-only model (--parts core) has no output layer or loss to train" }
-        if network.isQuantized { return "the output layer of an int8 model cannot be trained (export it in float32)" }
+        if network.isQuantized { return "the layers of an int8 model cannot be trained (export it in float32)" }
         guard case .dense(let last)? = network.stages.last, last.activation == .identity else {
             return "the graph does not end in a linear output layer"
+        }
+        if trainable == .biases && network.stages.contains(where: { if case .adapter = $0 { return true } else { return false } }) {
+            return "the BitFit training signature covers dense layers only; this model has adapters"
         }
         guard case let .sgd(_, momentum, weightDecay, _) = optimizer, momentum == 0, weightDecay == 0 else {
             return "the training signature implements plain SGD (no momentum, no weight decay); the run's optimizer is \(optimizer)"
@@ -38,62 +54,89 @@ public enum TFLiteTraining {
     }
 
     /// The `.tflite` bytes with the signatures above; `learningRate` is the step size of `train`.
-    public static func model(_ network: ExportedNetwork, learningRate: Float, description: String = "",
-                             metadata: [(String, String)] = []) throws -> [UInt8] {
-        try build(network, learningRate: learningRate, description: description, metadata: metadata).serialized()
+    public static func model(_ network: ExportedNetwork, trainable: Trainable = .outputLayer, learningRate: Float,
+                             description: String = "", metadata: [(String, String)] = []) throws -> [UInt8] {
+        try build(network, trainable: trainable, learningRate: learningRate, description: description, metadata: metadata).serialized()
+    }
+
+    /// One resource variable: shared name, shape, initial value, dense layer, weight or bias.
+    struct Variable {
+        var name: String
+        var shape: [Int]
+        var initial: [Float]
+        var dense: Int
+        var isWeight: Bool
+        /// Its key in the `parameters` and `restore` signatures.
+        var key: String
     }
 
     /// The model before serialisation: subgraphs `main`, `train`, `parameters`, `init`, `restore`.
-    static func build(_ network: ExportedNetwork, learningRate: Float, description: String = "",
-                      metadata: [(String, String)] = []) throws -> TFLiteModel {
-        if let reason = unsupportedReason(network, optimizer: .sgd(learningRate: learningRate)) {
+    static func build(_ network: ExportedNetwork, trainable: Trainable = .outputLayer, learningRate: Float,
+                      description: String = "", metadata: [(String, String)] = []) throws -> TFLiteModel {
+        if let reason = unsupportedReason(network, optimizer: .sgd(learningRate: learningRate), trainable: trainable) {
             throw ExportError.unsupported(reason)
         }
-        let denseCount = network.denseStages.count
-        let last = network.denseStages[denseCount - 1]
-        let prefix = "dense\(denseCount - 1)"
-        let weightName = prefix + ".weight", biasName = prefix + ".bias"
-        let initial = (w: TFLiteExport.transpose(last.weights, rows: last.inputs, columns: last.outputs), b: last.bias)
-        let (k, h) = (last.outputs, last.inputs)
+        let dense = network.denseStages
+        let L = dense.count - 1
+        let last = dense[L]
+        let variables: [Variable]
+        switch trainable {
+        case .outputLayer:
+            variables = [
+                Variable(name: "dense\(L).weight", shape: [last.outputs, last.inputs],
+                         initial: TFLiteExport.transpose(last.weights, rows: last.inputs, columns: last.outputs), dense: L, isWeight: true, key: "weight"),
+                Variable(name: "dense\(L).bias", shape: [last.outputs], initial: last.bias, dense: L, isWeight: false, key: "bias"),
+            ]
+        case .biases:
+            variables = dense.enumerated().map { i, d in
+                Variable(name: "dense\(i).bias", shape: [d.outputs], initial: d.bias, dense: i, isWeight: false, key: "dense\(i).bias")
+            }
+        }
 
         // Subgraph 3: initialise the variables.
         var initGraph = TFLiteModel.Subgraph(name: "init")
-        for (name, shape, values) in [(weightName, [k, h], initial.w), (biasName, [k], initial.b)] {
-            let handle = initGraph.tensor(name + ".handle", .resource, shape: [])
-            initGraph.add(.varHandle, [], [handle], .varHandle(container: "", sharedName: name))
-            let value = initGraph.constant(name + ".initial", shape: shape, values)
+        for v in variables {
+            let handle = initGraph.tensor(v.name + ".handle", .resource, shape: [])
+            initGraph.add(.varHandle, [], [handle], .varHandle(container: "", sharedName: v.name))
+            let value = initGraph.constant(v.name + ".initial", shape: v.shape, v.initial)
             initGraph.add(.assignVariable, [handle, value], [], .assignVariable)
         }
         let initIndex: Int32 = 3
         func callInit(_ g: inout TFLiteModel.Subgraph) {
             g.operators.insert(TFLiteModel.Operator(op: .callOnce, version: 1, inputs: [], outputs: [], options: .callOnce(initSubgraph: initIndex)), at: 0)
         }
-        func read(_ g: inout TFLiteModel.Subgraph, _ name: String, _ shape: [Int]) -> (handle: Int32, value: Int32) {
-            let handle = g.tensor(name + ".handle", .resource, shape: [])
-            g.add(.varHandle, [], [handle], .varHandle(container: "", sharedName: name))
-            let value = g.tensor(name + ".read", shape: shape)
+        func read(_ g: inout TFLiteModel.Subgraph, _ v: Variable) -> (handle: Int32, value: Int32) {
+            let handle = g.tensor(v.name + ".handle", .resource, shape: [])
+            g.add(.varHandle, [], [handle], .varHandle(container: "", sharedName: v.name))
+            let value = g.tensor(v.name + ".read", shape: v.shape)
             g.add(.readVariable, [handle], [value], .readVariable)
             return (handle, value)
         }
-
-        // Subgraph 0: inference with the output layer read from the variables.
-        var infer = TFLiteModel.Subgraph(name: "main")
-        let inferOutputs = TFLiteExport.inference(network, into: &infer) { g in
-            (read(&g, weightName, [k, h]).value, read(&g, biasName, [k]).value)
+        // The forward graph with the variables read where they are used; returns the reads by name.
+        func forward(_ g: inout TFLiteModel.Subgraph) -> (outputs: [(name: String, tensor: Int32)], reads: [String: (handle: Int32, value: Int32)]) {
+            var reads: [String: (handle: Int32, value: Int32)] = [:]
+            let outputs = TFLiteExport.inference(network, into: &g) { g, i in
+                var w: Int32? = nil, b: Int32? = nil
+                for v in variables where v.dense == i {
+                    let r = read(&g, v)
+                    reads[v.name] = r
+                    if v.isWeight { w = r.value } else { b = r.value }
+                }
+                return (w, b)
+            }
+            return (outputs, reads)
         }
+
+        // Subgraph 0: inference.
+        var infer = TFLiteModel.Subgraph(name: "main")
+        let inferOutputs = forward(&infer).outputs
         callInit(&infer)
 
         // Subgraph 1: one SGD step.
         var train = TFLiteModel.Subgraph(name: "train")
-        var variables: (w: (handle: Int32, value: Int32), b: (handle: Int32, value: Int32))? = nil
-        let trainOutputs = TFLiteExport.inference(network, into: &train) { g in
-            let w = read(&g, weightName, [k, h]), b = read(&g, biasName, [k])
-            variables = (w, b)
-            return (w.value, b.value)
-        }
+        let (trainOutputs, reads) = forward(&train)
         let logits = trainOutputs[0].tensor
-        let fc = train.operators.first { $0.outputs == [logits] }!
-        let hidden = fc.inputs[0]
+        let k = last.outputs
         let targets = train.tensor("targets", shape: [k], batch: true)
         let p: Int32
         if case .binary = network.head {
@@ -103,27 +146,82 @@ public enum TFLiteTraining {
         }
         // Loss (before the step): mean over the batch of −Σ t·log p (binary: both classes).
         let loss = crossEntropy(&train, head: network.head, p: p, targets: targets)
-        // d = p − t; ∂b = mean d; ∂W = mean d ⊗ h.
+        // d = p − t = ∂ℓ/∂z of the output layer.
         let d = train.tensor("grad.logits", shape: [k], batch: true)
         train.add(.sub, [p, targets], [d], .sub)
         let axis0 = train.constant(name: "axis0", [0])
-        let gb = train.tensor("grad.bias", shape: [k])
-        train.add(.mean, [d, axis0], [gb], .reducer(keepDims: false))
-        let d3 = train.tensor("grad.logits_3d", shape: [k, 1], batch: true)
-        train.add(.reshape, [d, train.constant(name: "shape_nk1", [-1, Int32(k), 1])], [d3], .reshape)
-        let h3 = train.tensor("grad.hidden_3d", shape: [1, h], batch: true)
-        train.add(.reshape, [hidden, train.constant(name: "shape_n1h", [-1, 1, Int32(h)])], [h3], .reshape)
-        let outer = train.tensor("grad.outer", shape: [k, h], batch: true)
-        train.add(.mul, [d3, h3], [outer], .mul)
-        let gw = train.tensor("grad.weight", shape: [k, h])
-        train.add(.mean, [outer, axis0], [gw], .reducer(keepDims: false))
+        func mean(_ x: Int32, _ name: String, _ shape: [Int]) -> Int32 {
+            let t = train.tensor(name, shape: shape)
+            train.add(.mean, [x, axis0], [t], .reducer(keepDims: false))
+            return t
+        }
+        var gradients: [String: Int32] = [:]
+        switch trainable {
+        case .outputLayer:
+            // ∂b = mean d; ∂W = mean d ⊗ h, h the output layer's input.
+            let hidden = train.operators.first { $0.outputs == [logits] }!.inputs[0]
+            let h = last.inputs
+            gradients["dense\(L).bias"] = mean(d, "grad.bias", [k])
+            let d3 = train.tensor("grad.logits_3d", shape: [k, 1], batch: true)
+            train.add(.reshape, [d, train.constant(name: "shape_nk1", [-1, Int32(k), 1])], [d3], .reshape)
+            let h3 = train.tensor("grad.hidden_3d", shape: [1, h], batch: true)
+            train.add(.reshape, [hidden, train.constant(name: "shape_n1h", [-1, 1, Int32(h)])], [h3], .reshape)
+            let outer = train.tensor("grad.outer", shape: [k, h], batch: true)
+            train.add(.mul, [d3, h3], [outer], .mul)
+            gradients["dense\(L).weight"] = mean(outer, "grad.weight", [k, h])
+        case .biases:
+            // Backpropagation through the frozen weights: δ_L = d; δ_l = (δ_{l+1}·W_{l+1}ᵀ) ⊙ act′(h_l)
+            // (FC with the toolkit's [in × out] matrix as its [out × in] operand computes δ·Wᵀ);
+            // ∂b_l = mean δ_l.
+            var delta = d
+            gradients["dense\(L).bias"] = mean(d, "grad.dense\(L).bias", [k])
+            let one = train.constant("grad.one", shape: [1, 1], [1])
+            for l in stride(from: L - 1, through: 0, by: -1) {
+                let next = dense[l + 1], layer = dense[l]
+                let w = train.constant("dense\(l + 1).weight_backward", shape: [next.inputs, next.outputs], next.weights)
+                let e = train.tensor("grad.dense\(l).back", shape: [layer.outputs], batch: true)
+                train.add(.fullyConnected, [delta, w, -1], [e], .fullyConnected)
+                // act′ from the layer's output y: tanh 1 − y², sigmoid y(1 − y), relu sign(y) (y ≥ 0).
+                let y = train.tensors.indices.last { train.tensors[$0].name == "dense\(l).out" || train.tensors[$0].name == "dense\(l).z" }.map(Int32.init)!
+                let width = [layer.outputs]
+                var derivative: Int32? = nil
+                switch layer.activation {
+                case .identity: derivative = nil
+                case .tanh:
+                    let y2 = train.tensor("grad.dense\(l).y2", shape: width, batch: true)
+                    train.add(.mul, [y, y], [y2], .mul)
+                    let t = train.tensor("grad.dense\(l).act", shape: width, batch: true)
+                    train.add(.sub, [one, y2], [t], .sub)
+                    derivative = t
+                case .sigmoid:
+                    let q = train.tensor("grad.dense\(l).one_minus_y", shape: width, batch: true)
+                    train.add(.sub, [one, y], [q], .sub)
+                    let t = train.tensor("grad.dense\(l).act", shape: width, batch: true)
+                    train.add(.mul, [y, q], [t], .mul)
+                    derivative = t
+                case .relu:
+                    let t = train.tensor("grad.dense\(l).act", shape: width, batch: true)
+                    train.add(.sign, [y], [t])
+                    derivative = t
+                }
+                if let derivative {
+                    let t = train.tensor("grad.dense\(l).delta", shape: width, batch: true)
+                    train.add(.mul, [e, derivative], [t], .mul)
+                    delta = t
+                } else {
+                    delta = e
+                }
+                gradients["dense\(l).bias"] = mean(delta, "grad.dense\(l).bias", width)
+            }
+        }
         let rate = train.constant("learning_rate", shape: [], [learningRate])
-        for (v, g, shape, name) in [(variables!.w, gw, [k, h], weightName), (variables!.b, gb, [k], biasName)] {
-            let step = train.tensor(name + ".step", shape: shape)
-            train.add(.mul, [g, rate], [step], .mul)
-            let updated = train.tensor(name + ".updated", shape: shape)
-            train.add(.sub, [v.value, step], [updated], .sub)
-            train.add(.assignVariable, [v.handle, updated], [], .assignVariable)
+        for v in variables {
+            let r = reads[v.name]!
+            let step = train.tensor(v.name + ".step", shape: v.shape)
+            train.add(.mul, [gradients[v.name]!, rate], [step], .mul)
+            let updated = train.tensor(v.name + ".updated", shape: v.shape)
+            train.add(.sub, [r.value, step], [updated], .sub)
+            train.add(.assignVariable, [r.handle, updated], [], .assignVariable)
         }
         train.inputs = [train.inputs[0], targets]
         train.outputs = [loss]
@@ -131,17 +229,17 @@ public enum TFLiteTraining {
 
         // Subgraph 2: read the variables.
         var parameters = TFLiteModel.Subgraph(name: "parameters")
-        let pw = read(&parameters, weightName, [k, h]).value, pb = read(&parameters, biasName, [k]).value
-        parameters.outputs = [pw, pb]
+        let current = variables.map { read(&parameters, $0).value }
+        parameters.outputs = current
         callInit(&parameters)
 
         // Subgraph 4: write the variables (after a relaunch).
         var restore = TFLiteModel.Subgraph(name: "restore")
-        let rw = restore.tensor("weight", shape: [k, h]), rb = restore.tensor("bias", shape: [k])
-        restore.inputs = [rw, rb]
-        for (name, value) in [(weightName, rw), (biasName, rb)] {
-            let handle = restore.tensor(name + ".handle", .resource, shape: [])
-            restore.add(.varHandle, [], [handle], .varHandle(container: "", sharedName: name))
+        let given = variables.map { restore.tensor($0.key, shape: $0.shape) }
+        restore.inputs = given
+        for (v, value) in zip(variables, given) {
+            let handle = restore.tensor(v.name + ".handle", .resource, shape: [])
+            restore.add(.varHandle, [], [handle], .varHandle(container: "", sharedName: v.name))
             restore.add(.assignVariable, [handle, value], [], .assignVariable)
         }
         let done = restore.constant("ok", shape: [1], [1])
@@ -153,12 +251,12 @@ public enum TFLiteTraining {
         m.signatures = [
             .init(key: TFLiteExport.inferenceSignature, subgraph: 0, inputs: [("features", infer.inputs[0])], outputs: inferOutputs),
             .init(key: "train", subgraph: 1, inputs: [("features", train.inputs[0]), ("targets", targets)], outputs: [("loss", loss)]),
-            .init(key: "parameters", subgraph: 2, inputs: [], outputs: [("weight", pw), ("bias", pb)]),
-            .init(key: "restore", subgraph: 4, inputs: [("weight", rw), ("bias", rb)], outputs: [("ok", done)]),
+            .init(key: "parameters", subgraph: 2, inputs: [], outputs: zip(variables, current).map { ($0.key, $1) }),
+            .init(key: "restore", subgraph: 4, inputs: zip(variables, given).map { ($0.key, $1) }, outputs: [("ok", done)]),
         ]
-        m.description = description.isEmpty ? "ContinualKit MLP, route \(network.route), trainable output layer" : description
+        m.description = description.isEmpty ? "ContinualKit MLP, route \(network.route), trainable \(trainable.rawValue)" : description
         m.metadata = TFLiteExport.metadataEntries(network) + metadata + [
-            ("continualkit.train", "sgd lr=\(learningRate) on \(weightName), \(biasName)"),
+            ("continualkit.train", "sgd lr=\(learningRate) on " + variables.map(\.name).joined(separator: ", ")),
         ]
         return m
     }

@@ -93,17 +93,23 @@ struct ExportCommand: ParsableCommand {
             let description = "ContinualKit \(stored.config.strategyLabel) model (\(sourceName)), route \(route)"
             let tfliteMetadata = metadata + [("continualkit.version", ResultsSchema.toolkitVersion)]
             if updatable == true {
-                // Opt-in: a `train` signature for the output layer (last_layer runs, plain SGD).
-                guard stored.config.strategy.map(\.typeName).contains("last_layer"),
-                      stored.onDeviceTrainableLayers == [network.denseStages.count - 1] else {
+                // Opt-in: a `train` signature for what the strategy trains on device (plain SGD):
+                // the output layer (last_layer) or every bias (bitfit on a single-head model).
+                let names = stored.config.strategy.map(\.typeName)
+                let trainable: TFLiteTraining.Trainable
+                if names.contains("last_layer"), stored.onDeviceTrainableLayers == [stored.model.spec.denseLayerCount - 1] {
+                    trainable = .outputLayer
+                } else if names.contains("bitfit"), stored.model.spec.heads == 1 {
+                    trainable = .biases
+                } else {
                     throw CLIFailure.badInput("--updatable with --format tflite: strategy \(stored.config.strategyLabel) does not train "
-                        + "only the output layer on device; LiteRT training signatures are exported for last_layer runs")
+                        + "a fixed set of layers on device; LiteRT training signatures are exported for last_layer and (single-head) bitfit runs")
                 }
-                if let reason = TFLiteTraining.unsupportedReason(network, optimizer: stored.config.optimizer.spec) {
+                if let reason = TFLiteTraining.unsupportedReason(network, optimizer: stored.config.optimizer.spec, trainable: trainable) {
                     throw CLIFailure.badInput("--updatable with --format tflite: \(reason)")
                 }
                 do {
-                    bytes = try TFLiteTraining.model(network, learningRate: stored.config.optimizer.learningRate,
+                    bytes = try TFLiteTraining.model(network, trainable: trainable, learningRate: stored.config.optimizer.learningRate,
                                                      description: description, metadata: tfliteMetadata)
                 } catch {
                     throw CLIFailure.badInput("cannot export \(sourceName) to LiteRT: \(error)")
@@ -142,7 +148,7 @@ struct ExportCommand: ParsableCommand {
               + "\(granularity.map { "int8 " + $0.rawValue } ?? "float32")\(model.spec.lowRank.isEmpty ? "" : ", LoRA merged")"
               + "\(parts == .core ? ", core only (output embedding)" : ""), \(bytes.count) bytes")
         if format == .tflite && updatable == true {
-            print("signatures: serving_default, train (one SGD step of the output layer), parameters, restore")
+            print("signatures: serving_default, train (one SGD step), parameters, restore")
         }
         if let task = form.task { print("task \(task)'s unit gates are folded into the weights (the mask the run evaluated it with)") }
         if let reference {

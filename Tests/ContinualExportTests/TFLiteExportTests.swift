@@ -245,5 +245,31 @@ import Testing
         let q = try ExportedNetwork(model: m, route: 0, int8: .perChannel)
         #expect(TFLiteTraining.unsupportedReason(q, optimizer: .sgd(learningRate: 0.1))!.contains("int8"))
         #expect(throws: ExportError.self) { try TFLiteTraining.model(q, learningRate: 0.1) }
+        let a = try ExportedNetwork(model: ExportTests.model(adapters: true), route: 0)
+        #expect(TFLiteTraining.unsupportedReason(a, optimizer: .sgd(learningRate: 0.1), trainable: .biases)!.contains("adapters"))
+        #expect(TFLiteTraining.unsupportedReason(a, optimizer: .sgd(learningRate: 0.1), trainable: .outputLayer) == nil)
+    }
+
+    /// BitFit: one bias variable per dense layer, updated from a gradient backpropagated through
+    /// FCs over the frozen weights in the toolkit's [in × out] layout (FC's operand for δ·Wᵀ).
+    @Test func bitFitTrainsEveryBiasThroughTheFrozenWeights() throws {
+        let m = ExportTests.model(head: .multiclass(classes: 3), activation: .relu)
+        let n = try ExportedNetwork(model: m, route: 0)
+        let model = try TFLiteTraining.build(n, trainable: .biases, learningRate: 0.1)
+        #expect(model.signatures[2].outputs.map(\.name) == ["dense0.bias", "dense1.bias", "dense2.bias"])
+        let train = model.subgraphs[1]
+        #expect(train.operators.filter { $0.op == .assignVariable }.count == 3)
+        #expect(train.operators.filter { $0.op == .sign }.count == 2)        // relu′ of the two hidden layers
+        let backward = train.operators.filter { $0.op == .fullyConnected && $0.inputs.last == -1 }
+        #expect(Self.names(train, backward.map { $0.inputs[1] }) == ["dense2.weight_backward", "dense1.weight_backward"])
+        for (i, t) in [2, 1].map({ i in train.tensors.first { $0.name == "dense\(i).weight_backward" }! }).enumerated() {
+            let d = n.denseStages[2 - i]
+            #expect(t.shape == [Int32(d.inputs), Int32(d.outputs)])
+            #expect(t.data! == TFLiteModel.littleEndian(d.weights.map(\.bitPattern)))
+        }
+        // Inference reads the three bias variables; weights stay constants.
+        let main = model.subgraphs[0]
+        #expect(main.operators.filter { $0.op == .readVariable }.count == 3)
+        #expect(main.tensors.filter { $0.name.hasSuffix(".weight") && $0.data != nil }.count == 3)
     }
 }

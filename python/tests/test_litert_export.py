@@ -214,15 +214,20 @@ def _write_csv(path, rng, classes, n0=160, n1=48, n_test=30, d=4):
     return data
 
 
-@pytest.mark.parametrize("classes", [2, 3])
-def test_train_signature_takes_the_trainers_sgd_step(exported, tmp_path, classes):
+ACTIVATIONS = {"tanh": np.tanh, "relu": lambda v: np.maximum(v, 0), "sigmoid": lambda v: 1 / (1 + np.exp(-v))}
+
+
+@pytest.mark.parametrize("strategy,classes,activation", [
+    ("last_layer", 2, "tanh"), ("last_layer", 3, "tanh"),
+    ("bitfit", 2, "relu"), ("bitfit", 3, "tanh"), ("bitfit", 3, "sigmoid")])
+def test_train_signature_takes_the_trainers_sgd_step(exported, tmp_path, strategy, classes, activation):
     b = exported["_bin"]
     rng = np.random.default_rng(11 + classes)
     data = _write_csv(tmp_path / "data.csv", rng, classes)
     exp = {"name": "litert_train", "seed": 4, "scenario": {"type": "dataset", "path": str(tmp_path / "data.csv")},
-           "model": {"hidden": [8, 6], "activation": "tanh"}, "optimizer": {"type": "sgd", "lr": 0.5},
+           "model": {"hidden": [8, 6], "activation": activation}, "optimizer": {"type": "sgd", "lr": 0.5},
            "training": {"epochs": 1, "batch_size": 1024, "shuffle": False},
-           "variants": [{"name": "last_layer", "strategy": [{"type": "last_layer", "freeze_core_after": 0}]}]}
+           "variants": [{"name": strategy, "strategy": [{"type": strategy, "freeze_core_after": 0}]}]}
     (tmp_path / "e.json").write_text(json.dumps(exp))
 
     def cli(*args):
@@ -237,39 +242,45 @@ def test_train_signature_takes_the_trainers_sgd_step(exported, tmp_path, classes
               "-o", str(tmp_path / "m.tflite"))
     assert "train" in out
 
-    flat, sizes = final_parameters(str(tmp_path / "r.h5"), "last_layer")
+    flat, sizes = final_parameters(str(tmp_path / "r.h5"), strategy)
     layers = plain_layers(flat, sizes)
     W_end, b_end = layers[-1]
     interp = interpreter(str(tmp_path / "m.tflite"), "builtin")
     sigs = interp.get_signature_list()
     assert set(sigs) == {"serving_default", "train", "parameters", "restore"}
+    # What the run ends with, for each trained variable.
+    if strategy == "last_layer":
+        expected = {"weight": W_end.T, "bias": b_end}
+    else:
+        expected = {f"dense{i}.bias": bb for i, (_, bb) in enumerate(layers)}
+    assert sorted(sigs["parameters"]["outputs"]) == sorted(expected)
     before = interp.get_signature_runner("parameters")()
     X1, y1 = data[(1, "train")]
     k = sizes[-1]
     targets = (y1[:, None] == np.arange(k)[None, :]) if k > 1 else y1[:, None]
     loss = interp.get_signature_runner("train")(features=X1, targets=targets.astype(np.float32))["loss"]
     after = interp.get_signature_runner("parameters")()
-    # The step moved the layer, and to where the trainer moved it.
-    step = float(np.abs(after["weight"] - before["weight"]).max())
-    dw = float(np.abs(after["weight"] - W_end.T).max())
-    db = float(np.abs(after["bias"] - b_end).max())
-    print(f"litert train ({k} logits): one SGD step on {len(X1)} samples moved W by up to {step:.3g}; "
-          f"max |ΔW| vs the trainer {dw:.3g}, |Δb| {db:.3g}; loss before the step {float(loss):.4f}")
+    # The step moved the parameters, and to where the trainer moved them.
+    step = max(float(np.abs(after[n] - before[n]).max()) for n in expected)
+    worst = {n: float(np.abs(after[n] - v).max()) for n, v in expected.items()}
+    print(f"litert train {strategy} ({k} logits, {activation}): one SGD step on {len(X1)} samples moved the "
+          f"parameters by up to {step:.3g}; max difference from the trainer {max(worst.values()):.3g}; "
+          f"loss before the step {float(loss):.4f}")
     assert step > 1e-3
-    assert dw <= 1e-6 and db <= 1e-6
+    assert max(worst.values()) <= 1e-6, worst
     # Inference now reads the trained variables: it equals a numpy forward pass with the run's
-    # final parameters (whose core the run kept frozen in experience 1).
+    # final parameters (whose frozen part the run left as exported).
     served = interp.get_signature_runner("serving_default")(features=X1)
     h = X1.astype(np.float64)
     for W, bb in layers[:-1]:
-        h = np.tanh(h @ W + bb)
+        h = ACTIVATIONS[activation](h @ W + bb)
     z = h @ W_end + b_end
     assert np.abs(served["logits"] - z).max() <= 1e-5
     # restore: writing the parameters back reproduces them (what an app does after a relaunch).
     fresh = interpreter(str(tmp_path / "m.tflite"), "builtin")
-    fresh.get_signature_runner("restore")(weight=after["weight"], bias=after["bias"])
+    fresh.get_signature_runner("restore")(**after)
     again = fresh.get_signature_runner("parameters")()
-    assert np.array_equal(again["weight"], after["weight"]) and np.array_equal(again["bias"], after["bias"])
+    assert all(np.array_equal(again[n], after[n]) for n in expected)
 
 
 def test_train_signature_is_refused_where_it_cannot_apply(exported):
@@ -280,6 +291,8 @@ def test_train_signature_is_refused_where_it_cannot_apply(exported):
                            capture_output=True, text=True, timeout=120)
         assert p.returncode == 2 and says in p.stderr, (args, p.returncode, p.stderr)
 
-    fails(["--run", "plain"], "last_layer runs")
+    fails(["--run", "plain"], "last_layer and (single-head) bitfit runs")
     fails(["--run", "last_layer"], "plain SGD")             # the experiment's SGD has momentum 0.9
-    fails(["--run", "bitfit"], "last_layer runs")
+    fails(["--run", "bitfit"], "plain SGD")
+    fails(["--run", "last_layer", "--int8"], "int8")
+    fails(["--run", "last_layer", "--parts", "core"], "core-only")
