@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import subprocess
 
+import h5py
 import numpy as np
 import pytest
 
@@ -268,6 +269,11 @@ def test_train_signature_takes_the_trainers_sgd_step(exported, tmp_path, strateg
           f"loss before the step {float(loss):.4f}")
     assert step > 1e-3
     assert max(worst.values()) <= 1e-6, worst
+    # `loss` is the batch's mean cross-entropy before the step: the run's loss for experience 1
+    # (one epoch of one batch).
+    with h5py.File(str(tmp_path / "r.h5"), "r") as f:
+        run = next(g for g in f["runs"].values() if g.attrs["name"] == strategy)
+        assert abs(float(loss) - float(run["loss_curve"][1, 0])) <= 1e-5, (float(loss), run["loss_curve"][:])
     # Inference now reads the trained variables: it equals a numpy forward pass with the run's
     # final parameters (whose frozen part the run left as exported).
     served = interp.get_signature_runner("serving_default")(features=X1)
