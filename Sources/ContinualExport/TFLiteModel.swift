@@ -15,7 +15,7 @@ public struct TFLiteModel: Sendable {
     /// The builtin operators the exporters use (`BuiltinOperator` values).
     public enum Op: Int32, Sendable, CaseIterable {
         case add = 0, concatenation = 2, dequantize = 6, fullyConnected = 9, logistic = 14, mul = 18, relu = 19
-        case reshape = 22, softmax = 25, tanh = 28, transpose = 39, mean = 40, sub = 41, log = 73, sum = 74
+        case reshape = 22, softmax = 25, tanh = 28, transpose = 39, mean = 40, sub = 41, div = 42, log = 73, sum = 74, sqrt = 75
         case batchMatMul = 126, callOnce = 129, varHandle = 142, readVariable = 143, assignVariable = 144, sign = 158
     }
 
@@ -28,8 +28,8 @@ public struct TFLiteModel: Sendable {
         case softmax(beta: Float)
         /// ConcatenationOptions (10): axis.
         case concatenation(axis: Int32)
-        /// AddOptions (11), MulOptions (21), SubOptions (28): no fused activation.
-        case add, mul, sub
+        /// AddOptions (11), MulOptions (21), SubOptions (28), DivOptions (29): no fused activation.
+        case add, mul, sub, div
         /// ReshapeOptions (17): no fields (the shape is the second input).
         case reshape
         /// TransposeOptions (26).
@@ -311,6 +311,7 @@ public struct TFLiteModel: Sendable {
         case .add: return empty(11)
         case .mul: return empty(21)
         case .sub: return empty(28)
+        case .div: return empty(29)
         case .reshape: return empty(17)
         case .transpose: return empty(26)
         case .reducer(let keepDims):

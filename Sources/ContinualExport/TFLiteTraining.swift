@@ -47,16 +47,19 @@ public enum TFLiteTraining {
         if trainable == .biases && network.stages.contains(where: { if case .adapter = $0 { return true } else { return false } }) {
             return "the BitFit training signature covers dense layers only; this model has adapters"
         }
-        guard case let .sgd(_, momentum, weightDecay, _) = optimizer, momentum == 0, weightDecay == 0 else {
-            return "the training signature implements plain SGD (no momentum, no weight decay); the run's optimizer is \(optimizer)"
+        switch optimizer {
+        case let .sgd(_, momentum, weightDecay, _) where momentum == 0 && weightDecay == 0: return nil
+        case let .adam(_, _, _, _, weightDecay) where weightDecay == 0: return nil
+        default:
+            return "the training signature implements plain SGD (no momentum, no weight decay) and Adam (no weight decay); "
+                + "the run's optimizer is \(optimizer)"
         }
-        return nil
     }
 
-    /// The `.tflite` bytes with the signatures above; `learningRate` is the step size of `train`.
-    public static func model(_ network: ExportedNetwork, trainable: Trainable = .outputLayer, learningRate: Float,
+    /// The `.tflite` bytes with the signatures above; `optimizer` (plain SGD or Adam) takes the steps of `train`.
+    public static func model(_ network: ExportedNetwork, trainable: Trainable = .outputLayer, optimizer: OptimizerSpec,
                              description: String = "", metadata: [(String, String)] = []) throws -> [UInt8] {
-        try build(network, trainable: trainable, learningRate: learningRate, description: description, metadata: metadata).serialized()
+        try build(network, trainable: trainable, optimizer: optimizer, description: description, metadata: metadata).serialized()
     }
 
     /// One resource variable: shared name, shape, initial value, dense layer, weight or bias.
@@ -71,9 +74,9 @@ public enum TFLiteTraining {
     }
 
     /// The model before serialisation: subgraphs `main`, `train`, `parameters`, `init`, `restore`.
-    static func build(_ network: ExportedNetwork, trainable: Trainable = .outputLayer, learningRate: Float,
+    static func build(_ network: ExportedNetwork, trainable: Trainable = .outputLayer, optimizer: OptimizerSpec,
                       description: String = "", metadata: [(String, String)] = []) throws -> TFLiteModel {
-        if let reason = unsupportedReason(network, optimizer: .sgd(learningRate: learningRate), trainable: trainable) {
+        if let reason = unsupportedReason(network, optimizer: optimizer, trainable: trainable) {
             throw ExportError.unsupported(reason)
         }
         let dense = network.denseStages
@@ -93,9 +96,19 @@ public enum TFLiteTraining {
             }
         }
 
+        // Adam's state: first and second moments per trained variable (zeros), and β1^t, β2^t (1):
+        // a fresh optimizer, as the toolkit's trainer starts each experience (reset_optimizer) and
+        // each `PersonalModel` session; `begin_session` resets it.
+        var adam: (b1: Float, b2: Float, eps: Float)? = nil
+        if case let .adam(_, b1, b2, eps, _) = optimizer { adam = (b1, b2, eps) }
+        let state: [Variable] = adam == nil ? [] : variables.flatMap { v in
+            ["m", "v"].map { Variable(name: "adam.\($0).\(v.name)", shape: v.shape, initial: [Float](repeating: 0, count: v.initial.count),
+                                     dense: -1, isWeight: false, key: "") }
+        } + ["beta1_power", "beta2_power"].map { Variable(name: "adam.\($0)", shape: [1], initial: [1], dense: -1, isWeight: false, key: "") }
+
         // Subgraph 3: initialise the variables.
         var initGraph = TFLiteModel.Subgraph(name: "init")
-        for v in variables {
+        for v in variables + state {
             let handle = initGraph.tensor(v.name + ".handle", .resource, shape: [])
             initGraph.add(.varHandle, [], [handle], .varHandle(container: "", sharedName: v.name))
             let value = initGraph.constant(v.name + ".initial", shape: v.shape, v.initial)
@@ -214,14 +227,53 @@ public enum TFLiteTraining {
                 gradients["dense\(l).bias"] = mean(delta, "grad.dense\(l).bias", width)
             }
         }
-        let rate = train.constant("learning_rate", shape: [], [learningRate])
-        for v in variables {
-            let r = reads[v.name]!
-            let step = train.tensor(v.name + ".step", shape: v.shape)
-            train.add(.mul, [gradients[v.name]!, rate], [step], .mul)
-            let updated = train.tensor(v.name + ".updated", shape: v.shape)
-            train.add(.sub, [r.value, step], [updated], .sub)
-            train.add(.assignVariable, [r.handle, updated], [], .assignVariable)
+        let rate = train.constant("learning_rate", shape: [], [optimizer.learningRate])
+        func binary(_ op: TFLiteModel.Op, _ a: Int32, _ b: Int32, _ name: String, _ shape: [Int], _ options: TFLiteModel.Options) -> Int32 {
+            let t = train.tensor(name, shape: shape)
+            train.add(op, [a, b], [t], options)
+            return t
+        }
+        if let adam {
+            // m ← β1·m + (1 − β1)·g, v ← β2·v + (1 − β2)·g², θ ← θ − lr·(m/c1)/(√(v/c2) + ε) with
+            // c = 1 − β^t (β^t kept as a variable, multiplied by β each step), as `Optimizer`'s Adam.
+            let one = train.constant("adam.one", shape: [1], [1])
+            let b1 = train.constant("adam.beta1", shape: [], [adam.b1]), b2 = train.constant("adam.beta2", shape: [], [adam.b2])
+            let r1 = train.constant("adam.one_minus_beta1", shape: [], [1 - adam.b1])
+            let r2 = train.constant("adam.one_minus_beta2", shape: [], [1 - adam.b2])
+            let eps = train.constant("adam.epsilon", shape: [], [adam.eps])
+            let p1 = read(&train, state[state.count - 2]), p2 = read(&train, state[state.count - 1])
+            let p1n = binary(.mul, p1.value, b1, "adam.beta1_power.next", [1], .mul)
+            let p2n = binary(.mul, p2.value, b2, "adam.beta2_power.next", [1], .mul)
+            let c1 = binary(.sub, one, p1n, "adam.c1", [1], .sub), c2 = binary(.sub, one, p2n, "adam.c2", [1], .sub)
+            for (i, v) in variables.enumerated() {
+                let g = gradients[v.name]!, r = reads[v.name]!
+                let m = read(&train, state[2 * i]), s2 = read(&train, state[2 * i + 1])
+                let n = v.name
+                let m1 = binary(.add, binary(.mul, m.value, b1, "adam.\(n).b1m", v.shape, .mul),
+                                binary(.mul, g, r1, "adam.\(n).r1g", v.shape, .mul), "adam.\(n).m_next", v.shape, .add)
+                let g2 = binary(.mul, g, g, "adam.\(n).g2", v.shape, .mul)
+                let v1 = binary(.add, binary(.mul, s2.value, b2, "adam.\(n).b2v", v.shape, .mul),
+                                binary(.mul, g2, r2, "adam.\(n).r2g2", v.shape, .mul), "adam.\(n).v_next", v.shape, .add)
+                let mHat = binary(.div, m1, c1, "adam.\(n).m_hat", v.shape, .div)
+                let vHat = binary(.div, v1, c2, "adam.\(n).v_hat", v.shape, .div)
+                let root = train.tensor("adam.\(n).sqrt_v_hat", shape: v.shape)
+                train.add(.sqrt, [vHat], [root])
+                let denominator = binary(.add, root, eps, "adam.\(n).denominator", v.shape, .add)
+                let step = binary(.div, binary(.mul, mHat, rate, "adam.\(n).lr_m_hat", v.shape, .mul), denominator, n + ".step", v.shape, .div)
+                let updated = binary(.sub, r.value, step, n + ".updated", v.shape, .sub)
+                train.add(.assignVariable, [r.handle, updated], [], .assignVariable)
+                train.add(.assignVariable, [m.handle, m1], [], .assignVariable)
+                train.add(.assignVariable, [s2.handle, v1], [], .assignVariable)
+            }
+            train.add(.assignVariable, [p1.handle, p1n], [], .assignVariable)
+            train.add(.assignVariable, [p2.handle, p2n], [], .assignVariable)
+        } else {
+            for v in variables {
+                let r = reads[v.name]!
+                let step = binary(.mul, gradients[v.name]!, rate, v.name + ".step", v.shape, .mul)
+                let updated = binary(.sub, r.value, step, v.name + ".updated", v.shape, .sub)
+                train.add(.assignVariable, [r.handle, updated], [], .assignVariable)
+            }
         }
         train.inputs = [train.inputs[0], targets]
         train.outputs = [loss]
@@ -248,15 +300,28 @@ public enum TFLiteTraining {
 
         var m = TFLiteModel()
         m.subgraphs = [infer, train, parameters, initGraph, restore]
+        // Subgraph 5 (Adam only): reset the optimizer's state, to start a new training session.
+        var beginSession = TFLiteModel.Subgraph(name: "begin_session")
+        for v in state {
+            let handle = beginSession.tensor(v.name + ".handle", .resource, shape: [])
+            beginSession.add(.varHandle, [], [handle], .varHandle(container: "", sharedName: v.name))
+            let value = beginSession.constant(v.name + ".initial", shape: v.shape, v.initial)
+            beginSession.add(.assignVariable, [handle, value], [], .assignVariable)
+        }
+        let started = beginSession.constant("ok", shape: [1], [1])
+        beginSession.outputs = [started]
+        callInit(&beginSession)
+        if adam != nil { m.subgraphs.append(beginSession) }
         m.signatures = [
             .init(key: TFLiteExport.inferenceSignature, subgraph: 0, inputs: [("features", infer.inputs[0])], outputs: inferOutputs),
             .init(key: "train", subgraph: 1, inputs: [("features", train.inputs[0]), ("targets", targets)], outputs: [("loss", loss)]),
             .init(key: "parameters", subgraph: 2, inputs: [], outputs: zip(variables, current).map { ($0.key, $1) }),
             .init(key: "restore", subgraph: 4, inputs: zip(variables, given).map { ($0.key, $1) }, outputs: [("ok", done)]),
         ]
+        if adam != nil { m.signatures.append(.init(key: "begin_session", subgraph: 5, inputs: [], outputs: [("ok", started)])) }
         m.description = description.isEmpty ? "ContinualKit MLP, route \(network.route), trainable \(trainable.rawValue)" : description
         m.metadata = TFLiteExport.metadataEntries(network) + metadata + [
-            ("continualkit.train", "sgd lr=\(learningRate) on " + variables.map(\.name).joined(separator: ", ")),
+            ("continualkit.train", "\(optimizer) on " + variables.map(\.name).joined(separator: ", ")),
         ]
         return m
     }

@@ -49,7 +49,7 @@ struct ExportCommand: ParsableCommand {
     @Flag(help: "Quantise the dense weights to int8 as the toolkit's int8 evaluation does (scales per channel, or the run's quantization.granularity).")
     var int8 = false
 
-    @Flag(inversion: .prefixedNo, help: "Core ML: mark the layers the run's strategy trains on device (last_layer, bitfit) as updatable (default: yes for those strategies). LiteRT: add a train signature for a last_layer or bitfit run (SGD; default: no).")
+    @Flag(inversion: .prefixedNo, help: "Core ML: mark the layers the run's strategy trains on device (last_layer, bitfit) as updatable (default: yes for those strategies). LiteRT: add a train signature for a last_layer or bitfit run (SGD or Adam; default: no).")
     var updatable: Bool? = nil
 
     @Option(help: "Also write the toolkit's own outputs (features, labels, logits, probabilities) on every test set through the exported route, as JSON, to compare runtimes against.")
@@ -109,7 +109,7 @@ struct ExportCommand: ParsableCommand {
                     throw CLIFailure.badInput("--updatable with --format tflite: \(reason)")
                 }
                 do {
-                    bytes = try TFLiteTraining.model(network, trainable: trainable, learningRate: stored.config.optimizer.learningRate,
+                    bytes = try TFLiteTraining.model(network, trainable: trainable, optimizer: stored.config.optimizer.spec,
                                                      description: description, metadata: tfliteMetadata)
                 } catch {
                     throw CLIFailure.badInput("cannot export \(sourceName) to LiteRT: \(error)")

@@ -185,7 +185,7 @@ import Testing
     func signaturesShareTheOutputLayersVariables(head: OutputHead) throws {
         let m = ExportTests.model(head: head, activation: .tanh)
         let n = try ExportedNetwork(model: m, route: 0)
-        let model = try TFLiteTraining.build(n, learningRate: 0.25)
+        let model = try TFLiteTraining.build(n, optimizer: .sgd(learningRate: 0.25))
         #expect(model.subgraphs.map(\.name) == ["main", "train", "parameters", "init", "restore"])
         #expect(model.signatures.map(\.key) == ["serving_default", "train", "parameters", "restore"])
         #expect(model.signatures.map(\.subgraph) == [0, 1, 2, 4])
@@ -230,7 +230,7 @@ import Testing
         #expect(!main.tensors.contains { $0.name == "dense2.weight" && $0.data != nil })
         #expect(main.operators.filter { $0.op == .readVariable }.count == 2)
         // The bytes serialise, with the four signatures.
-        let bytes = try TFLiteTraining.model(n, learningRate: 0.25)
+        let bytes = try TFLiteTraining.model(n, optimizer: .sgd(learningRate: 0.25))
         let r = FlatBufferBytes(bytes: bytes)
         #expect(r.vector(r.field(r.root, 7)!).count == 4 && r.vector(r.field(r.root, 2)!).count == 5)
     }
@@ -240,11 +240,13 @@ import Testing
         let n = try ExportedNetwork(model: m, route: 0)
         #expect(TFLiteTraining.unsupportedReason(n, optimizer: .sgd(learningRate: 0.1)) == nil)
         #expect(TFLiteTraining.unsupportedReason(n, optimizer: .sgd(learningRate: 0.1, momentum: 0.9))!.contains("plain SGD"))
-        #expect(TFLiteTraining.unsupportedReason(n, optimizer: .adam(learningRate: 0.1))!.contains("plain SGD"))
+        #expect(TFLiteTraining.unsupportedReason(n, optimizer: .adam(learningRate: 0.1)) == nil)
+        #expect(TFLiteTraining.unsupportedReason(n, optimizer: .adam(learningRate: 0.1, weightDecay: 0.01))!.contains("plain SGD"))
+        #expect(TFLiteTraining.unsupportedReason(n, optimizer: .adamw(learningRate: 0.1))!.contains("plain SGD"))
         #expect(TFLiteTraining.unsupportedReason(try n.core(), optimizer: .sgd(learningRate: 0.1))!.contains("core-only"))
         let q = try ExportedNetwork(model: m, route: 0, int8: .perChannel)
         #expect(TFLiteTraining.unsupportedReason(q, optimizer: .sgd(learningRate: 0.1))!.contains("int8"))
-        #expect(throws: ExportError.self) { try TFLiteTraining.model(q, learningRate: 0.1) }
+        #expect(throws: ExportError.self) { try TFLiteTraining.model(q, optimizer: .sgd(learningRate: 0.1)) }
         let a = try ExportedNetwork(model: ExportTests.model(adapters: true), route: 0)
         #expect(TFLiteTraining.unsupportedReason(a, optimizer: .sgd(learningRate: 0.1), trainable: .biases)!.contains("adapters"))
         #expect(TFLiteTraining.unsupportedReason(a, optimizer: .sgd(learningRate: 0.1), trainable: .outputLayer) == nil)
@@ -255,7 +257,7 @@ import Testing
     @Test func bitFitTrainsEveryBiasThroughTheFrozenWeights() throws {
         let m = ExportTests.model(head: .multiclass(classes: 3), activation: .relu)
         let n = try ExportedNetwork(model: m, route: 0)
-        let model = try TFLiteTraining.build(n, trainable: .biases, learningRate: 0.1)
+        let model = try TFLiteTraining.build(n, trainable: .biases, optimizer: .sgd(learningRate: 0.1))
         #expect(model.signatures[2].outputs.map(\.name) == ["dense0.bias", "dense1.bias", "dense2.bias"])
         let train = model.subgraphs[1]
         #expect(train.operators.filter { $0.op == .assignVariable }.count == 3)

@@ -218,16 +218,21 @@ def _write_csv(path, rng, classes, n0=160, n1=48, n_test=30, d=4):
 ACTIVATIONS = {"tanh": np.tanh, "relu": lambda v: np.maximum(v, 0), "sigmoid": lambda v: 1 / (1 + np.exp(-v))}
 
 
-@pytest.mark.parametrize("strategy,classes,activation", [
-    ("last_layer", 2, "tanh"), ("last_layer", 3, "tanh"),
-    ("bitfit", 2, "relu"), ("bitfit", 3, "tanh"), ("bitfit", 3, "sigmoid")])
-def test_train_signature_takes_the_trainers_sgd_step(exported, tmp_path, strategy, classes, activation):
+@pytest.mark.parametrize("strategy,classes,activation,optimizer", [
+    ("last_layer", 2, "tanh", "sgd"), ("last_layer", 3, "tanh", "sgd"),
+    ("bitfit", 2, "relu", "sgd"), ("bitfit", 3, "tanh", "sgd"), ("bitfit", 3, "sigmoid", "sgd"),
+    ("last_layer", 3, "tanh", "adam"), ("bitfit", 2, "relu", "adam")])
+def test_train_signature_takes_the_trainers_steps(exported, tmp_path, strategy, classes, activation, optimizer):
+    """SGD: one step (one epoch of one batch). Adam: two epochs of one batch = two steps from a
+    fresh optimizer (m, v = 0, t = 1, 2), so the test also checks the state carried between calls."""
     b = exported["_bin"]
     rng = np.random.default_rng(11 + classes)
     data = _write_csv(tmp_path / "data.csv", rng, classes)
+    steps = 2 if optimizer == "adam" else 1
     exp = {"name": "litert_train", "seed": 4, "scenario": {"type": "dataset", "path": str(tmp_path / "data.csv")},
-           "model": {"hidden": [8, 6], "activation": activation}, "optimizer": {"type": "sgd", "lr": 0.5},
-           "training": {"epochs": 1, "batch_size": 1024, "shuffle": False},
+           "model": {"hidden": [8, 6], "activation": activation},
+           "optimizer": {"type": "sgd", "lr": 0.5} if optimizer == "sgd" else {"type": "adam", "lr": 0.01},
+           "training": {"epochs": steps, "batch_size": 1024, "shuffle": False},
            "variants": [{"name": strategy, "strategy": [{"type": strategy, "freeze_core_after": 0}]}]}
     (tmp_path / "e.json").write_text(json.dumps(exp))
 
@@ -248,7 +253,7 @@ def test_train_signature_takes_the_trainers_sgd_step(exported, tmp_path, strateg
     W_end, b_end = layers[-1]
     interp = interpreter(str(tmp_path / "m.tflite"), "builtin")
     sigs = interp.get_signature_list()
-    assert set(sigs) == {"serving_default", "train", "parameters", "restore"}
+    assert set(sigs) == {"serving_default", "train", "parameters", "restore"} | ({"begin_session"} if optimizer == "adam" else set())
     # What the run ends with, for each trained variable.
     if strategy == "last_layer":
         expected = {"weight": W_end.T, "bias": b_end}
@@ -259,12 +264,17 @@ def test_train_signature_takes_the_trainers_sgd_step(exported, tmp_path, strateg
     X1, y1 = data[(1, "train")]
     k = sizes[-1]
     targets = (y1[:, None] == np.arange(k)[None, :]) if k > 1 else y1[:, None]
-    loss = interp.get_signature_runner("train")(features=X1, targets=targets.astype(np.float32))["loss"]
+    train = interp.get_signature_runner("train")
+    if optimizer == "adam":
+        interp.get_signature_runner("begin_session")()     # a no-op on a fresh interpreter
+    loss = train(features=X1, targets=targets.astype(np.float32))["loss"]
+    for _ in range(steps - 1):
+        train(features=X1, targets=targets.astype(np.float32))
     after = interp.get_signature_runner("parameters")()
     # The step moved the parameters, and to where the trainer moved them.
     step = max(float(np.abs(after[n] - before[n]).max()) for n in expected)
     worst = {n: float(np.abs(after[n] - v).max()) for n, v in expected.items()}
-    print(f"litert train {strategy} ({k} logits, {activation}): one SGD step on {len(X1)} samples moved the "
+    print(f"litert train {strategy} ({k} logits, {activation}): {steps} {optimizer} step(s) on {len(X1)} samples moved the "
           f"parameters by up to {step:.3g}; max difference from the trainer {max(worst.values()):.3g}; "
           f"loss before the step {float(loss):.4f}")
     assert step > 1e-3
@@ -299,6 +309,6 @@ def test_train_signature_is_refused_where_it_cannot_apply(exported):
 
     fails(["--run", "plain"], "last_layer and (single-head) bitfit runs")
     fails(["--run", "last_layer"], "plain SGD")             # the experiment's SGD has momentum 0.9
-    fails(["--run", "bitfit"], "plain SGD")
+    fails(["--run", "bitfit"], "plain SGD")                 # (and Adam without weight decay)
     fails(["--run", "last_layer", "--int8"], "int8")
     fails(["--run", "last_layer", "--parts", "core"], "core-only")
