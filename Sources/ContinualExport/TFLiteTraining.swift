@@ -12,21 +12,25 @@ import ContinualCore
 /// - `serving_default`: as `TFLiteExport.model`, the output layer reading the variables
 ///   (`READ_VARIABLE`);
 /// - `train`: inputs `features` [N, d] and `targets` [N, K] (binary: y ∈ {0, 1} [N, 1];
-///   multiclass: one-hot rows), output `loss` [] (mean cross-entropy before the step). One SGD
-///   step on the batch's mean loss, as the toolkit's trainer takes it (`Loss`: ∂ℓ/∂z = p − y,
-///   averaged over the batch):
+///   multiclass: one-hot rows), output `loss` [] (mean cross-entropy before the step). One
+///   optimizer step on the batch's mean loss, as the toolkit's trainer takes it (`Loss`:
+///   ∂ℓ/∂z = p − y, averaged over the batch):
 ///   d = p − t (`SUB`, p = σ(z) or softmax(z)), ∂W = mean_n dₙ ⊗ hₙ (`RESHAPE` d to [N, K, 1]
 ///   and h to [N, 1, h], broadcast `MUL`, `MEAN` over axis 0 — no transposes, and the batch size
-///   may vary), ∂b = mean_n dₙ (`MEAN`), W ← W − lr·∂W, b ← b − lr·∂b (`MUL`, `SUB`,
-///   `ASSIGN_VARIABLE`). The hidden activations h come from the frozen core (constants), as in
+///   may vary), ∂b = mean_n dₙ (`MEAN`), then SGD θ ← θ − lr·∂θ (`MUL`, `SUB`,
+///   `ASSIGN_VARIABLE`) or Adam (below). The hidden activations h come from the frozen core (constants), as in
 ///   a `last_layer` run after `freeze_core_after`. BitFit: δ_L = d, δ_l = (δ_{l+1}·W_{l+1}ᵀ) ⊙
 ///   act′ (FC with the frozen [in × out] weights, no bias; act′ from the layer's output: tanh
 ///   1 − y² with `MUL`/`SUB`, sigmoid y(1 − y), relu `SIGN`(y)), ∂b_l = mean δ_l;
 /// - `parameters`: outputs the variables' current values — `weight` [K × h] and `bias` [K]
 ///   (last layer) or `dense<l>.bias` (BitFit) — what the app persists;
-/// - `restore`: the same names as inputs, assigned to the variables (after a relaunch).
-/// Plain SGD (no momentum, no weight decay) only: momentum would need a velocity variable whose
-/// value the exported run's checkpoint does not hand over, so other optimizers are refused.
+/// - `restore`: the same names as inputs, assigned to the variables (after a relaunch);
+/// - `begin_session` (Adam only): resets Adam's state.
+/// Optimizers: plain SGD (no momentum, no weight decay), and Adam without weight decay, whose
+/// moments and β^t are variables starting fresh (m = v = 0, β^t = 1) — what the toolkit's
+/// trainer does at each experience with `reset_optimizer` (the default), and `PersonalModel` at
+/// each session. Momentum, weight decay and the other optimizers are refused: their state or
+/// decoupled decay is not written here, and a silently different update would be worse.
 public enum TFLiteTraining {
     /// Which parameters the `train` signature updates.
     public enum Trainable: String, Sendable, CaseIterable {
