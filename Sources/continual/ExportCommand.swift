@@ -148,7 +148,9 @@ struct ExportCommand: ParsableCommand {
               + "\(granularity.map { "int8 " + $0.rawValue } ?? "float32")\(model.spec.lowRank.isEmpty ? "" : ", LoRA merged")"
               + "\(parts == .core ? ", core only (output embedding)" : ""), \(bytes.count) bytes")
         if format == .tflite && updatable == true {
-            print("signatures: serving_default, train (one SGD step), parameters, restore")
+            let adam: Bool = { if case .adam = stored.config.optimizer.spec { return true } else { return false } }()
+            print("signatures: serving_default, train (one \(adam ? "Adam" : "SGD") step), parameters, restore"
+                  + (adam ? ", begin_session" : ""))
         }
         if let task = form.task { print("task \(task)'s unit gates are folded into the weights (the mask the run evaluated it with)") }
         if let reference {
