@@ -4,15 +4,16 @@ import ContinualExperiments
 import ContinualExport
 import Foundation
 
-/// `continual export RESULTS.h5 --run NAME --format onnx|coreml --output FILE`.
+/// `continual export RESULTS.h5 --run NAME --format onnx|coreml|tflite --output FILE`.
 struct ExportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
-        abstract: "Write a run's trained model as an ONNX model or a Core ML model spec.",
+        abstract: "Write a run's trained model as ONNX, LiteRT (.tflite) or a Core ML spec.",
         discussion: """
         The model is rebuilt from the run's config and final_parameters (or from a checkpoint with \
         --checkpoint). ONNX: inference graph with outputs logits and probabilities; LoRA updates are \
-        merged into their weights, adapters exported as their own nodes. Core ML: a neural-network \
+        merged into their weights, adapters exported as their own nodes. LiteRT (tflite): the same \
+        graph in builtin operators (signature serving_default). Core ML: a neural-network \
         classifier (outputs classLabel, probabilities); for last_layer and bitfit runs the layers \
         they train are marked updatable (categorical cross-entropy, SGD) unless --no-updatable. \
         --int8 writes int8 weights with their scales (plain dense models). A model with one copy \
@@ -20,7 +21,7 @@ struct ExportCommand: ParsableCommand {
         """
     )
 
-    enum Format: String, ExpressibleByArgument, CaseIterable { case onnx, coreml }
+    enum Format: String, ExpressibleByArgument, CaseIterable { case onnx, coreml, tflite }
 
     @Argument(help: "Results file (.h5) written by `continual run` (omit with --checkpoint).")
     var results: String?
@@ -31,10 +32,10 @@ struct ExportCommand: ParsableCommand {
     @Option(help: "Export a checkpoint file (written by `continual run --checkpoint`) instead of a results file's run.")
     var checkpoint: String?
 
-    @Option(help: "onnx or coreml.")
+    @Option(help: "onnx, coreml or tflite (LiteRT).")
     var format: Format
 
-    @Option(name: [.short, .long], help: "File to write (.onnx or .mlmodel).")
+    @Option(name: [.short, .long], help: "File to write (.onnx, .mlmodel or .tflite).")
     var output: String
 
     @Option(help: "Route (task or context index) whose heads/adapters/LoRA copies are exported; default: the last experience's.")
@@ -48,7 +49,7 @@ struct ExportCommand: ParsableCommand {
     @Flag(help: "Quantise the dense weights to int8 as the toolkit's int8 evaluation does (scales per channel, or the run's quantization.granularity).")
     var int8 = false
 
-    @Flag(inversion: .prefixedNo, help: "Core ML: mark the layers the run's strategy trains on device (last_layer, bitfit) as updatable (default: yes for those strategies).")
+    @Flag(inversion: .prefixedNo, help: "Core ML: mark the layers the run's strategy trains on device (last_layer, bitfit) as updatable (default: yes for those strategies). LiteRT: add a train signature for a last_layer or bitfit run (SGD or Adam; default: no).")
     var updatable: Bool? = nil
 
     @Option(help: "Also write the toolkit's own outputs (features, labels, logits, probabilities) on every test set through the exported route, as JSON, to compare runtimes against.")
@@ -88,6 +89,34 @@ struct ExportCommand: ParsableCommand {
         case .onnx:
             if updatable == true { throw CLIFailure.badInput("--updatable applies to --format coreml only") }
             bytes = ONNXExport.modelProto(network, producerVersion: ResultsSchema.toolkitVersion, metadata: metadata)
+        case .tflite:
+            let description = "ContinualKit \(stored.config.strategyLabel) model (\(sourceName)), route \(route)"
+            let tfliteMetadata = metadata + [("continualkit.version", ResultsSchema.toolkitVersion)]
+            if updatable == true {
+                // Opt-in: a `train` signature for what the strategy trains on device (plain SGD):
+                // the output layer (last_layer) or every bias (bitfit on a single-head model).
+                let names = stored.config.strategy.map(\.typeName)
+                let trainable: TFLiteTraining.Trainable
+                if names.contains("last_layer"), stored.onDeviceTrainableLayers == [stored.model.spec.denseLayerCount - 1] {
+                    trainable = .outputLayer
+                } else if names.contains("bitfit"), stored.model.spec.heads == 1 {
+                    trainable = .biases
+                } else {
+                    throw CLIFailure.badInput("--updatable with --format tflite: strategy \(stored.config.strategyLabel) does not train "
+                        + "a fixed set of layers on device; LiteRT training signatures are exported for last_layer and (single-head) bitfit runs")
+                }
+                if let reason = TFLiteTraining.unsupportedReason(network, optimizer: stored.config.optimizer.spec, trainable: trainable) {
+                    throw CLIFailure.badInput("--updatable with --format tflite: \(reason)")
+                }
+                do {
+                    bytes = try TFLiteTraining.model(network, trainable: trainable, optimizer: stored.config.optimizer.spec,
+                                                     description: description, metadata: tfliteMetadata)
+                } catch {
+                    throw CLIFailure.badInput("cannot export \(sourceName) to LiteRT: \(error)")
+                }
+            } else {
+                bytes = TFLiteExport.model(network, description: description, metadata: tfliteMetadata)
+            }
         case .coreml:
             var update: CoreMLExport.Updatable? = nil
             let trainable = stored.onDeviceTrainableLayers
@@ -118,6 +147,11 @@ struct ExportCommand: ParsableCommand {
         print("wrote \(output): \(format.rawValue), route \(route), \(kinds.count) stages (\(kinds.joined(separator: ", "))), "
               + "\(granularity.map { "int8 " + $0.rawValue } ?? "float32")\(model.spec.lowRank.isEmpty ? "" : ", LoRA merged")"
               + "\(parts == .core ? ", core only (output embedding)" : ""), \(bytes.count) bytes")
+        if format == .tflite && updatable == true {
+            let adam: Bool = { if case .adam = stored.config.optimizer.spec { return true } else { return false } }()
+            print("signatures: serving_default, train (one \(adam ? "Adam" : "SGD") step), parameters, restore"
+                  + (adam ? ", begin_session" : ""))
+        }
         if let task = form.task { print("task \(task)'s unit gates are folded into the weights (the mask the run evaluated it with)") }
         if let reference {
             try writeReference(stored, exported: model, gates: form.gates, network: network, granularity: granularity, route: route,
