@@ -14,10 +14,10 @@ import Darwin
 #endif
 
 let usage = """
-usage: HabitApp [--days N] [--seed N] [--kill-probability P] [--kill-points LIST]
-                [--kill-mode M]
-                [--database PATH] [--resume] [--export-csv PATH] [--strategy NAME]
-                [--remind-below P] [--silent-above P]
+usage: HabitApp [--days N] [--seed N] [--strategy NAME] [--database PATH]
+                [--resume] [--export-csv PATH] [--kill-probability P]
+                [--kill-points LIST] [--kill-mode M] [--remind-below P]
+                [--silent-above P]
   --days N               simulated days (default 365)
   --seed N               seed of the user, the phone and the model (default 1)
   --kill-probability P   chance of a kill at each kill point: inside an event
@@ -33,9 +33,11 @@ usage: HabitApp [--days N] [--seed N] [--kill-probability P] [--kill-points LIST
                          an old name for it
   --resume               continue the install in --database
   --export-csv PATH      write the event log as CSV (docs/on-device.md)
-  --strategy NAME        \(HabitApp.strategies.joined(separator: ", ")) (default replay)
-  --remind-below P       send a reminder when p(done today) < P (default 0.4)
-  --silent-above P       stay silent when p(done today) > P (default 0.8)
+  --strategy NAME        \(HabitApp.strategies.joined(separator: ", "))
+                         (default replay)
+  --remind-below P       remind on a day whose p(done), predicted the evening
+                         before, is < P (default 0.4)
+  --silent-above P       stay silent when that p > P (default 0.8)
 """
 
 func fail(_ message: String) -> Never {

@@ -6,19 +6,19 @@ import ContinualHabitEvents
 
 /// What the app does at today's decision point.
 public enum ReminderDecision: String, Sendable, Equatable, CaseIterable {
-    /// p(done today) is low: send a reminder notification.
+    /// p(done that day) is low: send a reminder notification.
     case remind
     /// In between: a quiet badge on the app icon only.
     case badge
-    /// p(done today) is high: leave the user alone.
+    /// p(done that day) is high: leave the user alone.
     case silent
 }
 
 /// When to remind: below `remindBelow` a reminder, above `silentAbove` nothing, a badge between.
 public struct ReminderPolicy: Sendable, Equatable {
-    /// Remind when p(done today) is below this.
+    /// Remind when p(done that day) is below this.
     public var remindBelow: Float
-    /// Stay silent when p(done today) is above this.
+    /// Stay silent when p(done that day) is above this.
     public var silentAbove: Float
 
     /// The policy with its two thresholds (defaults 0.4 and 0.8).
@@ -115,8 +115,9 @@ public final class HabitApp {
         }
     }
 
-    /// The model the app ships: 9 features (`HabitFeatureExtractor`) → 16 → 8 → p(done today); Adam; 5 epochs of batches of
-    /// 16 per session; sessions daily, at night, when the phone charges, is idle and on Wi-Fi.
+    /// The model the app ships: 9 features of a day (`HabitFeatureExtractor`) → 16 → 8 → p(done the
+    /// next day); Adam; 5 epochs of batches of 16 per session; sessions daily, at night, when the
+    /// phone charges, is idle and on Wi-Fi.
     public static func configuration(strategy: [any PluginOptions], days: Int, seed: UInt64) -> PersonalModel.Configuration {
         PersonalModel.Configuration(
             model: MLPSpec(inputs: HabitFeatureExtractor.featureNames.count, hidden: [16, 8]),
