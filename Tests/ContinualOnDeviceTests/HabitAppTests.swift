@@ -95,16 +95,19 @@ import Testing
             launches += 1
             let process = Process()
             process.executableURL = URL(fileURLWithPath: binary)
-            // Launches take turns: killed inside event writes (and day closes), or after training.
-            let points = launches % 2 == 1 ? ["--kill-points", "event_write,day_close", "--kill-probability", "0.1"]
-                                           : ["--kill-points", "training", "--kill-probability", "0.5"]
+            // Launches take turns: killed by themselves inside event writes (and day closes), by
+            // themselves after training, or (every third) by this test at a random moment (or, if it
+            // misses, by themselves between steps).
+            let points = launches % 3 == 1 ? ["--kill-points", "event_write,day_close", "--kill-probability", "0.1"]
+                : launches % 3 == 2 ? ["--kill-points", "training", "--kill-probability", "0.5"]
+                : ["--kill-points", "between_steps", "--kill-probability", "0.01"]
             process.arguments = ["--days", "\(days)", "--seed", "5", "--database", killed, "--kill-mode", "signal"] + points
                 + (launches > 1 ? ["--resume"] : [])
             let err = Pipe()
             process.standardError = err
             process.standardOutput = FileHandle.nullDevice
             try process.run()
-            // Every third launch is also killed from outside after a random 5–80 ms.
+            // Every third launch is killed from outside after a random 5–80 ms.
             if launches % 3 == 0 {
                 usleep(UInt32.random(in: 5_000...80_000, using: &rng))
                 if process.isRunning { kill(process.processIdentifier, SIGKILL) }
