@@ -13,6 +13,7 @@
 /// - `timestamp`: local wall-clock seconds since 1970-01-01 00:00 local (an integer; see
 ///   `HabitEventRecord`); `seq`: the event's position in its day, an integer ≥ 0; `event`: one of
 ///   `app_opened`, `reminder_shown`, `reminder_tapped`, `habit_completed`, `habit_skipped`;
+/// - timestamps in 0 ... `maxTimestamp`; the log spans at most `maxSpanDays` days;
 /// - one event per line, any order; `(day, seq)` unique; no quoting (no field contains a comma);
 ///   empty lines and a final newline are allowed, `\r\n` line ends too.
 ///
@@ -20,6 +21,11 @@
 public enum HabitEventCSV {
     /// The header `format` writes.
     public static let header = "day,seq,timestamp,event"
+    /// The latest timestamp read: 9999-12-31 23:59:59 local.
+    public static let maxTimestamp: Int64 = 253_402_300_799
+    /// The most days a log may span (first to last event): the extractor keeps one summary per
+    /// day, so a stray far-off timestamp must be an error, not an allocation of years of days.
+    public static let maxSpanDays = 36_500
 
     /// The events as CSV text (header, then one line per event in the given order).
     public static func format(_ events: [HabitEventRecord]) -> String {
@@ -52,6 +58,7 @@ public enum HabitEventCSV {
         let dayColumn = try column("day", required: false)
         var events: [HabitEventRecord] = []
         var seen: [Int: Set<Int>] = [:]
+        var firstDay: Int?, lastDay: Int?
         for (i, line) in lines.enumerated().dropFirst() where !line.isEmpty {
             let number = i + 1
             let fields = line.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingSpaces() }
@@ -60,6 +67,9 @@ public enum HabitEventCSV {
             }
             guard let timestamp = Int64(fields[timestampColumn]) else {
                 throw HabitEventLogError(line: number, "timestamp \"\(fields[timestampColumn])\" is not an integer (local seconds since 1970-01-01)")
+            }
+            guard (0...maxTimestamp).contains(timestamp) else {
+                throw HabitEventLogError(line: number, "timestamp \(timestamp) is outside 0...\(maxTimestamp) (1970-01-01 to 9999-12-31)")
             }
             guard let seq = Int(fields[seqColumn]), seq >= 0 else {
                 throw HabitEventLogError(line: number, "seq \"\(fields[seqColumn])\" is not an integer ≥ 0")
@@ -74,6 +84,12 @@ public enum HabitEventCSV {
             }
             guard seen[event.day, default: []].insert(seq).inserted else {
                 throw HabitEventLogError(line: number, "a second event with day \(event.day) and seq \(seq); (day, seq) must be unique")
+            }
+            firstDay = min(firstDay ?? event.day, event.day)
+            lastDay = max(lastDay ?? event.day, event.day)
+            guard lastDay! - firstDay! < maxSpanDays else {
+                throw HabitEventLogError(line: number, "the log would span \(lastDay! - firstDay! + 1) days (days \(firstDay!)...\(lastDay!)); "
+                    + "at most \(maxSpanDays) (100 years) are allowed")
             }
             events.append(event)
         }

@@ -95,6 +95,8 @@ import Testing
             ("timestamp,seq,event\n5,-1,app_opened\n", 2, "integer ≥ 0"),
             ("timestamp,seq,event\n5.5,0,app_opened\n", 2, "not an integer"),
             ("timestamp,seq,event\n5,0\n", 2, "2 fields, the header has 3"),
+            ("timestamp,seq,event\n-9223372036854775808,0,app_opened\n", 2, "outside 0...253402300799"),
+            ("timestamp,seq,event\n5,0,app_opened\n253402300799,0,app_opened\n", 3, "at most 36500"),
         ]
         for (text, line, words) in bad {
             do {
