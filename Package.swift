@@ -22,6 +22,8 @@ let package = Package(
         .library(name: "ContinualExport", targets: ["ContinualExport"]),
         // The on-device runtime an app links: `PersonalModel` on the portable targets only.
         .library(name: "ContinualOnDevice", targets: ["ContinualOnDevice"]),
+        // The habit pipeline's event log and feature extractor, shared by the app and the research side.
+        .library(name: "ContinualHabitEvents", targets: ["ContinualHabitEvents"]),
         .executable(name: "HabitApp", targets: ["HabitApp"]),
     ],
     dependencies: [
@@ -57,15 +59,28 @@ let package = Package(
             name: "ContinualOnDevice",
             dependencies: ["ContinualCore", "ContinualStrategies", "ContinualScenarios", "ContinualMetrics"]
         ),
+        // The habit pipeline's raw events, their CSV form and the feature extractor (streak,
+        // completion rates, ...): portable, so the app and the research side share one extractor.
+        .target(name: "ContinualHabitEvents", dependencies: ["ContinualCore"]),
+        // SQLite (the system library), for the example app's event store only: never a dependency
+        // of the portable targets or of the research side.
+        .systemLibrary(
+            name: "CSQLite",
+            path: "Examples/CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
+        ),
         // The habit-tracking app's loop as a runnable example (`swift run HabitApp`): its logic is
-        // a library (so tests drive it) that uses only the runtime; the executable parses options.
-        .target(name: "HabitAppKit", dependencies: ["ContinualOnDevice"], path: "Examples/HabitAppKit"),
+        // a library (so tests drive it) over the runtime and its SQLite event store; the
+        // executable parses options.
+        .target(name: "HabitAppKit", dependencies: ["ContinualOnDevice", "ContinualHabitEvents", "CSQLite"],
+                path: "Examples/HabitAppKit"),
         .executableTarget(name: "HabitApp", dependencies: ["HabitAppKit"], path: "Examples/HabitApp"),
         .target(
             name: "ContinualExperiments",
             dependencies: [
                 "ContinualCore", "ContinualMetrics", "ContinualScenarios",
-                "ContinualStrategies", "ContinualFederated", "ContinualHDF5", "ContinualExport",
+                "ContinualStrategies", "ContinualFederated", "ContinualHDF5", "ContinualExport", "ContinualHabitEvents",
             ]
         ),
         .executableTarget(
@@ -86,7 +101,7 @@ let package = Package(
         .testTarget(name: "ContinualExportTests", dependencies: ["ContinualExport", "ContinualCore"]),
         .testTarget(
             name: "ContinualOnDeviceTests",
-            dependencies: ["ContinualOnDevice", "ContinualExperiments", "HabitAppKit"]
+            dependencies: ["ContinualOnDevice", "ContinualExperiments", "HabitAppKit", "ContinualHabitEvents"]
         ),
     ]
 )

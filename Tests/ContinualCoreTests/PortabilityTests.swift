@@ -9,7 +9,7 @@ import Testing
 /// clang vector extensions, POSIX threads where the platform has them).
 @Suite struct PortabilityTests {
     static let portable = ["ContinualCore", "ContinualStrategies", "ContinualScenarios", "ContinualMetrics", "ContinualFederated",
-                           "ContinualOnDevice"]
+                           "ContinualOnDevice", "ContinualHabitEvents"]
     static let mathShim = "ContinualCore/MathShims.swift"
     static let platformC: Set<String> = ["Glibc", "Musl", "Darwin", "Android"]
     static let kernels = "CContinualKernels"

@@ -55,6 +55,9 @@ extension RunConfig {
         case var o as DatasetScenario:
             o.path = FilePaths.resolve(o.path, against: base)
             c.scenario = ScenarioSpec(o)
+        case var o as HabitEventsScenario:
+            o.path = FilePaths.resolve(o.path, against: base)
+            c.scenario = ScenarioSpec(o)
         case var o as SplitDigitsScenario:
             o.path = Self.digitsPath(o.path, base: base)
             c.scenario = ScenarioSpec(o)

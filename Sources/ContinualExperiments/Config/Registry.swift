@@ -44,6 +44,7 @@ public enum Registry {
         DatasetScenario.self,
         SplitDigitsScenario.self,
         PermutedDigitsScenario.self,
+        HabitEventsScenario.self,
     ]
 
     public static func strategy(named name: String) -> (any PluginOptions.Type)? {

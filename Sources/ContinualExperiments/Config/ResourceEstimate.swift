@@ -127,7 +127,7 @@ struct ScenarioSize {
         func num(_ k: String) -> Double? { scenario[k]?.numberValue }
         let type = scenario["type"].flatMap { if case .string(let s) = $0 { return s } else { return nil } } ?? ""
         switch type {
-        case "dataset", "split_digits", "permuted_digits":
+        case "dataset", "split_digits", "permuted_digits", "habit_events":
             let bytes = resolvedPath.flatMap { (try? FileManager.default.attributesOfItem(atPath: $0))?[.size] as? NSNumber }
                 .map { $0.doubleValue } ?? 0
             // A float per value, as text (CSV) or compressed (HDF5): a few bytes each; 8 is generous.

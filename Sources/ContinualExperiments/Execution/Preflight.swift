@@ -166,6 +166,7 @@ public enum Preflight {
         case let o as DatasetScenario: return o.path
         case let o as SplitDigitsScenario: return o.path
         case let o as PermutedDigitsScenario: return o.path
+        case let o as HabitEventsScenario: return o.path
         default: return nil
         }
     }
