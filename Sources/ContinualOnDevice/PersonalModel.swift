@@ -26,7 +26,8 @@ public struct PersonalModel {
     public struct Configuration: Sendable {
         /// The network: inputs = the length of the feature vectors, head = the outcome's classes.
         public var model: MLPSpec
-        /// The optimizer (its state carries over from session to session).
+        /// The optimizer. Its state (moments, step count) restarts with every session unless
+        /// `training.resetOptimizerPerExperience` is false, as between the experiences of `continual run`.
         public var optimizer: OptimizerSpec
         /// Epochs, batch size, early stopping, learning-rate schedule of every session.
         public var training: TrainingOptions
