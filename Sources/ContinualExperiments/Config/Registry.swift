@@ -33,6 +33,8 @@ public enum Registry {
         PackNet.Options.self,
         ProgressiveNetwork.Options.self,
         Pruning.Options.self,
+        LossFilter.Options.self,
+        TrimmedLoss.Options.self,
     ]
 
     public static let scenarios: [any ScenarioOptions.Type] = [
