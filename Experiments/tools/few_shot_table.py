@@ -35,8 +35,9 @@ def rows(f):
 
 def few_shot(f):
     groups = OrderedDict()
+    by_seed = {}
     ks = None
-    for run_id, variant, status, _ in rows(f):
+    for run_id, variant, status, r in rows(f):
         g = f["runs"][run_id]
         if status != "completed" or "few_shot" not in g:
             groups.setdefault(variant, []).append(None)
@@ -44,6 +45,7 @@ def few_shot(f):
         fs = g["few_shot"]
         ks = list(fs["k"][:])
         groups.setdefault(variant, []).append((fs["mean_accuracy"][:], int(fs.attrs["meta_rows"])))
+        by_seed[(variant, int(r["seed"]))] = fs["mean_accuracy"][:]
     print("| initialisation | n | " + " | ".join(f"k = {k} (%)" for k in ks) + " | meta-training rows |")
     print("|---|---:|" + "---:|" * len(ks) + "---:|")
     for variant, runs in groups.items():
@@ -51,6 +53,22 @@ def few_shot(f):
         cols = [fmt([r[0][i] for r in ok]) for i in range(len(ks))]
         rows_ = sorted({r[1] for r in ok})
         print(f"| {variant} | {len(ok)} | " + " | ".join(cols) + f" | {'/'.join(str(x) for x in rows_)} |")
+    if "fedavg" not in groups:
+        return
+    # Paired by seed (same users, same initial model): each method minus FedAvg, and seeds it wins.
+    print()
+    print("| paired with fedavg (same seed) | " + " | ".join(f"k = {k}: Δ points, wins" for k in ks) + " |")
+    print("|---|" + "---:|" * len(ks))
+    for variant in groups:
+        if variant == "fedavg":
+            continue
+        seeds = sorted(s for (v, s) in by_seed if v == variant and ("fedavg", s) in by_seed)
+        cells = []
+        for i in range(len(ks)):
+            d = [by_seed[(variant, s)][i] - by_seed[("fedavg", s)][i] for s in seeds]
+            wins = sum(x > 0 for x in d)
+            cells.append(f"{fmt(d)} ({wins}/{len(d)})")
+        print(f"| {variant} − fedavg | " + " | ".join(cells) + " |")
 
 
 def poisoning(f):
