@@ -145,8 +145,8 @@ public struct RunConfig: Codable, Sendable, Equatable {
         if let problem = fewShotProblem() { return problem }
         if poisoning != nil {
             for (key, present) in [("population", population != nil), ("federation", federation != nil),
-                                   ("few_shot", fewShot != nil), ("schedule", schedule != nil)] where present {
-                return ([key], "\"poisoning\" corrupts one user's own stream in a single-stream run (batch or prequential); "
+                                   ("few_shot", fewShot != nil)] where present {
+                return ([key], "\"poisoning\" corrupts one user's own stream in a single-stream run (batch, prequential or scheduled); "
                     + "it does not combine with \"\(key)\" yet")
             }
         }

@@ -97,6 +97,12 @@ public enum RunExecutor {
                     result.wallSeconds = (clock.now - start).seconds
                     return result
                 }
+                // A poisoned user on a device schedule (where the safe-refresh gate decides which
+                // model the phone keeps): the attack success of the model it ended with.
+                if let poisoning = config.poisoning, let poisoned, let model = result.outcome?.finalModel {
+                    result.poisoning = PoisoningOutcome(config: poisoning, record: poisoned,
+                        attackSuccess: poisoning.attackSuccessRate(model, stream: stream))
+                }
             } else {
                 let (outcome, costs, curve, checkpoint) = try train(config, stream: stream, seed: config.seed,
                                                                     resumingFrom: resume, stopAfter: stopAfter)
