@@ -180,6 +180,7 @@ struct RunCommand: ParsableCommand {
         } else if !results.isEmpty {
             print(SummaryText.comparison(results, width: width))
             for r in results { if let line = SummaryText.federation(r) { print(line) } }
+            for r in results { if let line = SummaryText.fewShot(r) ?? SummaryText.poisoning(r) { print(line) } }
         }
         print("results: \(path) (\(outcome.written) written now, \(outcome.skipped) already there)")
         let failed = results.filter { $0.status != .completed }

@@ -34,6 +34,8 @@ public enum Registry {
         ProgressiveNetwork.Options.self,
         GenerativeReplay.Options.self,
         Pruning.Options.self,
+        LossFilter.Options.self,
+        TrimmedLoss.Options.self,
     ]
 
     public static let scenarios: [any ScenarioOptions.Type] = [

@@ -17,6 +17,12 @@ public struct RunConfig: Codable, Sendable, Equatable {
     /// The population's users as clients of a federated simulation (needs `population`); see
     /// FederationConfig. Written to the resolved config only when given.
     public var federation: FederationConfig? = nil
+    /// Few-shot initialisation over the population's users (needs `population`); see
+    /// FewShotConfig. Written to the resolved config only when given.
+    public var fewShot: FewShotConfig? = nil
+    /// Poisoning of the user's own training stream (label flips, a backdoor trigger); see
+    /// StreamPoisoning. Written to the resolved config only when given.
+    public var poisoning: StreamPoisoning? = nil
     // Device realism (docs/on-device.md); each is written to the resolved config only when given,
     // so configs without them keep their run ids.
     /// Energy profile and device-state generator (absent = phone_npu_2023, overnight user).
@@ -37,6 +43,8 @@ public struct RunConfig: Codable, Sendable, Equatable {
         case device, schedule, quantization
         case allowTaskLabels = "allow_task_labels"
         case metrics
+        case fewShot = "few_shot"
+        case poisoning
     }
 
     /// Whether the run predicts with the experience's identity at test time: a multi-head model
@@ -70,6 +78,8 @@ public struct RunConfig: Codable, Sendable, Equatable {
         try c.require(!strategy.isEmpty, .strategy, "needs at least one plugin (use \"naive\" for plain fine-tuning)")
         population = try c.decodeIfPresent(PopulationConfig.self, forKey: .population)
         federation = try c.decodeIfPresent(FederationConfig.self, forKey: .federation)
+        fewShot = try c.decodeIfPresent(FewShotConfig.self, forKey: .fewShot)
+        poisoning = try c.decodeIfPresent(StreamPoisoning.self, forKey: .poisoning)
         allowTaskLabels = try c.decode(.allowTaskLabels, default: false)
         metrics = try c.decode(.metrics, default: MetricsConfig())
         try c.require(schedule == nil || !model.multiHead, .schedule, "a schedule needs a single-head model (sessions have no task id)")
@@ -103,6 +113,8 @@ public struct RunConfig: Codable, Sendable, Equatable {
         try c.encode(strategy, forKey: .strategy)
         try c.encodeIfPresent(population, forKey: .population)
         try c.encodeIfPresent(federation, forKey: .federation)
+        try c.encodeIfPresent(fewShot, forKey: .fewShot)
+        try c.encodeIfPresent(poisoning, forKey: .poisoning)
         try c.encodeIfPresent(device, forKey: .device)
         try c.encodeIfPresent(schedule, forKey: .schedule)
         try c.encodeIfPresent(quantization, forKey: .quantization)
@@ -130,6 +142,14 @@ public struct RunConfig: Codable, Sendable, Equatable {
                     + "to study the task-aware setting deliberately (it is recorded as uses_task_labels)")
         }
         if let problem = federationProblem() { return problem }
+        if let problem = fewShotProblem() { return problem }
+        if poisoning != nil {
+            for (key, present) in [("population", population != nil), ("federation", federation != nil),
+                                   ("few_shot", fewShot != nil)] where present {
+                return ([key], "\"poisoning\" corrupts one user's own stream in a single-stream run (batch, prequential or scheduled); "
+                    + "it does not combine with \"\(key)\" yet")
+            }
+        }
         if let population, population.users > 1, let generator = scenario.options as? any PopulationScenario,
            let problem = generator.populationProblem() {
             return (["scenario", problem.key], problem.message)
@@ -176,6 +196,29 @@ public struct RunConfig: Codable, Sendable, Equatable {
         }
         if federation.evaluateClients > (population?.users ?? 0) {
             return (["federation", "evaluate_clients"], "\(federation.evaluateClients) clients, but the population has \(population?.users ?? 0) users")
+        }
+        return nil
+    }
+
+    /// A few-shot run that cannot run with the rest of the config (key path and reason), or nil.
+    func fewShotProblem() -> (path: [String], message: String)? {
+        guard let fewShot else { return nil }
+        guard let population else {
+            return (["few_shot"], "few-shot initialisation meta-learns over a population's users: add \"population\": {\"users\": N}")
+        }
+        if fewShot.heldOutUsers >= population.users {
+            return (["few_shot", "held_out_users"], "\(fewShot.heldOutUsers) held-out users leave no training user in a population of "
+                + "\(population.users); use at most \(population.users - 1)")
+        }
+        if federation != nil { return (["federation"], "a few-shot run has its own meta-training loop; remove \"federation\"") }
+        if schedule != nil { return (["schedule"], "a few-shot run has no device schedule; remove \"schedule\"") }
+        if training.mode != .batch {
+            return (["training", "mode"], "few-shot runs train by SGD steps on support sets; use \"batch\"")
+        }
+        if model.multiHead { return (["model", "multi_head"], "few-shot personalisation trains one shared head") }
+        if let other = strategy.first(where: { $0.typeName != "naive" }) {
+            return (["strategy"], "few-shot meta-training and personalisation are plain SGD steps (MetaInitialisation), which run "
+                + "no strategy plugin; \"\(other.typeName)\" would be ignored: use [\"naive\"]")
         }
         return nil
     }

@@ -45,6 +45,16 @@ public enum RunExecutor {
                 : "the checkpoint holds a population; this run has none"
             return result
         }
+        if let fewShot = run.config.fewShot, let population = run.config.population {
+            guard runCheckpoint == nil && stopAfter == nil else {
+                var result = RunResult(run: run, status: .failed, message: "", outcome: nil, metrics: nil, costs: nil,
+                                       experienceNames: [], experienceMetadata: [], featureNames: [], streamMetadata: [:],
+                                       wallSeconds: 0)
+                result.message = "few-shot runs do not stop and resume at experience boundaries (meta-training spans every user); run them whole"
+                return result
+            }
+            return FewShotExecutor.execute(run, fewShot: fewShot, population: population)
+        }
         if run.config.federation != nil {
             if runCheckpoint != nil || stopAfter != nil {
                 var result = RunResult(run: run, status: .failed, message: "", outcome: nil, metrics: nil, costs: nil,
@@ -65,8 +75,17 @@ public enum RunExecutor {
                                experienceNames: [], experienceMetadata: [], featureNames: [], streamMetadata: [:],
                                wallSeconds: 0)
         do {
-            let stream = try StreamHandoff.key(run).flatMap { StreamHandoff.shared.stream(for: $0) }
+            var stream = try StreamHandoff.key(run).flatMap { StreamHandoff.shared.stream(for: $0) }
                 ?? config.scenario.options.makeStream(seed: config.seed)
+            var poisoned: StreamPoisoning.Record? = nil
+            if let poisoning = config.poisoning {
+                if let problem = poisoning.problem(for: stream) {
+                    throw TrainingError.invalid(".poisoning.\(problem.key): \(problem.message)")
+                }
+                let (p, record) = poisoning.apply(to: stream, runSeed: config.seed)
+                stream = p
+                poisoned = record
+            }
             result.experienceNames = stream.experiences.map(\.name)
             result.experienceMetadata = stream.experiences.map(\.metadata)
             result.featureNames = stream.featureNames
@@ -77,6 +96,12 @@ public enum RunExecutor {
                 if result.checkpoint != nil {
                     result.wallSeconds = (clock.now - start).seconds
                     return result
+                }
+                // A poisoned user on a device schedule (where the safe-refresh gate decides which
+                // model the phone keeps): the attack success of the model it ended with.
+                if let poisoning = config.poisoning, let poisoned, let model = result.outcome?.finalModel {
+                    result.poisoning = PoisoningOutcome(config: poisoning, record: poisoned,
+                        attackSuccess: poisoning.attackSuccessRate(model, stream: stream))
                 }
             } else {
                 let (outcome, costs, curve, checkpoint) = try train(config, stream: stream, seed: config.seed,
@@ -96,6 +121,10 @@ public enum RunExecutor {
                                            initialBaseline: outcome.initialAccuracy)
                 result.costs = costs
                 result.device = deviceReport(config, stream: stream, model: outcome.finalModel, outcome: outcome)
+                if let poisoning = config.poisoning, let poisoned {
+                    result.poisoning = PoisoningOutcome(config: poisoning, record: poisoned,
+                        attackSuccess: poisoning.attackSuccessRate(outcome.finalModel, stream: stream))
+                }
                 result.status = .completed
             }
         } catch let error as TrainingError {

@@ -32,6 +32,10 @@ public struct RunResult: Sendable {
     public var population: PopulationOutcome? = nil
     /// Federated runs: per round and per client records (`federation/` in the results).
     public var federation: FederationOutcome? = nil
+    /// Few-shot runs: held-out users' accuracy after k personalisation steps (`few_shot/`).
+    public var fewShot: FewShotOutcome? = nil
+    /// Runs with a poisoned stream: what was poisoned and the attack success rate (`poisoning/`).
+    public var poisoning: PoisoningOutcome? = nil
     /// Energy, bytes, latency, schedule and int8 figures (docs/on-device.md).
     public var device: DeviceReport? = nil
     /// Set when the run was asked to stop early (`stopAfter`): the state to resume from. The

@@ -85,6 +85,8 @@ public enum ResultsWriter {
         if let curve = r.prequential { try writePrequential(curve, into: g) }
         if let population = r.population { try writePopulation(population, into: g) }
         if let federation = r.federation { try writeFederation(federation, into: g) }
+        if let fewShot = r.fewShot { try writeFewShot(fewShot, into: g) }
+        if let poisoning = r.poisoning { try writePoisoning(poisoning, into: g) }
         if let d = r.device { try DeviceResultsWriter.write(d, run: g) }
         guard let o = r.outcome, let m = r.metrics, let c = r.costs else { return }
         let T = o.accuracy.count
