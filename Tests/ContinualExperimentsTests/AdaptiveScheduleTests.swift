@@ -100,7 +100,7 @@ import ContinualStrategies
         let scratch = try SweepScratch()
         defer { scratch.cleanup() }
         let e = try SweepFixtures.experiment(Self.experiment(
-            #"{"type": "on_drift", "samples_per_day": 10, "detector": {"type": "adwin", "delta": 0.1}, "safe_refresh": {"window": 10, "margin": 0.05}, "when": {"charging": false, "idle": true}}"#,
+            #"{"type": "on_drift", "samples_per_day": 10, "n": 30, "detector": {"type": "page_hinkley", "threshold": 5}, "safe_refresh": {"window": 10, "margin": 0.05}, "when": {"charging": false, "idle": true}}"#,
             seeds: "[1, 2, 3, 4]"))
         try await SweepFixtures.sweep(e, to: scratch.path("one.h5"), jobs: 1)
         try await SweepFixtures.sweep(e, to: scratch.path("two.h5"), jobs: 2)
@@ -108,11 +108,16 @@ import ContinualStrategies
         let file = try HDF5File.open(path: scratch.path("two.h5"), mode: .readOnly)
         defer { try? file.close() }
         let dev = try file.root.openGroup("runs/\(e.runs[0].runId)/device")
-        #expect(try dev.attributes.string("detector")?.hasPrefix("adwin(") == true)
+        #expect(try dev.attributes.string("detector")?.hasPrefix("page_hinkley(") == true)
         #expect(try dev.attributes.scalar("safe_refresh_margin", as: Double.self) == 0.05)
         #expect(try dev.attributes.scalar("safe_refresh_window", as: Int64.self) == 10)
         #expect(dev.exists("session_accepted") && dev.exists("detector_firing_samples") && dev.exists("phase_accuracy"))
-        let firings = try #require(try dev.attributes.scalar("detector_firings", as: Int64.self))
+        var firings: Int64 = 0
+        for run in e.runs {
+            let g = try file.root.openGroup("runs/\(run.runId)/device")
+            firings += try #require(try g.attributes.scalar("detector_firings", as: Int64.self))
+            #expect(try g.attributes.scalar("adaptive", as: Int64.self) == 1)
+        }
         #expect(firings > 0)
     }
 
