@@ -33,8 +33,9 @@ public struct PersonalModel {
         /// The strategy: the toolkit's plugins in order, each from its typed options
         /// (`[Replay.Options(capacity: 200), EWC.Options(lambda: 100)]`).
         public var strategy: [any PluginOptions]
-        /// When sessions run: the type (`daily`, `weekly`, `after_n_new_samples`, `always`) and
-        /// the device gate (`when`: charging, idle, Wi-Fi, minimum battery, maximum thermal state).
+        /// When sessions run: the type (`daily`, `weekly`, `after_n_new_samples`, `always`, or
+        /// `on_drift` with its `detector`), the device gate (`when`: charging, idle, Wi-Fi, minimum
+        /// battery, maximum thermal state) and the optional `safeRefresh` gate on each candidate.
         /// `samples_per_day` only chops research streams into days and is not used here.
         public var schedule: ScheduleConfig
         /// The energy profile for the per-session cost figures.
