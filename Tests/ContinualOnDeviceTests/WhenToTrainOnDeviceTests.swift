@@ -9,15 +9,19 @@ import Testing
 /// `PersonalModel` with the `on_drift` trigger and the safe-refresh gate: the research runner's
 /// decisions, bit for bit, and rollbacks that restore the learner exactly.
 @Suite struct WhenToTrainOnDeviceTests {
+    /// Detector settings sensitive enough to fire on this short stream (checked below), so the
+    /// trigger, not only the first `n`-sample session, is compared.
     static let schedules: [String] = [
-        #"{"type": "on_drift", "samples_per_day": 10, "detector": {"type": "adwin", "delta": 0.05}}"#,
-        #"{"type": "on_drift", "samples_per_day": 10, "detector": {"type": "ddm"}, "when": {"charging": false, "idle": true}}"#,
+        #"{"type": "on_drift", "samples_per_day": 10, "n": 30, "detector": {"type": "page_hinkley", "threshold": 3, "min_instances": 10}, "when": {"charging": false, "idle": true}}"#,
+        #"{"type": "on_drift", "samples_per_day": 10, "n": 30, "detector": {"type": "ddm", "warm_start": 10, "drift_threshold": 2}, "when": {"charging": false, "idle": true}}"#,
+        #"{"type": "on_drift", "samples_per_day": 10, "n": 30, "detector": {"type": "eddm", "warm_start": 10}, "when": {"charging": false, "idle": true}}"#,
         #"{"type": "daily", "samples_per_day": 10, "safe_refresh": {"window": 10, "margin": 0}}"#,
-        #"{"type": "on_drift", "samples_per_day": 10, "detector": {"type": "adwin", "delta": 0.05}, "safe_refresh": {"window": 10, "margin": 0.05}, "when": {"charging": false, "idle": true}}"#,
+        #"{"type": "on_drift", "samples_per_day": 10, "n": 30, "detector": {"type": "page_hinkley", "threshold": 3, "min_instances": 10}, "safe_refresh": {"window": 10, "margin": 0.05}, "when": {"charging": false, "idle": true}}"#,
     ]
 
     @Test("PersonalModel makes the research runner's trigger and gate decisions", arguments: schedules)
     func personalModelIsTheAdaptiveRun(schedule: String) throws {
+        var firings = 0, rollbacks = 0
         for strategy in [#""naive""#, #"{"type": "replay", "capacity": 40}, {"type": "ewc", "lambda": 10}"#] {
             let experiment = try ScheduledExperiment.habit(strategy: strategy, schedule: schedule)
             let research = RunExecutor.execute(experiment.run)
@@ -39,11 +43,16 @@ import Testing
             if let candidate = device.reports.last?.holdoutAccuracyCandidate {
                 #expect(candidate == report.holdoutAccuracyCandidate.last)
             }
+            firings += report.firingSamples.count
+            rollbacks += report.rollbacks
         }
+        // The decisions under test happened: firings (on_drift) and rollbacks (safe refresh).
+        if schedule.contains("on_drift") { #expect(firings > 0, "\(schedule)") }
+        if schedule.contains("safe_refresh") { #expect(rollbacks > 0, "\(schedule)") }
     }
 
     @Test func relaunchingFromACheckpointKeepsTheDetectorAndTheRollbackCount() throws {
-        let experiment = try ScheduledExperiment.habit(strategy: #""naive""#, schedule: Self.schedules[3])
+        let experiment = try ScheduledExperiment.habit(strategy: #""naive""#, schedule: Self.schedules[4])
         var configuration = try experiment.configuration()
         configuration.sessionCapacity = experiment.plan.days.count
         let model = try PersonalModel(configuration: configuration)
