@@ -45,7 +45,8 @@ let package = Package(
         .target(name: "CContinualKernels"),
         .target(name: "ContinualCore", dependencies: ["CContinualKernels"]),
         .target(name: "ContinualMetrics", dependencies: ["ContinualCore"]),
-        .target(name: "ContinualScenarios", dependencies: ["ContinualCore"]),
+        // Scenarios read drift detectors (ContinualMetrics) for the on_drift schedule.
+        .target(name: "ContinualScenarios", dependencies: ["ContinualCore", "ContinualMetrics"]),
         .target(name: "ContinualStrategies", dependencies: ["ContinualCore"]),
         // Federated pieces (aggregation rules, DP clipping and noise, the privacy accountant):
         // portable like Core, so the client side can ship in an app.

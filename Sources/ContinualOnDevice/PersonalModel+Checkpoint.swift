@@ -1,4 +1,5 @@
 import ContinualCore
+import ContinualScenarios
 
 /// The checkpoint format of a `PersonalModel` (little-endian):
 ///
@@ -17,7 +18,9 @@ import ContinualCore
 /// The payload: the configuration's fingerprint; the learner (`TrainerCheckpoint.encoded()`:
 /// parameters, trainable mask, optimizer state, each plugin's state, the session count and the
 /// shuffle stream); the seen-class mask; the last session's day; the unlabelled observations;
-/// the pending labelled samples and their days; the earlier sessions kept for joint training.
+/// the pending labelled samples and their days; the earlier sessions kept for joint training;
+/// with an `on_drift` schedule, the detector's 0/1 inputs and its pending firing; with
+/// `safe_refresh`, the number of rollbacks.
 extension PersonalModel {
     /// Version of `checkpoint()`'s format; `init(checkpoint:configuration:)` reads this version only.
     public static let checkpointVersion = 2
@@ -46,6 +49,14 @@ extension PersonalModel {
         pendingDays.forEach { payload.int($0) }
         payload.int(history.count)
         for e in history { Self.write(e.train, into: &payload) }
+        // Only with the on_drift trigger or safe refresh (other configurations' bytes are unchanged):
+        // the detector's input so far (replayed on restore), its pending firing, the rollbacks.
+        if let t = trigger {
+            payload.int(t.errors.count)
+            payload.bytes(t.errors)
+            payload.int(t.pending ? 1 : 0)
+        }
+        if configuration.schedule.safeRefresh != nil { payload.int(rollbacks) }
 
         var w = ByteWriter()
         w.bytes(Self.checkpointMagic)
@@ -93,6 +104,13 @@ extension PersonalModel {
                 let s = try Self.readSamples(&r, dimension: dimension)
                 history.append(Experience(index: k, name: "session_\(k)", train: s, test: s))
             }
+            var trigger: DriftTrigger? = nil
+            if configuration.schedule.type == .onDrift, let spec = configuration.schedule.detector {
+                let errors = try r.bytes(r.count())
+                guard errors.allSatisfy({ $0 <= 1 }) else { throw PersonalModelError.checkpoint("the detector's input holds a value other than 0 and 1") }
+                trigger = DriftTrigger.replaying(spec: spec, errors: errors, pending: try r.int() != 0)
+            }
+            let rollbacks = configuration.schedule.safeRefresh != nil ? try r.int() : 0
             guard r.atEnd else { throw PersonalModelError.checkpoint("\(r.remaining) unexpected bytes after the state") }
             guard history.count == learner.experiencesDone else {
                 throw PersonalModelError.checkpoint("\(history.count) earlier sessions for \(learner.experiencesDone) trained")
@@ -107,6 +125,8 @@ extension PersonalModel {
             model.pending = pending
             model.pendingDays = pendingDays
             model.history = history
+            model.trigger = trigger
+            model.rollbacks = rollbacks
             self = model
         } catch let error as PersonalModelError {
             throw error

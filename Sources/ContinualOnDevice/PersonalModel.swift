@@ -34,8 +34,9 @@ public struct PersonalModel {
         /// The strategy: the toolkit's plugins in order, each from its typed options
         /// (`[Replay.Options(capacity: 200), EWC.Options(lambda: 100)]`).
         public var strategy: [any PluginOptions]
-        /// When sessions run: the type (`daily`, `weekly`, `after_n_new_samples`, `always`) and
-        /// the device gate (`when`: charging, idle, Wi-Fi, minimum battery, maximum thermal state).
+        /// When sessions run: the type (`daily`, `weekly`, `after_n_new_samples`, `always`, or
+        /// `on_drift` with its `detector`), the device gate (`when`: charging, idle, Wi-Fi, minimum
+        /// battery, maximum thermal state) and the optional `safeRefresh` gate on each candidate.
         /// `samples_per_day` only chops research streams into days and is not used here.
         public var schedule: ScheduleConfig
         /// The energy profile for the per-session cost figures.
@@ -80,7 +81,7 @@ public struct PersonalModel {
         /// FNV-1a 64 of a canonical description of every field: stored in checkpoints so that a
         /// checkpoint is never restored into a model configured differently.
         public var fingerprint: UInt64 {
-            var text = "model=\(model)|optimizer=\(optimizer)|training=\(training)|schedule=\(schedule)"
+            var text = "model=\(model)|optimizer=\(optimizer)|training=\(training)|schedule=\(schedule.canonicalDescription)"
             text += "|profile=\(profile)|seed=\(seed)|capacity=\(sessionCapacity)|features=\(featureNames)"
             text += "|strategy=" + strategy.map { "\(type(of: $0).typeName):\($0)" }.joined(separator: ";")
             text += "|init=" + (initialParameters.map { p in "\(StableHash.fnv1a64(bytes: p.flatMap { f in withUnsafeBytes(of: f.bitPattern.littleEndian, Array.init) }))" } ?? "none")
@@ -115,6 +116,11 @@ public struct PersonalModel {
     var history: [Experience] = []
     /// Day of the latest session (-1: none yet).
     public internal(set) var lastSessionDay = -1
+    /// The `on_drift` trigger (nil for other schedule types): a drift detector fed, at each
+    /// `label`, whether the current model mispredicted that observation.
+    public internal(set) var trigger: DriftTrigger?
+    /// Sessions the safe-refresh gate rolled back (not counted in `sessionsTrained`).
+    public internal(set) var rollbacks = 0
 
     /// A fresh model (random initial weights from the seed, or the warm start). Throws
     /// `PersonalModelError.invalidConfiguration` when the strategy cannot be combined or prepared
@@ -144,6 +150,12 @@ public struct PersonalModel {
         }
         self.trainer = trainer
         pending = Samples(dimension: configuration.model.inputs)
+        if configuration.schedule.type == .onDrift {
+            guard let spec = configuration.schedule.detector else {
+                throw PersonalModelError.invalidConfiguration("the on_drift schedule needs a detector (schedule.detector)")
+            }
+            trigger = DriftTrigger(spec: spec)
+        }
     }
 
     // MARK: The day's loop
@@ -168,6 +180,10 @@ public struct PersonalModel {
             throw PersonalModelError.nothingToLabel(day: day)
         }
         let observation = unlabelled.remove(at: index)
+        if trigger != nil {
+            // The detector's signal: did the model held now mispredict this event?
+            trigger!.observe(error: try predictClass(observation.features) != outcome)
+        }
         pending.features += observation.features
         pending.labels.append(Int32(outcome))
         pendingDays.append(day)
@@ -236,27 +252,40 @@ public struct PersonalModel {
     /// Whether `trainIfDue(device:)` would train now.
     public func isDue(device: DeviceDay) -> Bool {
         configuration.schedule.runsSession(day: device.day, device: device, pendingSamples: pending.count,
-                                           lastSessionDay: lastSessionDay, endsExperience: true)
+                                           lastSessionDay: lastSessionDay, endsExperience: true,
+                                           driftPending: trigger?.pending ?? false)
     }
 
     /// Trains one session on the pending samples now, whatever the schedule (an app's "train
-    /// now" action). Throws `PersonalModelError.nothingToTrain` when nothing is pending.
+    /// now" action). Throws `PersonalModelError.nothingToTrain` when nothing is pending (with
+    /// `safe_refresh`: when no more than its `window` samples are pending).
+    ///
+    /// With `configuration.schedule.safeRefresh`, the newest `window` pending samples are held out,
+    /// the session trains on the others, and the candidate replaces the current model only if the
+    /// `SafeRefreshGate` accepts it on the held-out window; otherwise the learner is rolled back
+    /// (parameters, optimizer, strategy state, session count and shuffle stream) and the session's
+    /// training samples are dropped. The held-out samples stay pending either way. The report
+    /// says which (`accepted`); a rolled-back session still cost its energy.
     public mutating func train(day: Int) throws -> TrainingSessionReport {
-        guard !pending.isEmpty else { throw PersonalModelError.nothingToTrain }
+        let gate = configuration.schedule.safeRefresh
+        guard pending.count > (gate?.window ?? 0) else { throw PersonalModelError.nothingToTrain }
+        let (trainSet, holdout) = gate?.split(pending) ?? (pending, Samples(dimension: pending.dimension))
+        let holdoutDays = Array(pendingDays.suffix(holdout.count))
         var trainer = self.trainer
         var loop = self.loop
         let row: TrainingProgress
         do {
-            row = try trainer.trainSession(pending, history: history, state: &loop)
+            row = try trainer.trainSession(trainSet, history: history, state: &loop)
         } catch let error as TrainingError {
             throw PersonalModelError.training("\(error)")
         }
+        let decision = gate?.decide(current: self.trainer.model, candidate: trainer.model, holdout: holdout)
         let session = loop.sessionsDone - 1
         let traffic = TrainingTraffic(model: trainer.model, optimizer: configuration.optimizer)
         let rows = row.samplesProcessed.first ?? 0, steps = row.steps.first ?? 0
         let resources = trainer.plugins.reduce(PluginResources.none) { $0 + $1.resources }
-        let report = TrainingSessionReport(
-            session: session, day: day, newSamples: pending.count, trainingSetSize: row.trainSetSizes.first ?? 0,
+        var report = TrainingSessionReport(
+            session: session, day: day, newSamples: trainSet.count, trainingSetSize: row.trainSetSizes.first ?? 0,
             rowsProcessed: rows, steps: steps, epochLosses: row.lossCurve.first ?? [],
             trainableParameters: row.trainableParameters.first ?? 0,
             energy: EnergyEstimate(session: traffic, rows: rows, steps: steps,
@@ -264,15 +293,26 @@ public struct PersonalModel {
                                    extraFLOPs: row.extraFLOPs.first ?? 0, profile: configuration.profile),
             peakMemory: PeakMemory(model: trainer.model, optimizer: configuration.optimizer,
                                    batchSize: configuration.training.batchSize, resources: resources))
+        trigger?.sessionRan()
+        lastSessionDay = day
+        pending = holdout
+        pendingDays = holdoutDays
+        if let decision {
+            report.accepted = decision.accepted
+            report.holdoutAccuracyCurrent = decision.currentAccuracy
+            report.holdoutAccuracyCandidate = decision.candidateAccuracy
+            // A rollback: keep the learner from before the session (self.trainer, self.loop).
+            guard decision.accepted else {
+                rollbacks += 1
+                return report
+            }
+        }
         let done = Samples(dimension: pending.dimension)
         history.append(Experience(index: session, name: "session_\(session)",
-                                  train: configuration.keepsHistory ? pending : done,
-                                  test: configuration.keepsHistory ? pending : done))
+                                  train: configuration.keepsHistory ? trainSet : done,
+                                  test: configuration.keepsHistory ? trainSet : done))
         self.trainer = trainer
         self.loop = loop
-        pending = done
-        pendingDays = []
-        lastSessionDay = day
         return report
     }
 
@@ -306,7 +346,8 @@ public struct TrainingSessionReport: Sendable, Equatable {
     public var session: Int
     /// The day it ran.
     public var day: Int
-    /// Labelled samples that arrived since the previous session.
+    /// Labelled samples the session trained on: every pending sample, or with `safe_refresh` all
+    /// but the held-out window.
     public var newSamples: Int
     /// Rows of the session's training set after the strategy adjusted it (joint training adds
     /// the earlier sessions).
@@ -324,6 +365,13 @@ public struct TrainingSessionReport: Sendable, Equatable {
     /// Peak memory of training (parameters, optimizer state, gradients, a batch's activations,
     /// stored samples and the plugins' state), bytes.
     public var peakMemory: PeakMemory
+    /// Whether the session's model replaced the current one (false: the safe-refresh gate rolled
+    /// it back). Always true without `safe_refresh`.
+    public var accepted = true
+    /// Safe refresh: accuracy of the model before the session on the held-out window (nil: off).
+    public var holdoutAccuracyCurrent: Double? = nil
+    /// Safe refresh: accuracy of the session's candidate on the held-out window (nil: off).
+    public var holdoutAccuracyCandidate: Double? = nil
 }
 
 /// Why a `PersonalModel` call failed. Every message says what was wrong.

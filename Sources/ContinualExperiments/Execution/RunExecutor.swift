@@ -161,6 +161,23 @@ public enum RunExecutor {
         let plugins = config.strategy.map { $0.options.makePlugin() }
         let device = config.device ?? DeviceConfig()
         let plan = ScheduledRunner.plan(stream: stream, schedule: schedule, device: device.state, seed: config.seed)
+        if schedule.isAdaptive {
+            guard resume == nil && stopAfter == nil else {
+                throw TrainingError.invalid("runs whose sessions depend on the model (schedule type on_drift, safe_refresh) "
+                    + "do not stop and resume at session boundaries; run them whole")
+            }
+            let (outcome, trainer, report) = try AdaptiveScheduledRunner.run(
+                plan: plan, stream: stream, schedule: schedule, spec: spec, optimizer: config.optimizer.spec,
+                training: config.training.options, plugins: plugins, seed: config.seed,
+                initialParameters: try config.model.initFrom?.parameters(for: spec))
+            result.experienceNames = report.sessionDays.indices.map { "session_\($0)" }
+            result.experienceMetadata = report.sessionDays.enumerated().map { k, d in
+                ["first_day": "\(k == 0 ? 0 : report.sessionDays[k - 1] + 1)", "last_day": "\(d)",
+                 "accepted": report.sessionAccepted[k] ? "1" : "0"]
+            }
+            finishScheduled(config, stream: stream, outcome: outcome, trainer: trainer, report: report, into: &result)
+            return
+        }
         let (outcome, trainer, report) = try ScheduledRunner.run(
             plan: plan, stream: stream, spec: spec, optimizer: config.optimizer.spec,
             training: config.training.options, plugins: plugins, seed: config.seed, type: schedule.type.rawValue,
@@ -175,13 +192,22 @@ public enum RunExecutor {
             result.message = "stopped after session \(checkpoint.experiencesDone - 1) of \(checkpoint.experienceCount)"
             return
         }
+        finishScheduled(config, stream: stream, outcome: outcome, trainer: trainer, report: report, into: &result)
+    }
+
+    /// Metrics, costs and the device report of a finished scheduled run (planned or adaptive).
+    static func finishScheduled(_ config: RunConfig, stream: ExperienceStream, outcome: TrainingOutcome?, trainer: Trainer,
+                                report: ScheduleReport, into result: inout RunResult) {
+        result.outcome = outcome
         let model = outcome?.finalModel ?? trainer.model
         if let outcome {
             result.metrics = MetricSet(matrix: AccuracyMatrix(outcome.accuracy),
                                        randomBaseline: outcome.randomAccuracy,
                                        initialBaseline: outcome.initialAccuracy)
         } else {
-            result.message = "no training session: the device gate never opened"
+            result.message = report.detector != nil
+                ? "no training session: the detector never fired before a day the device gate opened"
+                : "no training session: the device gate never opened"
         }
         result.costs = CostModel(model: model, optimizer: trainer.optimizer)
         var d = deviceReport(config, stream: stream, model: model, outcome: outcome)

@@ -72,7 +72,16 @@ public enum ScheduledRunner {
                            training: TrainingOptions, plugins: [any StrategyPlugin], seed: UInt64,
                            type: String, resumingFrom resume: TrainerCheckpoint? = nil,
                            stopAfter: Int? = nil, initialParameters: [Float]? = nil) throws -> (TrainingOutcome?, Trainer, ScheduleReport) {
-        let probe = SessionProbe(sessionDays: plan.sessionDayRanges.map { r in r.map { plan.daySamples[$0] } })
+        // Phase rows: phase i is scored by the model held at the end of its last day, which is the
+        // model the probe sees before the first session after that day (or the final model).
+        let phaseEnds = phaseEndDays(dayExperience: plan.dayExperience, phases: stream.experiences.count)
+        var phasesBefore = [Int](repeating: 0, count: plan.sessionDays.count)
+        for e in phaseEnds {
+            if let k = plan.sessionDays.firstIndex(where: { $0 > e }) { phasesBefore[k] += 1 }
+        }
+        var probe = SessionProbe(sessionDays: plan.sessionDayRanges.map { r in r.map { plan.daySamples[$0] } })
+        probe.phaseTests = stream.experiences.map(\.test)
+        probe.phasesBefore = phasesBefore
         var trainer = Trainer(spec: spec, optimizer: optimizer, options: training, plugins: plugins,
                               observers: [probe], seed: seed)
         // A warm start (model.init_from): these values replace the first entries of the model.
@@ -102,10 +111,27 @@ public enum ScheduledRunner {
             }
         }
         let finalAccuracy = stream.experiences.map { model.accuracy(on: $0.test, route: 0, workspace: ws) }
-        let report = ScheduleReport(type: type, gateOpen: plan.gateOpen, daySamples: plan.daySamples.map(\.count),
+        var report = ScheduleReport(type: type, gateOpen: plan.gateOpen, daySamples: plan.daySamples.map(\.count),
                                     dayExperience: plan.dayExperience, sessionDays: plan.sessionDays,
                                     dayCorrect: dayCorrect, finalExperienceAccuracy: finalAccuracy)
+        if finished {
+            let rows = plan.sessions.isEmpty ? [] : (trainer.observers[0] as? SessionProbe)?.phaseAccuracy ?? []
+            let tail = phaseEnds.filter { e in plan.sessionDays.last.map { e >= $0 } ?? true }.count
+            // A run resumed from a checkpoint older than phase rows lacks the early ones: no matrix then.
+            if rows.count + tail == stream.experiences.count {
+                report.phaseAccuracy = rows + [[Double]](repeating: finalAccuracy, count: tail)
+            }
+        }
         return (outcome, trainer, report)
+    }
+
+    /// The last day of each scenario experience (of an earlier one when it has no day; -1 when
+    /// none has): non-decreasing, so phase rows are produced in phase order.
+    public static func phaseEndDays(dayExperience: [Int], phases: Int) -> [Int] {
+        var ends = [Int](repeating: -1, count: phases)
+        for (d, e) in dayExperience.enumerated() where e < phases { ends[e] = d }
+        for i in ends.indices.dropFirst() where ends[i] < ends[i - 1] { ends[i] = ends[i - 1] }
+        return ends
     }
 
     static func correctCount(model: MLP, samples: Samples, workspace: Workspace) -> Int {
@@ -121,6 +147,12 @@ public struct SessionProbe: LoopObserver {
     let sessionDays: [[Samples]]
     /// Correct predictions per day of the sessions seen so far.
     public private(set) var correct: [Double] = []
+    /// The scenario experiences' test sets, and how many phase rows to score before each session.
+    var phaseTests: [Samples] = []
+    var phasesBefore: [Int] = []
+    /// Rows of `ScheduleReport.phaseAccuracy` scored so far (only reads the model: training is
+    /// unchanged by it).
+    public private(set) var phaseAccuracy: [[Double]] = []
 
     init(sessionDays: [[Samples]]) { self.sessionDays = sessionDays }
 
@@ -130,12 +162,24 @@ public struct SessionProbe: LoopObserver {
         for day in sessionDays[index] {
             correct.append(Double(ScheduledRunner.correctCount(model: model, samples: day, workspace: ws)))
         }
+        if index < phasesBefore.count && phasesBefore[index] > 0 {
+            let row = phaseTests.map { model.accuracy(on: $0, route: 0, workspace: ws) }
+            phaseAccuracy += [[Double]](repeating: row, count: phasesBefore[index])
+        }
     }
 
-    public func checkpointState() -> PluginState { PluginState(doubles: ["day_correct": correct]) }
+    public func checkpointState() -> PluginState {
+        var doubles = ["day_correct": correct]
+        if !phaseAccuracy.isEmpty { doubles["phase_accuracy"] = phaseAccuracy.flatMap { $0 } }
+        return PluginState(doubles: doubles)
+    }
 
     public mutating func restore(from state: PluginState) throws {
         guard let c = state.doubles["day_correct"] else { throw CheckpointError.mismatch("session probe state lacks day_correct") }
         correct = c
+        // Checkpoints written before phase rows existed carry none (the report then lacks them).
+        let flat = state.doubles["phase_accuracy"] ?? []
+        let T = max(phaseTests.count, 1)
+        phaseAccuracy = stride(from: 0, to: flat.count - flat.count % T, by: T).map { Array(flat[$0..<($0 + T)]) }
     }
 }

@@ -1,5 +1,6 @@
 import ContinualCore
 import ContinualMetrics
+import ContinualScenarios
 
 /// Device-level figures of one run: energy, bytes, latency, and (when configured) the training
 /// schedule's prequential results and the int8 evaluation. Written to `runs/<id>/costs` and
@@ -61,6 +62,33 @@ public struct ScheduleReport: Sendable {
     public var dayCorrect: [Int]
     /// Accuracy on each scenario experience's test set with the final model.
     public var finalExperienceAccuracy: [Double]
+    /// P[i][j]: accuracy on scenario experience j's test set of the model held at the end of
+    /// experience i's last day (after that day's session): the same T × T matrix for every
+    /// schedule, so ACC and forgetting compare across schedules with different session counts.
+    public var phaseAccuracy: [[Double]] = []
+    /// Adaptive runs (`on_drift`, `safe_refresh`): whether each session's model was kept (false =
+    /// rolled back by the safe-refresh gate). Empty for planned runs (every session is kept).
+    public var sessionAccepted: [Bool] = []
+    /// Safe refresh: accuracy on each session's held-out window of the model before the session.
+    public var holdoutAccuracyCurrent: [Double] = []
+    /// Safe refresh: accuracy on each session's held-out window of the session's candidate.
+    public var holdoutAccuracyCandidate: [Double] = []
+    /// `on_drift`: the detector (`DriftDetectorSpec.canonicalDescription`), nil otherwise.
+    public var detector: String? = nil
+    /// `on_drift`: indices of the labelled samples (in arrival order) at which the detector fired.
+    public var firingSamples: [Int] = []
+    /// `on_drift`: the day of each firing.
+    public var firingDays: [Int] = []
+    /// The safe-refresh gate's options, nil when off.
+    public var safeRefresh: SafeRefreshGate? = nil
+
+    /// Sessions rolled back by the safe-refresh gate.
+    public var rollbacks: Int { sessionAccepted.filter { !$0 }.count }
+
+    /// ACC over the scenario's experiences (mean of `phaseAccuracy`'s last row); NaN when absent.
+    public var phaseACC: Double { phaseAccuracy.isEmpty ? .nan : AccuracyMatrix(phaseAccuracy).acc }
+    /// Average forgetting over the scenario's experiences (Chaudhry et al. 2018) from `phaseAccuracy`.
+    public var phaseForgetting: Double { phaseAccuracy.isEmpty ? .nan : AccuracyMatrix(phaseAccuracy).forgetting }
 
     public var prequentialAccuracy: Double {
         let n = daySamples.reduce(0, +)

@@ -1,4 +1,5 @@
 import ContinualHDF5
+import ContinualScenarios
 
 /// Writes a run's `DeviceReport`: energy and byte attributes into `costs`, the day-by-day schedule
 /// results and the int8 evaluation into `runs/<id>/device` (layout in docs/on-device.md).
@@ -68,6 +69,7 @@ enum DeviceResultsWriter {
             try acc.attributes.set("meaning", "accuracy on each day's samples of the model held that day (before that day's session)")
             let fin = try dev.write(s.finalExperienceAccuracy, shape: [s.finalExperienceAccuracy.count], name: "final_experience_accuracy")
             try fin.attributes.set("meaning", "final model's accuracy on each scenario experience's test set")
+            try writeAdaptive(s, into: dev)
         }
         if let q = d.quantization {
             let qg = try dev.createGroup("quantization")
@@ -80,6 +82,45 @@ enum DeviceResultsWriter {
             try qg.attributes.set("bound_holds", Int64(q.boundHolds ? 1 : 0))
             _ = try qg.write(q.accuracyFloat, shape: [q.accuracyFloat.count], name: "accuracy_float")
             _ = try qg.write(q.accuracyInt8, shape: [q.accuracyInt8.count], name: "accuracy_int8")
+        }
+    }
+
+    /// The phase matrix (every scheduled run) and what adaptive schedules decided: sessions kept
+    /// or rolled back, the held-out accuracies, the detector's firings, the protocol options.
+    static func writeAdaptive(_ s: ScheduleReport, into dev: HDF5Group) throws {
+        let a = dev.attributes
+        if !s.phaseAccuracy.isEmpty {
+            let T = s.phaseAccuracy.count
+            let p = try dev.write(s.phaseAccuracy.flatMap { $0 }, shape: [T, T], name: "phase_accuracy")
+            try p.attributes.set("meaning", "P[i][j]: accuracy on scenario experience j's test set of the model held at the end of experience i's last day")
+            try a.set("phase_acc", s.phaseACC)
+            try a.set("phase_forgetting", s.phaseForgetting)
+        }
+        guard s.detector != nil || s.safeRefresh != nil else { return }
+        try a.set("adaptive", Int64(1))
+        try a.set("sessions_accepted", Int64(s.sessionAccepted.filter { $0 }.count))
+        try a.set("rollbacks", Int64(s.rollbacks))
+        let acc = try dev.write(s.sessionAccepted.map { Int64($0 ? 1 : 0) }, shape: [s.sessionAccepted.count], name: "session_accepted")
+        try acc.attributes.set("meaning", "1 if the session's model was kept, 0 if the safe-refresh gate rolled it back")
+        if let d = s.detector {
+            try a.set("detector", d)
+            try a.set("detector_signal", "prequential 0/1 error of the held model, per labelled sample")
+            try a.set("detector_firings", Int64(s.firingSamples.count))
+            let f = try dev.write(s.firingSamples.map { Int64($0) }, shape: [s.firingSamples.count], name: "detector_firing_samples")
+            try f.attributes.set("meaning", "index (arrival order) of each labelled sample at which the detector signalled drift")
+            let fd = try dev.write(s.firingDays.map { Int64($0) }, shape: [s.firingDays.count], name: "detector_firing_days")
+            try fd.attributes.set("meaning", "day of each detector firing")
+        }
+        if let g = s.safeRefresh {
+            try a.set("safe_refresh_window", Int64(g.window))
+            try a.set("safe_refresh_margin", g.margin)
+            try a.set("safe_refresh_protocol", "window = newest pending samples, held out of the session and trained in the next; "
+                + "accept if candidate accuracy >= current - margin; a rollback restores parameters, mask, optimizer, plugin "
+                + "states and loop position, and drops the session's training samples")
+            let c = try dev.write(s.holdoutAccuracyCurrent, shape: [s.holdoutAccuracyCurrent.count], name: "holdout_accuracy_current")
+            try c.attributes.set("meaning", "accuracy of the model before each session on that session's held-out window")
+            let n = try dev.write(s.holdoutAccuracyCandidate, shape: [s.holdoutAccuracyCandidate.count], name: "holdout_accuracy_candidate")
+            try n.attributes.set("meaning", "accuracy of each session's candidate model on its held-out window")
         }
     }
 }

@@ -85,8 +85,10 @@ public struct StoredModel: Sendable {
             let spec = try config.model.spec(inputs: stream.dimension, head: stream.head, experiences: stream.experiences.count)
             // A scheduled run trains sessions, not the stream's experiences (RunExecutor.executeScheduled).
             let T = config.schedule.map { schedule in
-                ScheduledRunner.plan(stream: stream, schedule: schedule, device: (config.device ?? DeviceConfig()).state,
-                                     seed: config.seed).sessions.count
+                // Adaptive schedules prepare the plugins for one session per day (AdaptiveScheduledRunner).
+                { plan in schedule.isAdaptive ? max(1, plan.days.count) : plan.sessions.count }(
+                    ScheduledRunner.plan(stream: stream, schedule: schedule, device: (config.device ?? DeviceConfig()).state,
+                                         seed: config.seed))
             } ?? stream.experiences.count
             var rng = RandomSource(seed: config.seed, stream: "init")
             var model = MLP(spec: spec, rng: &rng)

@@ -26,20 +26,30 @@ public struct DriftDetectorSpec: Sendable, Equatable {
     /// Why a spec is refused; the message names the parameter and what is allowed.
     public struct Invalid: Error, Sendable, CustomStringConvertible {
         public var description: String
+        /// The parameter at fault (nil: the type name); `rule` says what it must be. Lets a JSON
+        /// reader name the key path (`schedule.detector.delta must be in (0, 1), got 2`).
+        public var parameter: String? = nil
+        public var rule: String = ""
     }
 
     /// Builds a spec from a type name and parameters, refusing unknown names and values out of range.
     public init(type: String, parameters given: [String: Double] = [:]) throws(Invalid) {
         guard let kind = Kind(rawValue: type) else {
-            throw Invalid(description: "unknown drift detector '\(type)'; allowed: \(Kind.allCases.map(\.rawValue).joined(separator: ", "))")
+            let allowed = Kind.allCases.map(\.rawValue).joined(separator: ", ")
+            throw Invalid(description: "unknown drift detector '\(type)'; allowed: \(allowed)",
+                          rule: "'\(type)' is not a drift detector; allowed: \(allowed)")
         }
         self.kind = kind
         var values = Dictionary(uniqueKeysWithValues: kind.defaults.map { ($0.name, $0.value) })
         for (name, value) in given.sorted(by: { $0.key < $1.key }) {
             guard values[name] != nil else {
-                throw Invalid(description: "'\(name)' is not a parameter of \(type); allowed: \(kind.defaults.map(\.name).joined(separator: ", "))")
+                let allowed = kind.defaults.map(\.name).joined(separator: ", ")
+                throw Invalid(description: "'\(name)' is not a parameter of \(type); allowed: \(allowed)",
+                              parameter: name, rule: "is not a parameter of \(type); allowed: \(allowed)")
             }
-            guard value.isFinite else { throw Invalid(description: "\(type).\(name) must be finite, got \(value)") }
+            guard value.isFinite else {
+                throw Invalid(description: "\(type).\(name) must be finite, got \(value)", parameter: name, rule: "must be finite, got \(value)")
+            }
             values[name] = value
         }
         parameters = values
@@ -48,7 +58,10 @@ public struct DriftDetectorSpec: Sendable, Equatable {
 
     private func check() throws(Invalid) {
         func need(_ ok: Bool, _ name: String, _ rule: String) throws(Invalid) {
-            guard ok else { throw Invalid(description: "\(kind.rawValue).\(name) must be \(rule), got \(parameters[name]!)") }
+            guard ok else {
+                throw Invalid(description: "\(kind.rawValue).\(name) must be \(rule), got \(parameters[name]!)",
+                              parameter: name, rule: "must be \(rule), got \(parameters[name]!)")
+            }
         }
         func count(_ name: String, atLeast low: Double) throws(Invalid) {
             let v = parameters[name]!
@@ -83,6 +96,12 @@ public struct DriftDetectorSpec: Sendable, Equatable {
             try need(p["alpha"]! > 0 && p["alpha"]! <= 1, "alpha", "in (0, 1]")
             try need([0, 1, 2].contains(p["mode"]!), "mode", "0 (up), 1 (down) or 2 (both)")
         }
+    }
+
+    /// `type` and the parameters sorted by name (`adwin(clock=32,delta=0.002,…)`): a text that is
+    /// the same in every process (a dictionary's order is not), for fingerprints and labels.
+    public var canonicalDescription: String {
+        kind.rawValue + "(" + parameters.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",") + ")"
     }
 
     /// A fresh detector with these parameters.
