@@ -52,7 +52,7 @@ build_kernels() {
 build_all() {
     build_kernels
     local built=()
-    for m in ContinualCore ContinualHDF5 ContinualMetrics ContinualScenarios ContinualStrategies ContinualFederated ContinualExport ContinualExperiments; do
+    for m in ContinualCore ContinualHDF5 ContinualMetrics ContinualScenarios ContinualStrategies ContinualFederated ContinualExport ContinualHabitEvents ContinualExperiments; do
         build_module "$m" "${built[@]}"
         built+=("$m")
     done
