@@ -246,6 +246,18 @@ def work_directory(root=ROOT) -> str:
     return d
 
 
+def keep_results(work: str, into) -> None:
+    """Moves the results files a document's commands wrote into `into` (--keep-results), so a
+    later step (CI's figures) reads them instead of running the same experiments again."""
+    produced = os.path.join(work, "results")
+    if not into or not os.path.isdir(produced):
+        return
+    os.makedirs(into, exist_ok=True)
+    for name in sorted(os.listdir(produced)):
+        if name.endswith(".h5"):
+            shutil.move(os.path.join(produced, name), os.path.join(into, name))
+
+
 def environment(root=ROOT) -> dict:
     env = dict(os.environ)
     binary = os.path.abspath(os.environ.get("CONTINUAL_BIN", os.path.join(root, ".build", "release", "continual")))
@@ -408,6 +420,7 @@ def process(doc: str, args, root=ROOT, env=None) -> tuple[list[str], int, int]:
                 problems += [f"{b.where}: {p}  [{b.command}]" for p in found]
     finally:
         if work:
+            keep_results(work, args.keep_results)
             shutil.rmtree(work, ignore_errors=True)
     if edits:
         for (s, e), new in sorted(edits.items(), reverse=True):
@@ -430,6 +443,8 @@ def main(argv=None) -> int:
     p.add_argument("--root", default=ROOT, help=argparse.SUPPRESS)
     p.add_argument("--timeout", type=float, default=300, help="seconds per check command (default 300)")
     p.add_argument("--timeout-measured", type=float, default=7200)
+    p.add_argument("--keep-results", metavar="DIR",
+                   help="move the results files the commands wrote (results/*.h5) into DIR")
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args(argv)
     root = os.path.abspath(args.root)
