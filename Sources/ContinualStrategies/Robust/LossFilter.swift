@@ -70,17 +70,12 @@ public struct LossFilter: StrategyPlugin, BatchLossTerm {
 
         public init(fraction: Double) { self.fraction = fraction }
 
-        enum CodingKeys: String, CodingKey, CaseIterable { case fraction }
-
         public init(from decoder: any Decoder) throws {
-            let c = try decoder.strictContainer(keyedBy: CodingKeys.self, alsoAllowed: ["type"])
-            fraction = try c.decode(.fraction, default: 0.1)
-            try c.require(fraction >= 0 && fraction < 1, .fraction, "must be in 0..<1 (the fraction of each batch dropped), got \(fraction)")
+            fraction = try LossRanking.decodeFraction(from: decoder, of: "each batch")
         }
 
         public func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(fraction, forKey: .fraction)
+            try LossRanking.encode(fraction: fraction, to: encoder)
         }
 
         public func makePlugin() -> any StrategyPlugin { LossFilter(options: self) }
