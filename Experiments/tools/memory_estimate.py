@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 
-UNITS = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}  # validate prints "kB" too
+UNITS = {"B": 1, "KB": 2**10, "MB": 2**20, "GB": 2**30, "TB": 2**40}  # validate's units are binary ("kB" too)
 
 
 def parse_bytes(text):
@@ -58,12 +58,12 @@ def main():
             try:
                 run_kb, rc, out = peak_kb([a.bin, "run", f, "-o", os.path.join(d, "r.h5"), "--jobs", "1", "-q"], a.timeout)
             except subprocess.TimeoutExpired:
-                print(f"{os.path.basename(f):28} {est / 1e6:9.1f}M   (run longer than {a.timeout:.0f} s, not measured)")
+                print(f"{os.path.basename(f):28} {est / 2**20:9.1f}M   (run longer than {a.timeout:.0f} s, not measured)")
                 continue
         seconds = time.monotonic() - start
         measured = (run_kb - base_kb) * 1024
         err = (est - measured) / measured * 100 if measured > 0 else float("nan")
-        print(f"{os.path.basename(f):28} {est / 1e6:9.1f}M {measured / 1e6:9.1f}M {err:+6.0f}% {seconds:6.0f}"
+        print(f"{os.path.basename(f):28} {est / 2**20:9.1f}M {measured / 2**20:9.1f}M {err:+6.0f}% {seconds:6.0f}"
               + ("" if rc == 0 else f"  (run exit {rc}: {out.strip().splitlines()[-2:]})"), flush=True)
     return 0
 

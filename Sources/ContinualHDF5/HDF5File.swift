@@ -85,10 +85,11 @@ public final class HDF5File {
         if flags >= 0 { _ = fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
     }
 
-    /// File access properties whose close degree makes `close()` really release the file (and its lock).
+    /// File access properties whose close degree makes `close()` really release the file (and its
+    /// lock), with the metadata cache capped at 4 MiB (`chdf5_limit_metadata_cache` says why).
     private static func strongCloseAccessList(verb: String, path: String) throws -> hid_t {
         let access = try check(H5Pcreate(chdf5_H5P_FILE_ACCESS()), .cannot(verb, path))
-        if H5Pset_fclose_degree(access, H5F_CLOSE_STRONG) < 0 {
+        if H5Pset_fclose_degree(access, H5F_CLOSE_STRONG) < 0 || chdf5_limit_metadata_cache(access, 4 << 20) < 0 {
             let error = HDF5Error.cannot(verb, path)
             H5Pclose(access)
             throw error

@@ -149,6 +149,9 @@ struct RunCommand: ParsableCommand {
         guard jobs >= 1 else { throw CLIFailure.badInput("--jobs must be ≥ 1") }
         let writer = try InterruptibleSession.openWriter(session, path: path, resume: self.resume, overwrite: overwrite)
         let collected = ResultList()
+        // Up to 12 runs the summary prints from the results themselves; beyond that it reads the
+        // file back, and only each run's status is kept (the memory of a long file stays flat).
+        let keepWhole = session.selected.count <= 12
         let quiet = self.quiet, verbose = self.verbose
         let tty = isatty(STDOUT_FILENO) == 1 && !plain
         let printer = ProgressPrinter(tty: tty, logLines: 10)
@@ -162,7 +165,7 @@ struct RunCommand: ParsableCommand {
             session, writer: writer, jobs: jobs, path: path, command: "continual run \(file)",
             execute: execute,
             progress: { p in
-                collected.append(p.last)
+                collected.append(keepWhole ? p.last : p.last.statusOnly)
                 if verbose {
                     writeOut(SummaryText.run(p.last, width: width) + "\n\n")
                 } else if !quiet {

@@ -140,9 +140,7 @@ public enum PopulationExecutor {
         let clock = ContinuousClock()
         let start = clock.now
         let config = run.config
-        var result = RunResult(run: run, status: .failed, message: "", outcome: nil, metrics: nil, costs: nil,
-                               experienceNames: [], experienceMetadata: [], featureNames: [], streamMetadata: [:],
-                               wallSeconds: 0)
+        var result = RunResult.notStarted(run)
         guard let generator = config.scenario.options as? any PopulationScenario else {
             result.message = "scenario \"\(config.scenario.typeName)\" does not support populations (supported: "
                 + Registry.scenarios.filter { $0 is any PopulationScenario.Type }.map { $0.typeName }.joined(separator: ", ") + ")"

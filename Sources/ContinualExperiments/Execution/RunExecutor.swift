@@ -37,9 +37,7 @@ public enum RunExecutor {
         case nil: break
         }
         if (run.config.population != nil && resume != nil) || (run.config.population == nil && users != nil) {
-            var result = RunResult(run: run, status: .failed, message: "", outcome: nil, metrics: nil, costs: nil,
-                                   experienceNames: [], experienceMetadata: [], featureNames: [], streamMetadata: [:],
-                                   wallSeconds: 0)
+            var result = RunResult.notStarted(run)
             result.message = run.config.population != nil
                 ? "this is a population run; the checkpoint holds a single learner"
                 : "the checkpoint holds a population; this run has none"
@@ -47,9 +45,7 @@ public enum RunExecutor {
         }
         if let fewShot = run.config.fewShot, let population = run.config.population {
             guard runCheckpoint == nil && stopAfter == nil else {
-                var result = RunResult(run: run, status: .failed, message: "", outcome: nil, metrics: nil, costs: nil,
-                                       experienceNames: [], experienceMetadata: [], featureNames: [], streamMetadata: [:],
-                                       wallSeconds: 0)
+                var result = RunResult.notStarted(run)
                 result.message = "few-shot runs do not stop and resume at experience boundaries (meta-training spans every user); run them whole"
                 return result
             }
@@ -57,9 +53,7 @@ public enum RunExecutor {
         }
         if run.config.federation != nil {
             if runCheckpoint != nil || stopAfter != nil {
-                var result = RunResult(run: run, status: .failed, message: "", outcome: nil, metrics: nil, costs: nil,
-                                       experienceNames: [], experienceMetadata: [], featureNames: [], streamMetadata: [:],
-                                       wallSeconds: 0)
+                var result = RunResult.notStarted(run)
                 result.message = "federated runs do not stop and resume at experience boundaries (their rounds interleave every client); run them whole"
                 return result
             }
@@ -71,9 +65,7 @@ public enum RunExecutor {
         let clock = ContinuousClock()
         let start = clock.now
         let config = run.config
-        var result = RunResult(run: run, status: .failed, message: "", outcome: nil, metrics: nil, costs: nil,
-                               experienceNames: [], experienceMetadata: [], featureNames: [], streamMetadata: [:],
-                               wallSeconds: 0)
+        var result = RunResult.notStarted(run)
         do {
             var stream = try StreamHandoff.key(run).flatMap { StreamHandoff.shared.stream(for: $0) }
                 ?? config.scenario.options.makeStream(seed: config.seed)

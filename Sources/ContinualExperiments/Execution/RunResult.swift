@@ -52,4 +52,24 @@ public struct RunResult: Sendable {
 
     public var runId: String { run.runId }
     public var name: String { run.config.name }
+
+    /// A run that has not produced anything yet: failed with an empty message until the executor
+    /// fills it in (every executor starts from this).
+    public static func notStarted(_ run: ResolvedRun) -> RunResult {
+        RunResult(run: run, status: .failed, message: "", outcome: nil, metrics: nil, costs: nil,
+                  experienceNames: [], experienceMetadata: [], featureNames: [], streamMetadata: [:],
+                  wallSeconds: 0)
+    }
+
+    /// This result without its records (outcome, metrics, per-user, federation and device
+    /// figures): its run, status, message and wall time. What `continual run` keeps of each
+    /// written run when it reports from the file instead, so its memory does not grow with the
+    /// number of runs in the file.
+    public var statusOnly: RunResult {
+        var r = RunResult.notStarted(run)
+        r.status = status
+        r.message = message
+        r.wallSeconds = wallSeconds
+        return r
+    }
 }

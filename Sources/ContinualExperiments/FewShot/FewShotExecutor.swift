@@ -15,9 +15,7 @@ public enum FewShotExecutor {
     public static func execute(_ run: ResolvedRun, fewShot: FewShotConfig, population: PopulationConfig) -> RunResult {
         let clock = ContinuousClock()
         let start = clock.now
-        var result = RunResult(run: run, status: .failed, message: "", outcome: nil, metrics: nil, costs: nil,
-                               experienceNames: [], experienceMetadata: [], featureNames: [], streamMetadata: [:],
-                               wallSeconds: 0)
+        var result = RunResult.notStarted(run)
         do {
             let outcome = try compute(run.config, fewShot: fewShot, population: population, result: &result)
             result.fewShot = outcome

@@ -179,7 +179,7 @@ public enum ResultsMerger {
             else if let i = try? a.scalar(name, as: Int64.self) { try t.set(name, i) }
             else if let d = try? a.scalar(name, as: Double.self) { try t.set(name, d) }
         }
-        try t.set("created_utc", ISO8601DateFormatter().string(from: Date()))
+        try t.set("created_utc", UTCTimestamp.now())
         if source.exists("metric_definitions") { try source.copy("metric_definitions", to: target) }
     }
 }

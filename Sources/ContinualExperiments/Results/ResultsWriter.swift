@@ -46,7 +46,7 @@ public enum ResultsWriter {
         try a.set("git_commit", provenance.commit)
         try a.set("git_dirty", provenance.dirty)
         try a.set("git_commit_source", provenance.source)
-        try a.set("created_utc", ISO8601DateFormatter().string(from: Date()))
+        try a.set("created_utc", UTCTimestamp.now())
         try a.set("experiment_name", experiment.name)
         try a.set("experiment_description", experiment.description)
         try a.set("experiment_json", experiment.sourceText)
