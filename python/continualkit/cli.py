@@ -173,6 +173,10 @@ def cmd_pareto(a):
         print(f"continualkit: {', '.join(files)}: no completed runs", file=sys.stderr)
         return 2
     print(C.markdown_table(points))
+    sweep = C.sweep_table(points)
+    if sweep:
+        print()
+        print(sweep)
     if a.output:
         for path in C.draw(files, a.output, formats=tuple(a.format.split(","))):
             print(path)

@@ -33,7 +33,8 @@ PANELS = (("training_j", "training energy per personalisation", "J"),
 
 NOTE = ("Points: mean over seeds (marker area ∝ forgetting, legend); filled and joined: the Pareto front "
         "(nothing cheaper is as accurate). Numbers key the variants (right). Last panel: early-exit "
-        "threshold sweep τ (line, from the exit head alone at τ = 0 to the full model at τ > 1).")
+        "threshold sweep τ (line, from the exit head alone at τ = 0 to the full model at τ > 1); the other "
+        "variants share the full-size model's prediction energy in the run's cost model.")
 
 
 def _s(v):
@@ -93,7 +94,9 @@ def load_points(path) -> pd.DataFrame:
                     i = int(np.argmin(np.abs(taus - tau)))
                     if abs(taus[i] - tau) < 1e-12:
                         row["prediction_j"] = float(joules[i])
-                    row.update(sweep_tau=taus, sweep_j=joules, sweep_acc=p["acc"][:] if "acc" in p else None)
+                    row.update(sweep_tau=taus, sweep_j=joules, sweep_acc=p["acc"][:] if "acc" in p else None,
+                               sweep_forgetting=p["forgetting"][:] if "forgetting" in p else None,
+                               sweep_exit=p["final_exit_rate"][:], sweep_flops=p["flops_per_prediction"][:])
             rows.append(row)
     df = pd.DataFrame(rows)
     if len(df):
@@ -128,6 +131,28 @@ def markdown_table(points: pd.DataFrame) -> str:
             lines.append(f"| {scen} | {r['variant']}{star} | {int(r['n'])} | {ms('acc', 100)} | {ms('forgetting', 100)} | "
                          f"{ms('training_j', 1e3, '{:.3f}')} | {r['peak_memory_bytes']:.0f} | {r['parameters']:.0f} | "
                          f"{r['prediction_j'] * 1e6:.4f} |")
+    return "\n".join(lines)
+
+
+def sweep_table(points: pd.DataFrame) -> str:
+    """Early-exit runs' threshold sweeps: per scenario, variant and τ, the cascade's ACC and
+    forgetting (mean ± std over seeds), exit rate, FLOPs and nJ per prediction (means)."""
+    if "sweep_tau" not in points:
+        return ""
+    ee = points[points["sweep_tau"].notna()]
+    lines = ["| scenario | variant | τ | ACC % | forgetting pts | exit rate % | FLOPs / prediction | nJ / prediction |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for (scen, variant), g in ee.groupby(["scenario", "variant"], sort=False):
+        taus = g["sweep_tau"].iloc[0]
+        def stack(col, k=1.0):
+            return np.stack(list(g[col])) * k
+        acc, forg = stack("sweep_acc", 100), stack("sweep_forgetting", 100)
+        ex, fl, j = stack("sweep_exit", 100), stack("sweep_flops"), stack("sweep_j", 1e9)
+        sd = (lambda a, i: a[:, i].std(ddof=1)) if len(g) > 1 else (lambda a, i: 0.0)
+        for i, t in enumerate(taus):
+            lines.append(f"| {scen} | {variant} | {t:g} | {acc[:, i].mean():.2f} ± {sd(acc, i):.2f} | "
+                         f"{forg[:, i].mean():.2f} ± {sd(forg, i):.2f} | {ex[:, i].mean():.1f} | {fl[:, i].mean():.0f} | "
+                         f"{j[:, i].mean():.1f} |")
     return "\n".join(lines)
 
 
