@@ -38,6 +38,10 @@ def _run(f, i, scenario, variant, seed, acc, forg, energy, peak, params, pred, e
         p["thresholds"] = np.array([0, 0.9, 1.1])
         p["joules_per_prediction"] = np.array(early[0])
         p["acc"] = np.array(early[1])
+        p["forgetting"] = np.array([0.25, 0.2, 0.2])
+        p["final_exit_rate"] = np.array([1.0, 0.4, 0.0])
+        p["flops_per_prediction"] = np.array([100.0, 160.0, 200.0])
+        p.attrs["sweep_record_bytes"] = 480
     if pruned is not None:
         p = g.create_group("plugins/0_pruning")
         p["nonzero_parameters"] = np.array([params, pruned])
@@ -67,12 +71,16 @@ def test_points_read_every_variant_and_the_plugins(study):
     assert set(pts["scenario"]) == {"habit_drift", "split_digits (domain)"}
     ee = pts[pts["variant"] == "early_exit"].iloc[0]
     assert ee["prediction_j"] == 2e-8 and ee["parameters"] == 309      # cascade at τ = 0.9; + exit head
+    assert ee["peak_memory_bytes"] == 8000 + 2 - 480                   # without the τ-sweep records
     assert pts[pts["variant"] == "magnitude_80"].iloc[0]["parameters"] == 60
     table = C.markdown_table(pts)
     # front of ACC vs training energy per scenario: magnitude_80 (cheapest), lowrank (best ACC)
     assert "| habit_drift | magnitude_80 * |" in table and "| habit_drift | lowrank * |" in table
     assert "| habit_drift | dense |" in table and "| habit_drift | early_exit |" in table
     assert "| habit_drift | dense | 2 | 61.50 ± 0.71 |" in table
+    sweep = C.sweep_table(pts)
+    assert "| habit_drift | early_exit | 0.9 | 58.00 ± 0.00 | 20.00 ± 0.00 | 40.0 | 160 | 20.0 |" in sweep
+    assert sweep.count("| split_digits (domain) | early_exit |") == 3
 
 
 def test_figure_is_drawn_and_readable(study, tmp_path):
