@@ -165,6 +165,24 @@ def cmd_equal_compute(a):
                  caption="accuracy at equal steps and at equal training FLOPs (mean ± std over seeds)"))
 
 
+def cmd_pareto(a):
+    from . import compression as C
+    files = [a.file] + a.more
+    points = C.load_points(files)
+    if points.empty:
+        print(f"continualkit: {', '.join(files)}: no completed runs", file=sys.stderr)
+        return 2
+    print(C.markdown_table(points))
+    sweep = C.sweep_table(points)
+    if sweep:
+        print()
+        print(sweep)
+    if a.output:
+        for path in C.draw(files, a.output, formats=tuple(a.format.split(","))):
+            print(path)
+    return 0
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="continualkit", description="Analysis of ContinualKit results files (HDF5).",
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -247,6 +265,13 @@ def main(argv=None):
     s.add_argument("equal", help="results of the same variants with training.flops_per_experience")
     s.add_argument("--format", default="markdown", choices=["markdown", "csv", "latex"])
     s.set_defaults(fn=cmd_equal_compute)
+
+    s = sub.add_parser("pareto", help="compression Pareto study (Experiments/compression*.json): table and figure")
+    s.add_argument("file")
+    s.add_argument("more", nargs="*", help="more results files (one scenario each), e.g. results/compression_digits.h5")
+    s.add_argument("-o", "--output", help="directory for compression_pareto.png/.pdf (table only without it)")
+    s.add_argument("--format", default="png,pdf", help="comma-separated: pdf,svg,png")
+    s.set_defaults(fn=cmd_pareto)
 
     a = p.parse_args(argv)
     if a.command != "datasets" and not os.path.exists(getattr(a, "file", None) or getattr(a, "a", "")):

@@ -34,6 +34,7 @@ public enum Registry {
         ProgressiveNetwork.Options.self,
         GenerativeReplay.Options.self,
         Pruning.Options.self,
+        EarlyExit.Options.self,
         LossFilter.Options.self,
         TrimmedLoss.Options.self,
     ]

@@ -113,6 +113,10 @@ public enum RunExecutor {
                                            initialBaseline: outcome.initialAccuracy)
                 result.costs = costs
                 result.device = deviceReport(config, stream: stream, model: outcome.finalModel, outcome: outcome)
+                if var o = result.outcome {
+                    EarlyExitDeviceCosts.augment(&o, profile: result.device!.profile)
+                    result.outcome = o
+                }
                 if let poisoning = config.poisoning, let poisoned {
                     result.poisoning = PoisoningOutcome(config: poisoning, record: poisoned,
                         attackSuccess: poisoning.attackSuccessRate(outcome.finalModel, stream: stream))
@@ -204,6 +208,10 @@ public enum RunExecutor {
         result.costs = CostModel(model: model, optimizer: trainer.optimizer)
         var d = deviceReport(config, stream: stream, model: model, outcome: outcome)
         d.schedule = report
+        if var o = result.outcome {
+            EarlyExitDeviceCosts.augment(&o, profile: d.profile)
+            result.outcome = o
+        }
         result.device = d
         result.status = .completed
     }
