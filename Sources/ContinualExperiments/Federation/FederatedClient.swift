@@ -1,6 +1,7 @@
 import ContinualCore
 import ContinualFederated
 import ContinualMetrics
+import ContinualStrategies
 
 /// One simulated phone of a federated run: its personal learner (model, optimizer and strategy
 /// state, kept between rounds), its data in arrival order, its device availability and tallies.
@@ -32,6 +33,8 @@ struct FederatedClient {
     var personalCursor = 0
     /// Local rounds trained so far (the loop's experience index of the next one).
     var localRounds = 0
+    /// Experiences of the client consolidated at their boundary (`consolidate: "experience"`).
+    var consolidatedExperiences = 0
     var invitations = 0
     var participations = 0
     /// Rounds it dropped out of mid-round, and rounds whose deadline it missed.
@@ -189,8 +192,17 @@ struct FederatedClient {
 
     /// One local round on `data` through the loop's per-experience code; tallies the work under
     /// experience `period` and returns (rows, steps, plugin FLOPs).
+    ///
+    /// `dataEnd` (the arrival index the round's data ends at) asks for consolidation at the
+    /// client's experience boundaries (`FederationConfig.Consolidation.experience`): EWC's
+    /// `afterExperience` (which the loop runs after every round, each round being an experience
+    /// of the phone's loop) is undone, and instead, once the round's data reaches the end of the
+    /// client's experience p, EWC consolidates on experience p's training samples (all of them,
+    /// as a task boundary in the FCL papers) at the trained parameters; several experiences ended
+    /// by one round are consolidated in order. EWC's state changes only in `afterExperience`, so
+    /// restoring its value is exact. Other plugins are unaffected.
     mutating func trainRound(on data: Samples, period: Int, round: Int, pass: TrainingPass,
-                             scratch: inout LoopScratch, stream: String = "") throws -> ExperienceRecord {
+                             scratch: inout LoopScratch, stream: String = "", dataEnd: Int? = nil) throws -> ExperienceRecord {
         var experiences = [Experience](repeating: Experience(index: 0, name: "", train: Samples(dimension: train.dimension),
                                                              test: Samples(dimension: train.dimension)),
                                        count: localRounds + 1)
@@ -200,7 +212,27 @@ struct FederatedClient {
         var shuffle = RandomSource(seed: modelSeed, stream: "federation.round.\(round)\(stream)")
         let clock = ContinuousClock()
         let start = clock.now
-        let record = try trainer.trainRound(context: context, pass: pass, shuffle: &shuffle, scratch: &scratch)
+        let deferred = dataEnd == nil ? [] : trainer.plugins.indices.filter { trainer.plugins[$0] is EWC }
+        let before = deferred.map { trainer.plugins[$0] }
+        var record = try trainer.trainRound(context: context, pass: pass, shuffle: &shuffle, scratch: &scratch)
+        if let end = dataEnd, !deferred.isEmpty {
+            record.extraFLOPs -= deferred.reduce(0) { $0 + trainer.plugins[$1].resources.extraFLOPsPerExperience }
+            for (k, i) in deferred.enumerated() { trainer.plugins[i] = before[k] }
+            let empty = Samples(dimension: train.dimension)
+            while consolidatedExperiences < schedule.ends.count, schedule.ends[consolidatedExperiences] <= end {
+                let p = consolidatedExperiences
+                let lo = p == 0 ? 0 : schedule.ends[p - 1], hi = schedule.ends[p]
+                consolidatedExperiences += 1
+                guard hi > lo else { continue }
+                let own = Experience(index: 0, name: "experience \(p)", train: self.data(lo, hi, flip: nil), test: empty)
+                let boundary = ExperienceContext(index: 0, experiences: [own], route: 0)
+                let ws = trainer.model.makeWorkspace(capacity: max(trainer.options.evaluationBatchSize, trainer.options.batchSize * 2))
+                for i in deferred {
+                    try trainer.plugins[i].afterExperience(model: &trainer.model, context: boundary, workspace: ws)
+                    record.extraFLOPs += trainer.plugins[i].resources.extraFLOPsPerExperience
+                }
+            }
+        }
         trainSeconds += (clock.now - start).seconds
         tally(record, period: period)
         return record
