@@ -178,6 +178,14 @@ public struct FederationConfig: Codable, Sendable, Equatable {
     /// Buffered asynchronous aggregation instead of synchronous rounds (nil: synchronous; see `FedBuffConfig`).
     public var fedbuff: FedBuffConfig? = nil
     public var consolidate: Consolidation = .experience
+    /// FLwF-2T's second teacher (Usmanova et al. 2021, "A distillation-based approach integrating
+    /// continual learning and federated learning for pervasive services"): in every federated
+    /// round the client also distils the received server model's softened outputs on its batches,
+    /// weight β = `server_distillation` (0 = off) at temperature `server_distillation_temperature`
+    /// — LwF's term (`LearningWithoutForgetting`) with the server model as the old model. The first
+    /// teacher, the client's own model at its previous experience boundary, is the `lwf` strategy.
+    public var serverDistillation = 0.0
+    public var serverDistillationTemperature = 2.0
 
     public init(rounds: Int) { self.rounds = rounds }
 
@@ -197,6 +205,7 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         case attackScale = "attack_scale", evaluateEvery = "evaluate_every", evaluateClients = "evaluate_clients"
         case radioJoulesPerByte = "radio_joules_per_byte", jobs, partition
         case fedbuff, consolidate
+        case serverDistillation = "server_distillation", serverDistillationTemperature = "server_distillation_temperature"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -252,6 +261,13 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         partition = try c.decodeIfPresent(PartitionConfig.self, forKey: .partition)
         fedbuff = try c.decodeIfPresent(FedBuffConfig.self, forKey: .fedbuff)
         consolidate = try c.decodeChoice(.consolidate, default: .experience)
+        serverDistillation = try c.decode(.serverDistillation, default: 0)
+        serverDistillationTemperature = try c.decode(.serverDistillationTemperature, default: 2)
+        try c.require(serverDistillation >= 0 && serverDistillation.isFinite, .serverDistillation, "must be a finite number ≥ 0 (0 = off), got \(serverDistillation)")
+        try c.require(serverDistillation == 0 || share == .all, .serverDistillation, "the client distils the whole server model: use \"share\": \"all\"")
+        try c.require(serverDistillationTemperature > 0 && serverDistillationTemperature.isFinite && serverDistillationTemperature <= 1e6,
+                      .serverDistillationTemperature, "must be a finite number in (0, 1e6], got \(serverDistillationTemperature)")
+        try c.require(!c.contains(.serverDistillationTemperature) || serverDistillation > 0, .serverDistillationTemperature, "only with server_distillation > 0")
 
         try c.require((1...100_000).contains(rounds), .rounds, "must be in 1...100000, got \(rounds)")
         try c.require(clientsPerRound == nil || clientFraction == nil, .clientFraction,
@@ -426,6 +442,10 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         try c.encodeIfPresent(fedbuff, forKey: .fedbuff)
         // The default is not written, so runs without EWC keep their canonical form (and ids).
         if consolidate != .experience { try c.encode(consolidate, forKey: .consolidate) }
+        if serverDistillation > 0 {
+            try c.encode(serverDistillation, forKey: .serverDistillation)
+            try c.encode(serverDistillationTemperature, forKey: .serverDistillationTemperature)
+        }
         // jobs does not change the numbers: not part of the resolved config (nor the run id).
     }
 

@@ -35,6 +35,8 @@ struct FederatedClient {
     var localRounds = 0
     /// Experiences of the client consolidated at their boundary (`consolidate: "experience"`).
     var consolidatedExperiences = 0
+    /// FLwF-2T: the index of the plugin that distils the received server model (nil: none).
+    var serverTeacher: Int? = nil
     var invitations = 0
     var participations = 0
     /// Rounds it dropped out of mid-round, and rounds whose deadline it missed.
@@ -194,13 +196,14 @@ struct FederatedClient {
     /// experience `period` and returns (rows, steps, plugin FLOPs).
     ///
     /// `dataEnd` (the arrival index the round's data ends at) asks for consolidation at the
-    /// client's experience boundaries (`FederationConfig.Consolidation.experience`): EWC's
+    /// client's experience boundaries (`FederationConfig.Consolidation.experience`): EWC's and LwF's
     /// `afterExperience` (which the loop runs after every round, each round being an experience
     /// of the phone's loop) is undone, and instead, once the round's data reaches the end of the
     /// client's experience p, EWC consolidates on experience p's training samples (all of them,
     /// as a task boundary in the FCL papers) at the trained parameters; several experiences ended
-    /// by one round are consolidated in order. EWC's state changes only in `afterExperience`, so
-    /// restoring its value is exact. Other plugins are unaffected.
+    /// by one round are consolidated in order (LwF keeps the model at the boundary as its old
+    /// model). Their state changes only in `afterExperience`, so restoring their value is exact.
+    /// Other plugins are unaffected.
     mutating func trainRound(on data: Samples, period: Int, round: Int, pass: TrainingPass,
                              scratch: inout LoopScratch, stream: String = "", dataEnd: Int? = nil) throws -> ExperienceRecord {
         var experiences = [Experience](repeating: Experience(index: 0, name: "", train: Samples(dimension: train.dimension),
@@ -212,7 +215,9 @@ struct FederatedClient {
         var shuffle = RandomSource(seed: modelSeed, stream: "federation.round.\(round)\(stream)")
         let clock = ContinuousClock()
         let start = clock.now
-        let deferred = dataEnd == nil ? [] : trainer.plugins.indices.filter { trainer.plugins[$0] is EWC }
+        let deferred = dataEnd == nil ? [] : trainer.plugins.indices.filter {
+            trainer.plugins[$0] is EWC || trainer.plugins[$0] is LearningWithoutForgetting
+        }
         let before = deferred.map { trainer.plugins[$0] }
         var record = try trainer.trainRound(context: context, pass: pass, shuffle: &shuffle, scratch: &scratch)
         if let end = dataEnd, !deferred.isEmpty {
@@ -236,5 +241,17 @@ struct FederatedClient {
         trainSeconds += (clock.now - start).seconds
         tally(record, period: period)
         return record
+    }
+
+    /// FLwF-2T: makes the server-teacher plugin (an LwF term) distil `global`, the model the client
+    /// received this round.
+    mutating func setServerTeacher(_ global: [Float]) throws {
+        guard let k = serverTeacher else { return }
+        var teacher = trainer.model
+        teacher.parameters = global
+        let ws = teacher.makeWorkspace(capacity: 1)
+        let empty = Samples(dimension: train.dimension)
+        let context = ExperienceContext(index: 0, experiences: [Experience(index: 0, name: "server", train: empty, test: empty)], route: 0)
+        try trainer.plugins[k].afterExperience(model: &teacher, context: context, workspace: ws)
     }
 }

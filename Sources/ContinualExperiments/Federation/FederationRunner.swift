@@ -3,6 +3,7 @@ import ContinualCore
 import ContinualFederated
 import ContinualMetrics
 import ContinualScenarios
+import ContinualStrategies
 
 /// Runs a federated experiment (`"federation"` + `"population"`): rounds of client sampling,
 /// device-gated local rounds with the run's strategy on every client's newly arrived data,
@@ -351,6 +352,7 @@ public enum FederationRunner {
                         }
                         let data = c.data(c.federatedCursor, end,
                                           flip: c.adversary && fed.attack == .labelFlip ? classes : nil)
+                        try c.setServerTeacher(globalParameters)
                         if scaffold {
                             // Every local step uses g + c − cᵢ (the term is the learner's last plugin).
                             let ci = c.control
@@ -882,6 +884,12 @@ public enum FederationRunner {
         var plugins = config.strategy.map { $0.options.makePlugin() }
         // APFL's personal steps mix with the FedAvg learner's w before each of its steps.
         if fed.personal == .apfl { plugins.append(StepTrajectory()) }
+        // FLwF-2T's second teacher: LwF's term, its old model set to the server's each round.
+        let serverTeacher: Int? = fed.serverDistillation > 0 ? plugins.count : nil
+        if fed.serverDistillation > 0 {
+            plugins.append(LearningWithoutForgetting(options: .init(lambda: fed.serverDistillation,
+                                                                    temperature: fed.serverDistillationTemperature)))
+        }
         if proximal { plugins.append(ProximalTerm(mu: fed.proximalMu)) }
         if fed.aggregation == .scaffold { plugins.append(ControlVariateTerm()) }
         var trainer = Trainer(spec: spec, optimizer: config.optimizer.spec, options: config.training.options,
@@ -911,6 +919,7 @@ public enum FederationRunner {
                                dataSeed: UInt64(stream.metadata["seed"] ?? "") ?? 0, train: train, tests: tests,
                                adversary: adversary, available: available, pattern: state.pattern.rawValue)
         client.personalLearner = personalLearner
+        client.serverTeacher = serverTeacher
         return client
     }
 
