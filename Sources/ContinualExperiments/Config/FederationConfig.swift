@@ -37,6 +37,13 @@ import ContinualScenarios
 ///   noise); device availability only removes invited clients, which cannot raise ε.
 public struct FederationConfig: Codable, Sendable, Equatable {
     public enum Sampling: String, Codable, CaseIterable, Sendable { case uniform, poisson }
+    /// When a phone's EWC consolidates (its loop sees every local round as an experience):
+    /// - `experience` (default; the protocol of the FCL papers' FedEWC baselines, e.g. Yoon et al.
+    ///   2021, Dong et al. 2022): at the client's own experience (task) boundaries, on the whole
+    ///   experience's training data — see `FederatedClient.trainRound`;
+    /// - `round`: after every local round on the round's data (the toolkit's behaviour before
+    ///   issue 29; online EWC then merges a Fisher estimate per round).
+    public enum Consolidation: String, Codable, CaseIterable, Sendable { case experience, round }
     public enum Availability: String, Codable, CaseIterable, Sendable { case always, device }
     /// Which parameters travel between phone and server.
     public enum Share: String, Codable, CaseIterable, Sendable {
@@ -168,6 +175,17 @@ public struct FederationConfig: Codable, Sendable, Equatable {
     public var jobs = 0
     /// The clients as a split of the scenario's labelled stream (nil: the population generator's users).
     public var partition: PartitionConfig? = nil
+    /// Buffered asynchronous aggregation instead of synchronous rounds (nil: synchronous; see `FedBuffConfig`).
+    public var fedbuff: FedBuffConfig? = nil
+    public var consolidate: Consolidation = .experience
+    /// FLwF-2T's second teacher (Usmanova et al. 2021, "A distillation-based approach integrating
+    /// continual learning and federated learning for pervasive services"): in every federated
+    /// round the client also distils the received server model's softened outputs on its batches,
+    /// weight β = `server_distillation` (0 = off) at temperature `server_distillation_temperature`
+    /// — LwF's term (`LearningWithoutForgetting`) with the server model as the old model. The first
+    /// teacher, the client's own model at its previous experience boundary, is the `lwf` strategy.
+    public var serverDistillation = 0.0
+    public var serverDistillationTemperature = 2.0
 
     public init(rounds: Int) { self.rounds = rounds }
 
@@ -186,6 +204,8 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         case dropoutProbability = "dropout_probability", roundDeadline = "round_deadline", stragglerSpread = "straggler_spread"
         case attackScale = "attack_scale", evaluateEvery = "evaluate_every", evaluateClients = "evaluate_clients"
         case radioJoulesPerByte = "radio_joules_per_byte", jobs, partition
+        case fedbuff, consolidate
+        case serverDistillation = "server_distillation", serverDistillationTemperature = "server_distillation_temperature"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -239,6 +259,15 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         radioJoulesPerByte = try c.decode(.radioJoulesPerByte, default: 1e-7)
         jobs = try c.decode(.jobs, default: 0)
         partition = try c.decodeIfPresent(PartitionConfig.self, forKey: .partition)
+        fedbuff = try c.decodeIfPresent(FedBuffConfig.self, forKey: .fedbuff)
+        consolidate = try c.decodeChoice(.consolidate, default: .experience)
+        serverDistillation = try c.decode(.serverDistillation, default: 0)
+        serverDistillationTemperature = try c.decode(.serverDistillationTemperature, default: 2)
+        try c.require(serverDistillation >= 0 && serverDistillation.isFinite, .serverDistillation, "must be a finite number ≥ 0 (0 = off), got \(serverDistillation)")
+        try c.require(serverDistillation == 0 || share == .all, .serverDistillation, "the client distils the whole server model: use \"share\": \"all\"")
+        try c.require(serverDistillationTemperature > 0 && serverDistillationTemperature.isFinite && serverDistillationTemperature <= 1e6,
+                      .serverDistillationTemperature, "must be a finite number in (0, 1e6], got \(serverDistillationTemperature)")
+        try c.require(!c.contains(.serverDistillationTemperature) || serverDistillation > 0, .serverDistillationTemperature, "only with server_distillation > 0")
 
         try c.require((1...100_000).contains(rounds), .rounds, "must be in 1...100000, got \(rounds)")
         try c.require(clientsPerRound == nil || clientFraction == nil, .clientFraction,
@@ -320,6 +349,13 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         try c.require(!c.contains(.stragglerSpread) || roundDeadline != nil, .stragglerSpread, "the slowdown's spread belongs to round_deadline: set it too")
         try c.require((dropoutProbability == 0 && roundDeadline == nil) || share != .none, .share,
                       "dropouts and stragglers fail federated rounds; with \"share\": \"none\" there is none")
+        if fedbuff != nil {
+            try c.require(share != .none, .fedbuff, "FedBuff aggregates uploaded updates; with \"share\": \"none\" there is none")
+            try c.require(aggregation == .fedavg, .fedbuff, "FedBuff's buffer is a (staleness-weighted) mean: use \"aggregation\": \"fedavg\" (got \"\(aggregation.rawValue)\")")
+            try c.require(clipNorm == nil, .fedbuff, "DP clipping and noise are calibrated per synchronous round; not with fedbuff")
+            try c.require(roundDeadline == nil, .fedbuff, "with fedbuff a late update arrives stale instead of being discarded: remove round_deadline")
+            try c.require(!secureAggregation, .fedbuff, "FedBuff's secure aggregation needs a trusted enclave, which is not simulated: remove secure_aggregation")
+        }
         try c.require(evaluateEvery >= 1, .evaluateEvery, "must be ≥ 1, got \(evaluateEvery)")
         try c.require(evaluateClients >= 0, .evaluateClients, "must be ≥ 0 (0 = all clients), got \(evaluateClients)")
         try c.require(radioJoulesPerByte >= 0 && radioJoulesPerByte.isFinite, .radioJoulesPerByte, "must be a finite number ≥ 0, got \(radioJoulesPerByte)")
@@ -403,6 +439,13 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         try c.encode(evaluateClients, forKey: .evaluateClients)
         try c.encode(radioJoulesPerByte, forKey: .radioJoulesPerByte)
         try c.encodeIfPresent(partition, forKey: .partition)
+        try c.encodeIfPresent(fedbuff, forKey: .fedbuff)
+        // The default is not written, so runs without EWC keep their canonical form (and ids).
+        if consolidate != .experience { try c.encode(consolidate, forKey: .consolidate) }
+        if serverDistillation > 0 {
+            try c.encode(serverDistillation, forKey: .serverDistillation)
+            try c.encode(serverDistillationTemperature, forKey: .serverDistillationTemperature)
+        }
         // jobs does not change the numbers: not part of the resolved config (nor the run id).
     }
 

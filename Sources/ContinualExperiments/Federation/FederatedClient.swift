@@ -1,6 +1,7 @@
 import ContinualCore
 import ContinualFederated
 import ContinualMetrics
+import ContinualStrategies
 
 /// One simulated phone of a federated run: its personal learner (model, optimizer and strategy
 /// state, kept between rounds), its data in arrival order, its device availability and tallies.
@@ -32,6 +33,10 @@ struct FederatedClient {
     var personalCursor = 0
     /// Local rounds trained so far (the loop's experience index of the next one).
     var localRounds = 0
+    /// Experiences of the client consolidated at their boundary (`consolidate: "experience"`).
+    var consolidatedExperiences = 0
+    /// FLwF-2T: the index of the plugin that distils the received server model (nil: none).
+    var serverTeacher: Int? = nil
     var invitations = 0
     var participations = 0
     /// Rounds it dropped out of mid-round, and rounds whose deadline it missed.
@@ -189,8 +194,18 @@ struct FederatedClient {
 
     /// One local round on `data` through the loop's per-experience code; tallies the work under
     /// experience `period` and returns (rows, steps, plugin FLOPs).
+    ///
+    /// `dataEnd` (the arrival index the round's data ends at) asks for consolidation at the
+    /// client's experience boundaries (`FederationConfig.Consolidation.experience`): EWC's and LwF's
+    /// `afterExperience` (which the loop runs after every round, each round being an experience
+    /// of the phone's loop) is undone, and instead, once the round's data reaches the end of the
+    /// client's experience p, EWC consolidates on experience p's training samples (all of them,
+    /// as a task boundary in the FCL papers) at the trained parameters; several experiences ended
+    /// by one round are consolidated in order (LwF keeps the model at the boundary as its old
+    /// model). Their state changes only in `afterExperience`, so restoring their value is exact.
+    /// Other plugins are unaffected.
     mutating func trainRound(on data: Samples, period: Int, round: Int, pass: TrainingPass,
-                             scratch: inout LoopScratch, stream: String = "") throws -> ExperienceRecord {
+                             scratch: inout LoopScratch, stream: String = "", dataEnd: Int? = nil) throws -> ExperienceRecord {
         var experiences = [Experience](repeating: Experience(index: 0, name: "", train: Samples(dimension: train.dimension),
                                                              test: Samples(dimension: train.dimension)),
                                        count: localRounds + 1)
@@ -200,9 +215,43 @@ struct FederatedClient {
         var shuffle = RandomSource(seed: modelSeed, stream: "federation.round.\(round)\(stream)")
         let clock = ContinuousClock()
         let start = clock.now
-        let record = try trainer.trainRound(context: context, pass: pass, shuffle: &shuffle, scratch: &scratch)
+        let deferred = dataEnd == nil ? [] : trainer.plugins.indices.filter {
+            trainer.plugins[$0] is EWC || trainer.plugins[$0] is LearningWithoutForgetting
+        }
+        let before = deferred.map { trainer.plugins[$0] }
+        var record = try trainer.trainRound(context: context, pass: pass, shuffle: &shuffle, scratch: &scratch)
+        if let end = dataEnd, !deferred.isEmpty {
+            record.extraFLOPs -= deferred.reduce(0) { $0 + trainer.plugins[$1].resources.extraFLOPsPerExperience }
+            for (k, i) in deferred.enumerated() { trainer.plugins[i] = before[k] }
+            let empty = Samples(dimension: train.dimension)
+            while consolidatedExperiences < schedule.ends.count, schedule.ends[consolidatedExperiences] <= end {
+                let p = consolidatedExperiences
+                let lo = p == 0 ? 0 : schedule.ends[p - 1], hi = schedule.ends[p]
+                consolidatedExperiences += 1
+                guard hi > lo else { continue }
+                let own = Experience(index: 0, name: "experience \(p)", train: self.data(lo, hi, flip: nil), test: empty)
+                let boundary = ExperienceContext(index: 0, experiences: [own], route: 0)
+                let ws = trainer.model.makeWorkspace(capacity: max(trainer.options.evaluationBatchSize, trainer.options.batchSize * 2))
+                for i in deferred {
+                    try trainer.plugins[i].afterExperience(model: &trainer.model, context: boundary, workspace: ws)
+                    record.extraFLOPs += trainer.plugins[i].resources.extraFLOPsPerExperience
+                }
+            }
+        }
         trainSeconds += (clock.now - start).seconds
         tally(record, period: period)
         return record
+    }
+
+    /// FLwF-2T: makes the server-teacher plugin (an LwF term) distil `global`, the model the client
+    /// received this round.
+    mutating func setServerTeacher(_ global: [Float]) throws {
+        guard let k = serverTeacher else { return }
+        var teacher = trainer.model
+        teacher.parameters = global
+        let ws = teacher.makeWorkspace(capacity: 1)
+        let empty = Samples(dimension: train.dimension)
+        let context = ExperienceContext(index: 0, experiences: [Experience(index: 0, name: "server", train: empty, test: empty)], route: 0)
+        try trainer.plugins[k].afterExperience(model: &teacher, context: context, workspace: ws)
     }
 }

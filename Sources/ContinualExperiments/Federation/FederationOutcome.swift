@@ -82,6 +82,9 @@ public struct FederationOutcome: Sendable, Equatable {
     public var serverControl: [Float] = []
     public var clientControlMean: [Double] = []
 
+    /// FedBuff's server steps, staleness and buffers (`federation.fedbuff`; nil otherwise).
+    public var fedbuff: FedBuffTrace? = nil
+
     // Wall times (the only numbers that differ between two runs of the same config).
     /// Building the clients (data generation, device days, learners), seconds.
     public var setupSeconds = 0.0

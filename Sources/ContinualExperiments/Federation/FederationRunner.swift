@@ -3,6 +3,7 @@ import ContinualCore
 import ContinualFederated
 import ContinualMetrics
 import ContinualScenarios
+import ContinualStrategies
 
 /// Runs a federated experiment (`"federation"` + `"population"`): rounds of client sampling,
 /// device-gated local rounds with the run's strategy on every client's newly arrived data,
@@ -49,6 +50,8 @@ public enum FederationRunner {
         var steps = 0.0
         /// q-FedAvg's Fₖ: the client's mean loss at the round's global model (0 otherwise).
         var loss = 0.0
+        /// FedBuff: seconds from the round's download to the update's arrival (0 otherwise).
+        var delay = 0.0
         var delta: [Float] = []
         /// SCAFFOLD's Δcᵢ (empty otherwise).
         var control: [Float] = []
@@ -60,7 +63,7 @@ public enum FederationRunner {
             w.int(processed)
             w.int(bytesUp)
             w.int(bytesDown)
-            w.doubles([joules, steps, loss])
+            w.doubles([joules, steps, loss, delay])
             w.floats(delta)
             w.floats(control)
         }
@@ -82,6 +85,7 @@ public enum FederationRunner {
             e.joules = d.first ?? 0
             e.steps = d.count > 1 ? d[1] : 0
             e.loss = d.count > 2 ? d[2] : 0
+            e.delay = d.count > 3 ? d[3] : 0
             e.delta = try r.floats()
             e.control = try r.floats()
             return e
@@ -264,6 +268,12 @@ public enum FederationRunner {
         let headPass = TrainingPass(epochs: fed.fedrepHeadEpochs, shuffle: config.training.options.shuffle)
         let perFedAvg = fed.perFedAvgRound(optimizer: config.optimizer.spec)
         let server = fed.server
+        // FedBuff (asynchronous): the server's buffer, the updates in flight (ordered by arrival
+        // time, then client id) and the download rounds of the buffered updates.
+        var fedbuffServer = fed.fedbuff?.buffer
+        var inFlight: [(time: Double, round: Int, arrival: BufferedAggregation.Arrival)] = []
+        var bufferedRounds: [Int] = []
+        var fedbuffTrace = FedBuffTrace()
         // Row j of a client's personal matrix is taken after the round in which its experience j's
         // last sample arrived (`ArrivalSchedule`, per client).
 
@@ -291,7 +301,11 @@ public enum FederationRunner {
                 }
                 invited = ids.prefix(k).sorted()
             }
-            let invitedSet = Set(invited)
+            // FedBuff: a client whose last update is still in flight does not start another.
+            let busy = Set(inFlight.map(\.arrival.client))
+            let invitedSet = Set(invited.filter { !busy.contains($0) })
+            if fed.fedbuff != nil { fedbuffTrace.busy.append(invited.count - invitedSet.count) }
+            let downloadVersion = fedbuffServer?.version ?? 0
 
             // 2. Local work of this rank's clients: invited ones take part when their device
             //    allows; with personal models, every other available client trains on its own.
@@ -316,7 +330,8 @@ public enum FederationRunner {
                             if e.available, fed.personal == .local, c.personalCursor < end {
                                 (e.joules, e.processed) = try personalRound(&c, round: r, period: p, end: end, pass: pass,
                                                                             proximal: proximal, traffic: traffic,
-                                                                            profile: device.profile, scratch: &scratch)
+                                                                            profile: device.profile, consolidate: fed.consolidate,
+                                                                            scratch: &scratch)
                             }
                             return e
                         }
@@ -337,6 +352,7 @@ public enum FederationRunner {
                         }
                         let data = c.data(c.federatedCursor, end,
                                           flip: c.adversary && fed.attack == .labelFlip ? classes : nil)
+                        try c.setServerTeacher(globalParameters)
                         if scaffold {
                             // Every local step uses g + c − cᵢ (the term is the learner's last plugin).
                             let ci = c.control
@@ -356,7 +372,8 @@ public enum FederationRunner {
                             record = try c.trainPerFedAvg(on: data, method: perFedAvg, batchSize: config.training.options.batchSize,
                                                           pass: pass, period: p, round: r)
                         default:
-                            record = try c.trainRound(on: data, period: p, round: r, pass: pass, scratch: &scratch)
+                            record = try c.trainRound(on: data, period: p, round: r, pass: pass, scratch: &scratch,
+                                                      dataEnd: fed.consolidate == .experience ? end : nil)
                         }
                         if scaffold {
                             setControlCorrection(&c, [])
@@ -427,6 +444,16 @@ public enum FederationRunner {
                             c.dropouts += 1
                             return d
                         }
+                        if let fb = fed.fedbuff, fb.delay == .device {
+                            // FedBuff: the update arrives after the round's time on the device (the
+                            // straggler model's draw, per round and client).
+                            var load = RandomSource(seed: config.seed, stream: "federation.straggler.\(r).\(c.id)")
+                            let slowdown = _exp(fb.slowdownSpread * load.normal())
+                            let flops = EnergyEstimate(session: traffic, rows: record.samplesProcessed, steps: record.steps,
+                                                       trainableParameters: nil, extraFLOPs: record.extraFLOPs,
+                                                       profile: device.profile).flops
+                            e.delay = Double(flops) / device.profile.flopsPerSecond * slowdown
+                        }
                         if let deadline = fed.roundDeadline {
                             // The round's time on the device: its training FLOPs at the profile's rate,
                             // slowed by the phone's load (log-normal, drawn per round and client).
@@ -450,7 +477,8 @@ public enum FederationRunner {
                     } else {
                         (e.joules, e.processed) = try personalRound(&c, round: r, period: p, end: end, pass: pass,
                                                                     proximal: proximal, traffic: traffic,
-                                                                    profile: device.profile, scratch: &scratch)
+                                                                    profile: device.profile, consolidate: fed.consolidate,
+                                                                    scratch: &scratch)
                     }
                 } catch let error as TrainingError {
                     errors.record(c.id, "client \(c.id), round \(r): \(error.description)")
@@ -500,7 +528,50 @@ public enum FederationRunner {
 
             // 5. The server step.
             var aggregatedThisRound = false
-            if fed.share != .none {
+            /// Applies a server update to the shared part of the global model (the server optimizer).
+            func applyToGlobal(_ aggregate: [Float]) throws {
+                var sharedParameters = [Float]()
+                sharedParameters.reserveCapacity(sharedCount)
+                for range in shared { sharedParameters.append(contentsOf: global.parameters[range]) }
+                server.apply(aggregate, to: &sharedParameters, state: &serverState)
+                var offset = 0
+                for range in shared {
+                    global.parameters.replaceSubrange(range, with: sharedParameters[offset..<(offset + range.count)])
+                    offset += range.count
+                }
+                aggregatedThisRound = true
+                if !global.parameters.allSatisfy({ $0.isFinite }) {
+                    throw TrainingError.diverged(experience: schedule.period(ofRound: r), epoch: r, loss: .nan)
+                }
+            }
+            if let fb = fed.fedbuff, var buffer = fedbuffServer {
+                // FedBuff: this round's uploads join the updates in flight; those arriving before the
+                // next round's downloads enter the buffer in (time, client id) order, and every K-th
+                // arrival is a server step.
+                for e in all where e.completed {
+                    inFlight.append((Double(r) * fb.roundSeconds + e.delay, r,
+                                     .init(client: e.id, version: downloadVersion, update: ClientUpdate(delta: e.delta, samples: e.samples))))
+                }
+                inFlight.sort { ($0.time, $0.arrival.client) < ($1.time, $1.arrival.client) }
+                let end = Double(r + 1) * fb.roundSeconds
+                var taken = 0
+                while taken < inFlight.count, inFlight[taken].time < end {
+                    let next = inFlight[taken]
+                    taken += 1
+                    bufferedRounds.append(next.round)
+                    guard let step = buffer.receive(next.arrival) else { continue }
+                    fedbuffTrace.stepRound.append(r)
+                    fedbuffTrace.stepTime.append(next.time)
+                    fedbuffTrace.stepClients.append(step.clients)
+                    fedbuffTrace.stepDownloadRounds.append(bufferedRounds)
+                    fedbuffTrace.stepStaleness.append(step.staleness)
+                    fedbuffTrace.stepWeights.append(step.weights)
+                    bufferedRounds = []
+                    try applyToGlobal(step.delta)
+                }
+                inFlight.removeFirst(taken)
+                fedbuffServer = buffer
+            } else if fed.share != .none {
                 let updates = all.filter(\.completed).map { ClientUpdate(delta: $0.delta, samples: $0.samples, steps: $0.steps, loss: $0.loss) }
                 var aggregate: [Float]? = nil
                 if let clip = fed.clipNorm {
@@ -516,21 +587,7 @@ public enum FederationRunner {
                 } else if !updates.isEmpty {
                     aggregate = try robustAggregate(rule, updates)
                 }
-                if let aggregate {
-                    var sharedParameters = [Float]()
-                    sharedParameters.reserveCapacity(sharedCount)
-                    for range in shared { sharedParameters.append(contentsOf: global.parameters[range]) }
-                    server.apply(aggregate, to: &sharedParameters, state: &serverState)
-                    var offset = 0
-                    for range in shared {
-                        global.parameters.replaceSubrange(range, with: sharedParameters[offset..<(offset + range.count)])
-                        offset += range.count
-                    }
-                    aggregatedThisRound = true
-                    if !global.parameters.allSatisfy({ $0.isFinite }) {
-                        throw TrainingError.diverged(experience: schedule.period(ofRound: r), epoch: r, loss: .nan)
-                    }
-                }
+                if let aggregate { try applyToGlobal(aggregate) }
                 if scaffold {
                     Scaffold.updateServerControl(&serverControl, deltas: all.filter(\.completed).map(\.control), clients: N)
                 }
@@ -596,6 +653,11 @@ public enum FederationRunner {
         }
 
         outcome.roundSeconds = (clock.now - roundStart).seconds
+        if let buffer = fedbuffServer {
+            fedbuffTrace.inFlightAtEnd = inFlight.count
+            fedbuffTrace.bufferedAtEnd = buffer.buffer.count
+            outcome.fedbuff = fedbuffTrace
+        }
 
         // Gather every client's numbers (each rank holds its own), in client order.
         var w = ByteWriter()
@@ -705,12 +767,13 @@ public enum FederationRunner {
     /// FedProx's proximal term belongs to federated rounds only, so it is set aside here.
     static func personalRound(_ c: inout FederatedClient, round r: Int, period p: Int, end: Int, pass: TrainingPass,
                               proximal: Bool, traffic: TrainingTraffic, profile: DeviceProfile,
-                              scratch: inout LoopScratch) throws -> (joules: Double, rows: Int) {
+                              consolidate: FederationConfig.Consolidation, scratch: inout LoopScratch) throws -> (joules: Double, rows: Int) {
         let data = c.data(c.personalCursor, end, flip: nil)
         var removed: (any StrategyPlugin)? = nil
         if proximal { removed = c.trainer.plugins.removeLast() }
         defer { if let removed { c.trainer.plugins.append(removed) } }
-        let record = try c.trainRound(on: data, period: p, round: r, pass: pass, scratch: &scratch)
+        let record = try c.trainRound(on: data, period: p, round: r, pass: pass, scratch: &scratch,
+                                      dataEnd: consolidate == .experience ? end : nil)
         c.personalCursor = end
         return (trainingJoules(record, traffic: traffic, profile: profile), record.samplesProcessed)
     }
@@ -821,6 +884,12 @@ public enum FederationRunner {
         var plugins = config.strategy.map { $0.options.makePlugin() }
         // APFL's personal steps mix with the FedAvg learner's w before each of its steps.
         if fed.personal == .apfl { plugins.append(StepTrajectory()) }
+        // FLwF-2T's second teacher: LwF's term, its old model set to the server's each round.
+        let serverTeacher: Int? = fed.serverDistillation > 0 ? plugins.count : nil
+        if fed.serverDistillation > 0 {
+            plugins.append(LearningWithoutForgetting(options: .init(lambda: fed.serverDistillation,
+                                                                    temperature: fed.serverDistillationTemperature)))
+        }
         if proximal { plugins.append(ProximalTerm(mu: fed.proximalMu)) }
         if fed.aggregation == .scaffold { plugins.append(ControlVariateTerm()) }
         var trainer = Trainer(spec: spec, optimizer: config.optimizer.spec, options: config.training.options,
@@ -850,6 +919,7 @@ public enum FederationRunner {
                                dataSeed: UInt64(stream.metadata["seed"] ?? "") ?? 0, train: train, tests: tests,
                                adversary: adversary, available: available, pattern: state.pattern.rawValue)
         client.personalLearner = personalLearner
+        client.serverTeacher = serverTeacher
         return client
     }
 

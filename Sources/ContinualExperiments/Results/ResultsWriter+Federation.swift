@@ -19,6 +19,7 @@ extension ResultsWriter {
         try a.set("aggregation", f.config.aggregation.rawValue)
         try a.set("server_optimizer", f.config.serverOptimizer.rawValue)
         try a.set("encoding", f.config.encoding.rawValue)
+        try a.set("consolidate", f.config.consolidate.rawValue)
         try a.set("shared_parameters", Int64(f.sharedParameters))
         try a.set("total_parameters", Int64(f.totalParameters))
         try a.set("final_epsilon", f.finalEpsilon)
@@ -66,6 +67,8 @@ extension ResultsWriter {
             try perRound(f.dropped.map(Int64.init), "dropped", "clients that started the round and dropped out before uploading (their update never reached the server)")
             try perRound(f.stragglers.map(Int64.init), "stragglers", "clients whose local round missed round_deadline (their update was discarded)")
         }
+
+        if let trace = f.fedbuff, let fb = f.config.fedbuff { try writeFedBuff(trace, fb, into: g) }
 
         let E = f.evaluatedRounds.count
         let evaluation = try g.write(f.evaluatedRounds.map(Int64.init), shape: [E], name: "evaluated_round")
@@ -122,5 +125,38 @@ extension ResultsWriter {
             }
             _ = try g.write(f.partitionLabels.map(Int64.init), shape: [f.partitionLabels.count], name: "partition_labels")
         }
+    }
+
+    /// `federation/fedbuff/`: FedBuff's server steps (one row each, K buffered updates per row),
+    /// per-step mean staleness, the run's staleness histogram and the per-round busy clients.
+    static func writeFedBuff(_ t: FedBuffTrace, _ fb: FedBuffConfig, into federation: HDF5Group) throws {
+        let g = try federation.createGroup("fedbuff")
+        let a = g.attributes
+        try a.set("meaning", "buffered asynchronous aggregation (Nguyen et al. 2022): datasets indexed by server step")
+        try a.set("buffer_size", Int64(fb.bufferSize))
+        try a.set("staleness_exponent", fb.stalenessExponent)
+        try a.set("staleness_weight", "s(tau) = (1 + tau)^-staleness_exponent, tau = server steps since the client's download")
+        try a.set("weighting", fb.weighting.rawValue)
+        try a.set("delay", fb.delay.rawValue)
+        try a.set("round_seconds", fb.roundSeconds)
+        try a.set("server_steps", Int64(t.stepRound.count))
+        try a.set("in_flight_at_end", Int64(t.inFlightAtEnd))
+        try a.set("buffered_at_end", Int64(t.bufferedAtEnd))
+        let n = t.stepRound.count, k = fb.bufferSize
+        func write<T: HDF5Scalar>(_ v: [T], _ shape: [Int], _ name: String, _ meaning: String) throws {
+            let d = try g.write(v, shape: shape, name: name)
+            try d.attributes.set("meaning", meaning)
+        }
+        try write(t.busy.map(Int64.init), [t.busy.count], "busy", "invited clients per round skipped because their previous update was in flight")
+        guard n > 0 else { return }   // no server step: no per-step dataset
+        try write(t.stepRound.map(Int64.init), [n], "step_round", "round in whose interval the server step happened")
+        try write(t.stepTime, [n], "step_time", "simulated time of the step: the arrival that filled the buffer (seconds)")
+        try write(t.meanStaleness, [n], "mean_staleness", "mean staleness of the step's buffered updates")
+        try write(t.stepClients.flatMap { $0 }.map(Int64.init), [n, k], "step_clients", "buffered clients of each step, in arrival order")
+        try write(t.stepDownloadRounds.flatMap { $0 }.map(Int64.init), [n, k], "step_download_rounds", "round in which each buffered client downloaded the model")
+        try write(t.stepStaleness.flatMap { $0 }.map(Int64.init), [n, k], "step_staleness", "staleness tau of each buffered update")
+        try write(t.stepWeights.flatMap { $0 }, [n, k], "step_weights", "staleness weight s(tau) of each buffered update")
+        let h = t.stalenessHistogram
+        try write(h.map(Int64.init), [h.count], "staleness_histogram", "applied updates with staleness 0, 1, 2, ...")
     }
 }
