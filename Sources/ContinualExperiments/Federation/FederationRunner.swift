@@ -96,9 +96,7 @@ public enum FederationRunner {
     public static func execute(_ run: ResolvedRun, transport: any FederationTransport = SingleProcess()) -> RunResult {
         let clock = ContinuousClock()
         let start = clock.now
-        var result = RunResult(run: run, status: .failed, message: "", outcome: nil, metrics: nil, costs: nil,
-                               experienceNames: [], experienceMetadata: [], featureNames: [], streamMetadata: [:],
-                               wallSeconds: 0)
+        var result = RunResult.notStarted(run)
         do {
             try simulate(run, transport: transport, into: &result)
         } catch let error as TrainingError {
