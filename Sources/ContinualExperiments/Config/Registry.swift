@@ -34,6 +34,8 @@ public enum Registry {
         ProgressiveNetwork.Options.self,
         GenerativeReplay.Options.self,
         Pruning.Options.self,
+        LowRankFactorization.Options.self,
+        Distillation.Options.self,
         LossFilter.Options.self,
         TrimmedLoss.Options.self,
     ]
