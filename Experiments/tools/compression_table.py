@@ -5,7 +5,9 @@
 Columns: ACC and forgetting (%, points), parameters a sparse format stores (non-pruned),
 parameters and FLOPs per prediction of the compacted model in a dense runtime, FLOPs per
 prediction in a sparse runtime, peak training memory (bytes, of which optimizer state), training
-energy (mJ, the run's cost model: full-size dense layers) and int8 ACC where evaluated.
+energy (mJ, the run's cost model: full-size dense layers) and int8 ACC where evaluated. Low-rank
+runs report the factorised model (r·(in + out) weights per factorised layer) in the parameter and
+FLOP columns.
 Diverged runs are counted, not averaged.
 """
 import sys
@@ -41,7 +43,13 @@ def main(path):
             flops = int(c["flops_per_prediction"])
             p = g["plugins"]
             pr = next((p[k] for k in p if k.endswith("_pruning")), None) if "plugins" in g else None
-            if pr is not None:
+            lr = next((p[k] for k in p if k.endswith("_low_rank")), None) if "plugins" in g else None
+            if lr is not None:           # the factorised model as deployed (W dropped, as exported)
+                for k in ("nnz", "dparams"):
+                    r[k].append(lr["model_parameters"][-1])
+                for k in ("dflops", "sflops"):
+                    r[k].append(lr["model_flops_per_prediction"][-1])
+            elif pr is not None:
                 r["nnz"].append(pr["nonzero_parameters"][-1])
                 r["dparams"].append(pr["dense_runtime_parameters"][-1])
                 r["dflops"].append(pr["dense_runtime_flops_per_prediction"][-1])

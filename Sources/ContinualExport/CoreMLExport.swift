@@ -15,7 +15,10 @@ import ContinualCore
 /// bias-only update (BitFit) cannot be expressed: its layers are marked updatable as a whole.
 /// Int8 models store their weights as 8-bit linear quantisation (`rawValue` bytes u = q + 128
 /// with per-channel scale s and bias −128·s, so w = s·u − 128·s = s·q); quantised layers cannot
-/// be updatable in Core ML.
+/// be updatable in Core ML. A layer factorised by `low_rank` is written as its product U·V (one
+/// `innerProduct`, in·out weights): one layer per dense stage keeps `Updatable.denseLayers` and
+/// the binary-head rewrite as they are, and predictions are the toolkit's; only the ONNX file
+/// keeps the factors (two MatMuls, r·(in + out) weights).
 ///
 /// Field numbers are those of apple/coremltools `mlmodel/format/Model.proto`,
 /// `NeuralNetwork.proto`, `FeatureTypes.proto`, `Parameters.proto` and `DataStructures.proto`.

@@ -5,7 +5,9 @@ import ContinualCore
 /// bottleneck adapter stages; then the output head.
 ///
 /// LoRA merges exactly: the toolkit computes x·W + scale·(x·A)·B = x·(W + scale·A·B), so the
-/// stage's weights are W + scale·A·B (up to float32 rounding, about 1e-7 relative). An adapter
+/// stage's weights are W + scale·A·B (up to float32 rounding, about 1e-7 relative). A layer
+/// factorised by `low_rank` (W exactly 0) also keeps its factors (`Dense.factors`), which the
+/// ONNX graph multiplies in turn. An adapter
 /// y = x + act(x·W_down + b_down)·W_up + b_up is nonlinear in x (its activation sits between the
 /// two products), so it is exported as its own nodes (MatMul/Add/activation/MatMul/Add/Add).
 public struct ExportedNetwork: Sendable, Equatable {
@@ -31,6 +33,16 @@ public struct ExportedNetwork: Sendable, Equatable {
         public var activation: Activation
         /// Symmetric int8 weights (`QuantizedMLP`): `weights` then equals q·scale column-wise.
         public var int8: Int8Weights?
+        /// A low-rank factorised layer (`low_rank`): `weights` then holds the product U·V and
+        /// the ONNX graph computes (x·U)·V + b from the factors.
+        public var factors: Factors? = nil
+    }
+
+    /// The factors of a factorised dense stage: U [inputs × rank], V [rank × outputs], row-major.
+    public struct Factors: Sendable, Equatable {
+        public var rank: Int
+        public var u: [Float]
+        public var v: [Float]
     }
 
     /// Int8 weights of a dense stage: w[k, j] = q[k, j]·scales[j] (one scale per output channel;
@@ -102,8 +114,15 @@ public struct ExportedNetwork: Sendable, Equatable {
                 let w0 = layer.weightOffset(route: route)
                 var w = Array(p[w0..<(w0 + layer.inputs * layer.outputs)])
                 let b = Array(p[layer.biasRange(route: route)])
+                var factors: Factors? = nil
                 if let lr = layer.lowRank {
                     let o = layer.lowRankOffsets(route: route)
+                    // A factorised layer (`low_rank`: W exactly 0, the factors carry the layer)
+                    // keeps its factors, so the file is as small as the model; LoRA merges.
+                    if int8 == nil && w.allSatisfy({ $0 == 0 }) {
+                        factors = Factors(rank: lr.rank, u: p[o.a..<(o.a + layer.inputs * lr.rank)].map { lr.scale * $0 },
+                                          v: Array(p[o.b..<(o.b + lr.rank * layer.outputs)]))
+                    }
                     // W += scale·A·B with A [inputs × rank], B [rank × outputs].
                     for k in 0..<layer.inputs {
                         for r in 0..<lr.rank {
@@ -129,7 +148,7 @@ public struct ExportedNetwork: Sendable, Equatable {
                     scaleOffset += layer.copies * layer.outputs
                 }
                 stages.append(.dense(Dense(inputs: layer.inputs, outputs: layer.outputs, weights: w, bias: b,
-                                           activation: layer.activation, int8: q)))
+                                           activation: layer.activation, int8: q, factors: factors)))
             case .adapter(let r, let act):
                 let o = layer.adapterOffsets(route: route)
                 let h = layer.inputs

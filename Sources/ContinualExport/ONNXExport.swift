@@ -14,7 +14,8 @@ import ContinualCore
 /// weights and the runtime computes what `QuantizedMLP` computes.
 ///
 /// Initializer names: `dense<i>.weight` [in, out], `dense<i>.bias` [out] (int8: `dense<i>.weight_int8`
-/// and `dense<i>.weight_scale`), `adapter<i>.down.weight` … `adapter<i>.up.bias`; the metadata
+/// and `dense<i>.weight_scale`; a low-rank factorised layer: `dense<i>.u` [in, r] and `dense<i>.v`
+/// [r, out], computed as `MatMul`, `MatMul`, `Add`), `adapter<i>.down.weight` … `adapter<i>.up.bias`; the metadata
 /// holds `continualkit.layer_sizes`, `continualkit.parts` and whatever the caller adds. A core-only
 /// graph (`ExportedNetwork.core()`) has the single output `embedding` instead of `logits` and
 /// `probabilities`.
@@ -106,13 +107,22 @@ public enum ONNXExport {
                                          q.perTensor ? [q.scales.first ?? 1] : q.scales, nil))
                     nodes.append(("Cast", [p + ".weight_int8"], [p + ".weight_q"], [("to", float)]))
                     nodes.append(("Mul", [p + ".weight_q", p + ".weight_scale"], [weight], []))
-                } else {
+                } else if d.factors == nil {
                     initializers.append((weight, [d.inputs, d.outputs], d.weights, nil))
                 }
                 initializers.append((p + ".bias", [d.outputs], d.bias, nil))
                 let isLast = s == lastDense
                 let z = isLast && d.activation == .identity ? "logits" : p + ".z"
-                nodes.append(("Gemm", [current, weight, p + ".bias"], [z], []))
+                if let f = d.factors {
+                    // Low-rank: (x·U)·V + b, r·(in + out) multiply-adds instead of in·out.
+                    initializers.append((p + ".u", [d.inputs, f.rank], f.u, nil))
+                    initializers.append((p + ".v", [f.rank, d.outputs], f.v, nil))
+                    nodes.append(("MatMul", [current, p + ".u"], [p + ".xu"], []))
+                    nodes.append(("MatMul", [p + ".xu", p + ".v"], [p + ".xw"], []))
+                    nodes.append(("Add", [p + ".xw", p + ".bias"], [z], []))
+                } else {
+                    nodes.append(("Gemm", [current, weight, p + ".bias"], [z], []))
+                }
                 current = activation(d.activation, z, isLast ? "logits" : p + ".out")
                 denseIndex += 1
             case .adapter(let a):

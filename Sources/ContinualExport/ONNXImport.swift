@@ -1,8 +1,9 @@
 /// Reads the dense weights back from an ONNX model written by `ONNXExport` (for warm starts).
 ///
 /// Only the toolkit's own initializer names are understood (`dense<i>.weight` or
-/// `dense<i>.weight_int8` + `dense<i>.weight_scale`, and `dense<i>.bias`); int8 weights are
-/// dequantised (q·scale). Adapter stages, if the file has any, are not part of the plain network
+/// `dense<i>.weight_int8` + `dense<i>.weight_scale`, or the factors `dense<i>.u` + `dense<i>.v`
+/// of a low-rank layer, and `dense<i>.bias`); int8 weights are dequantised (q·scale), factors
+/// multiplied (U·V). Adapter stages, if the file has any, are not part of the plain network
 /// and are reported in `adapterCount`.
 public struct ONNXWeights: Sendable, Equatable {
     /// Widths: inputs, then every dense stage's outputs.
@@ -113,6 +114,19 @@ public struct ONNXWeights: Sendable, Equatable {
                     throw ExportError.invalidFile("initializer \(p).weight_scale has \(scales.count) scales for \(dims[1]) outputs")
                 }
                 w = q.raw.enumerated().map { k, byte in Float(Int8(bitPattern: byte)) * scales[scales.count == 1 ? 0 : k % dims[1]] }
+            } else if let tu = tensors[p + ".u"], let tv = tensors[p + ".v"] {
+                // A low-rank factorised layer: W = U·V (U [in × r], V [r × out]), merged in float64.
+                let u = try floats(p + ".u", tu), v = try floats(p + ".v", tv)
+                guard tu.dims.count == 2, tv.dims.count == 2, tu.dims[1] == tv.dims[0], tu.dims[1] >= 1,
+                      u.count == count(tu.dims), v.count == count(tv.dims) else {
+                    throw ExportError.invalidFile("initializers \(p).u \(tu.dims) and \(p).v \(tv.dims) are not factors [in, r] and [r, out]")
+                }
+                let r = tu.dims[1]
+                dims = [tu.dims[0], tv.dims[1]]
+                w = (0..<(dims[0] * dims[1])).map { e in
+                    let (i, j) = (e / dims[1], e % dims[1])
+                    return Float((0..<r).reduce(0.0) { $0 + Double(u[i * r + $1]) * Double(v[$1 * dims[1] + j]) })
+                }
             } else {
                 throw ExportError.invalidFile("the model has \(p).bias but no \(p).weight")
             }

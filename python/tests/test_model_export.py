@@ -1,7 +1,7 @@
 """`continual export` checked with the maintained runtimes (issue 17, item 4).
 
 A small experiment is trained with the real CLI (plain, adapter, LoRA, last-layer, BitFit,
-multi-head and a multiclass run; int8 per channel and per tensor), each model is exported to ONNX and Core ML, and:
+multi-head and a multiclass run; int8 per channel and per tensor; pruned and low-rank models), each model is exported to ONNX and Core ML, and:
 - ONNX: `onnx.checker` (full check) accepts it and ONNX Runtime's logits and probabilities match
   the toolkit's own outputs (`continual export --reference`, the toolkit's forward pass with LoRA
   unmerged and adapters as trained, or its int8 model) within 1e-5 on every test set;
@@ -65,6 +65,10 @@ EXPERIMENT = {
         {"name": "pruned_magnitude", "strategy": [{"type": "pruning", "sparsity": 0.8, "start_experience": 1}]},
         {"name": "pruned_structured", "strategy": [{"type": "pruning", "method": "structured", "sparsity": 0.5,
                                                      "schedule": "progressive", "rounds": 2, "start_experience": 1}]},
+        {"name": "pruned_magnitude_50", "strategy": [{"type": "pruning", "sparsity": 0.5, "start_experience": 1}]},
+        # Low-rank: both hidden layers (10×8, 8×6) factorised at rank 2 before experience 1,
+        # the factors fine-tuned on experiences 1 and 2; exported as (x·U)·V + b.
+        {"name": "low_rank", "strategy": [{"type": "low_rank", "rank": 2, "start_experience": 1}]},
     ],
 }
 
@@ -79,6 +83,7 @@ ONNX_CASES = [
     ("apps_int8_core", "apps", ["--parts", "core", "--int8"]),
     ("hat", "hat", []), ("hat_route0", "hat", ["--route", "0"]), ("slda", "slda", []),
     ("pruned_magnitude", "pruned_magnitude", []), ("pruned_structured", "pruned_structured", []),
+    ("pruned_magnitude_50", "pruned_magnitude_50", []), ("low_rank", "low_rank", []),
 ]
 COREML_CASES = [
     ("plain", "plain", [], None), ("adapters", "adapters", [], None), ("lora", "lora", [], None),
@@ -86,6 +91,7 @@ COREML_CASES = [
     ("multihead_route1", "multihead", ["--route", "1"], None),
     ("apps", "apps", [], None), ("plain_int8", "plain", ["--int8"], None), ("apps_int8", "apps", ["--int8"], None),
     ("plain_core", "plain", ["--parts", "core"], None), ("adapters_core", "adapters", ["--parts", "core"], None),
+    ("low_rank", "low_rank", [], None),
 ]
 
 
@@ -215,6 +221,26 @@ def test_pruned_models_export_their_exact_zeros(exported):
         W, b, W_next = init[f"dense{i}.weight"], init[f"dense{i}.bias"], init[f"dense{i + 1}.weight"]
         dead = [j for j in range(W.shape[1]) if not W[:, j].any() and b[j] == 0 and not W_next[j, :].any()]
         assert len(dead) == removed, f"dense{i}: units {dead}"
+
+
+def test_low_rank_layers_export_as_two_matmuls_of_their_factors(exported):
+    model = onnx.load(exported[("onnx", "low_rank")][0])
+    init = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}
+    # The factorised hidden layers hold U [in, 2] and V [2, out] and no dense weight; the
+    # output layer stays dense.
+    for i, (n_in, n_out) in enumerate([(10, 8), (8, 6)]):
+        assert f"dense{i}.weight" not in init
+        assert init[f"dense{i}.u"].shape == (n_in, 2) and init[f"dense{i}.v"].shape == (2, n_out)
+    assert init["dense2.weight"].shape == (6, 1)
+    ops = [n.op_type for n in model.graph.node]
+    assert ops.count("MatMul") == 4 and ops.count("Gemm") == 1
+    # The file stores r·(in + out) weights per factorised layer instead of in·out.
+    weights = sum(a.size for k, a in init.items() if not k.endswith(".bias") and k != "one")
+    assert weights == 2 * (10 + 8) + 2 * (8 + 6) + 6
+    # The toolkit's final parameters: the dense weights of the factorised layers are exactly 0.
+    flat, sizes = final_parameters(exported["_results"], "low_rank")
+    for i, (W, _) in enumerate(plain_layers(flat, sizes)[:2]):
+        assert not W.any(), f"dense{i} kept non-zero dense weights"
 
 
 def test_lora_is_merged_and_routes_differ(exported):

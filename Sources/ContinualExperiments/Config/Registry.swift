@@ -35,6 +35,8 @@ public enum Registry {
         GenerativeReplay.Options.self,
         Pruning.Options.self,
         EarlyExit.Options.self,
+        LowRankFactorization.Options.self,
+        Distillation.Options.self,
         LossFilter.Options.self,
         TrimmedLoss.Options.self,
     ]
