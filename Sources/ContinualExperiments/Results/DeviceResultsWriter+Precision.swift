@@ -19,10 +19,13 @@ extension DeviceResultsWriter {
         if d.precision != .float32 {
             try a.set("training_precision", d.precision.rawValue)
             try a.set("skipped_steps_total", Int64(d.skippedSteps.reduce(0, +)))
-            try counts(d.skippedSteps, "skipped_steps",
-                       "optimizer steps skipped per experience because the loss-scaled gradients overflowed (training.loss_scale)")
+            if !d.skippedSteps.isEmpty {
+                try counts(d.skippedSteps, "skipped_steps",
+                           "optimizer steps skipped per experience because the loss-scaled gradients overflowed (training.loss_scale)")
+            }
         }
-        if d.earlyStopping {
+        // Runs that assemble their sessions themselves (on_drift, safe_refresh) have no step plan.
+        if d.earlyStopping && !d.joulesSaved.isEmpty {
             try counts(d.plannedSteps, "steps_budgeted",
                        "optimizer steps the budget planned per experience (training.epochs x batches; -1 = no step plan)")
             let j = try costs.write(d.joulesSaved, shape: [d.joulesSaved.count], name: "joules_saved")
