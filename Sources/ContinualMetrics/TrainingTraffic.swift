@@ -33,6 +33,9 @@ public struct TrainingTraffic: Sendable, Equatable {
     var modelParameters: Int
     /// True for SGD and Adam (state = 4·s bytes per parameter, exact for any count).
     var statePerParameter: Bool
+    /// The format of weights, gradients and activations in training (`TrainingPrecision`;
+    /// default float32). See `withPrecision`.
+    public private(set) var precision: NumericFormat = .float32
 
     public init(model: MLP, optimizer: OptimizerSpec) {
         let cost = CostModel(model: model, optimizer: Optimizer(spec: optimizer, parameterCount: 0))
@@ -72,13 +75,29 @@ public struct TrainingTraffic: Sendable, Equatable {
         return t
     }
 
+    /// The same traffic with training in `format` (mixed precision, `TrainingPrecision`): forward
+    /// and backward read the e-byte weight copy (2·e·P_r), backward writes an e-byte gradient
+    /// (e·P_t), the optimizer reads the float32 master weights and the e-byte gradient and writes
+    /// the master weights and a new e-byte copy ((4 + e + 4 + e)·P_t), activations take e bytes
+    /// (2·e·B·A); optimizer state is unchanged. Predictions stay float32 (the toolkit evaluates
+    /// the master weights).
+    public func withPrecision(_ format: NumericFormat) -> TrainingTraffic {
+        var t = self
+        t.precision = format
+        return t
+    }
+
     /// Bytes moved per step that do not depend on the batch size.
     public var fixedBytesPerStep: Int {
-        4 * (2 * parametersPerRoute + trainableParameters * (1 + 3)) + 2 * optimizerStateBytes
+        guard precision != .float32 else {
+            return 4 * (2 * parametersPerRoute + trainableParameters * (1 + 3)) + 2 * optimizerStateBytes
+        }
+        let e = precision.bytes
+        return 2 * e * parametersPerRoute + trainableParameters * (e + 4 + e + 4 + e) + 2 * optimizerStateBytes
     }
 
     /// Bytes moved per batch row (activations written in forward, read in backward).
-    public var bytesPerRow: Int { 2 * 4 * activationWidth }
+    public var bytesPerRow: Int { 2 * precision.bytes * activationWidth }
 
     /// FLOPs of training `rows` rows in `steps` optimizer steps.
     public func flops(rows: Int, steps: Int) -> Int {

@@ -24,6 +24,10 @@ struct StepWorkspace {
     var index = StepIndex(experience: 0)
     /// ∂L/∂gate of the current pass (only if a plugin gates hidden units).
     var gateGradient: [Float] = []
+    /// Mixed precision: the batch's scaled parameter gradient before it is rounded and unscaled
+    /// (`TrainingPrecision`), and whether it overflowed in this step.
+    var lowGradient: [Float] = []
+    var overflowed = false
 
     init(network: Workspace) { self.network = network }
 

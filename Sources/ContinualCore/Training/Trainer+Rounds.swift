@@ -13,6 +13,12 @@ public struct ExperienceRecord: Sendable, Equatable {
     public var steps = 0
     /// FLOPs the plugins added (per-step terms × steps + per-experience passes).
     public var extraFLOPs = 0
+    /// Optimizer steps the pass planned (epochs × batches, or the steps budget); `steps` is
+    /// fewer when early stopping or a FLOPs budget ended it.
+    public var plannedSteps = 0
+    /// Steps whose scaled gradients overflowed under mixed precision and were skipped
+    /// (`LossScaler`); counted in `steps`.
+    public var skippedSteps = 0
 
     public init() {}
 }
@@ -27,6 +33,8 @@ extension TrainingProgress {
         samplesProcessed.append(record.samplesProcessed)
         steps.append(record.steps)
         extraFLOPs.append(record.extraFLOPs)
+        plannedSteps.append(record.plannedSteps)
+        skippedSteps.append(record.skippedSteps)
     }
 }
 

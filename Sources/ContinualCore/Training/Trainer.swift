@@ -26,6 +26,8 @@ public struct Trainer {
     /// The optimizers of plugin-owned parameter blocks (`ParameterBlockOwner`), by plugin index:
     /// the run's optimizer kind and hyper-parameters, their own moments.
     public internal(set) var blockOptimizers: [Int: Optimizer] = [:]
+    /// Mixed precision's loss scale (`TrainingPrecision`); nil under float32.
+    public internal(set) var lossScaler: LossScaler?
 
     /// Builds the model from `spec` with the run's "init" stream.
     public init(spec: MLPSpec, optimizer: OptimizerSpec, options: TrainingOptions,
@@ -159,6 +161,7 @@ public struct Trainer {
             outcome.finalLabels = experiences.map(\.test.labels)
         }
         if end < T {
+            progress.lossScalerState = lossScaler?.state ?? []
             checkpoint = TrainerCheckpoint(
                 seed: seed, experienceCount: T, parameters: model.parameters, trainable: model.trainable,
                 optimizerFirst: optimizer.checkpointFirst, optimizerSecond: optimizer.checkpointSecond, optimizerSteps: optimizer.steps,
@@ -192,6 +195,8 @@ public struct Trainer {
                                   batch: inout Batch, shuffle shuffleRNG: inout RandomSource) throws -> ExperienceRecord {
         let i = context.index
         var record = ExperienceRecord()
+        if options.precision.isMixed { try preparePrecision() }
+        let skippedBefore = lossScaler?.skippedSteps ?? 0
         for p in plugins.indices { try plugins[p].beforeExperience(model: &model, context: context) }
         if optimizer.parameterCount != model.parameterCount {
             // A plugin grew the model (e.g. a new adapter): state restarts at the new size.
@@ -304,6 +309,8 @@ public struct Trainer {
         }
         record.samplesProcessed = processed
         record.steps = steps
+        record.plannedSteps = plannedSteps == Int.max ? -1 : plannedSteps
+        record.skippedSteps = (lossScaler?.skippedSteps ?? 0) - skippedBefore
         for p in plugins.indices { try plugins[p].afterExperience(model: &model, context: context, workspace: work.network) }
         record.extraFLOPs = stepFLOPs * steps + plugins.reduce(0) { $0 + $1.resources.extraFLOPsPerExperience }
         return record
@@ -385,6 +392,7 @@ public struct Trainer {
         guard cp.progress.shuffleState.count == 4 else { throw CheckpointError.mismatch("bad shuffle state") }
         model.parameters = cp.parameters
         model.trainable = cp.trainable
+        try restoreLossScaler(cp.progress.lossScalerState)
         optimizer = try Optimizer(spec: optimizer.spec, parameterCount: model.parameterCount,
                                   matrices: model.weightMatrices, first: cp.optimizerFirst,
                                   second: cp.optimizerSecond, steps: cp.optimizerSteps)
@@ -442,6 +450,7 @@ public struct Trainer {
         if !caps.batchLosses.isEmpty && work.identityRows.count < n { work.identityRows = Array(0..<n) }
         var loss = 0.0
         var extra = 0.0
+        work.overflowed = false
         for k in caps.blockOwners { plugins[k].callZeroBlockGradient() }
         for k in caps.transforms { plugins[k].callWillComputeGradient(model: &model) }
         let r0 = batch.routes[0]
@@ -506,14 +515,18 @@ public struct Trainer {
             }
         }
         let mask = Trainer.mask(for: batch, model: model, cache: &work.maskCache)
-        work.gradient.withUnsafeBufferPointer { g in
-            optimizer.step(parameters: &model.parameters, gradient: g.baseAddress!, trainable: mask,
-                           learningRate: work.learningRate)
-        }
-        for k in caps.blockOwners {
-            if var o = blockOptimizers[k] {
-                plugins[k].callStepBlock(&o, learningRate: work.learningRate)
-                blockOptimizers[k] = o
+        // Mixed precision: a step whose scaled gradients overflowed is skipped (`LossScaler`).
+        let apply = options.precision.isMixed ? (lossScaler?.update(overflowed: work.overflowed) ?? true) : true
+        if apply {
+            work.gradient.withUnsafeBufferPointer { g in
+                optimizer.step(parameters: &model.parameters, gradient: g.baseAddress!, trainable: mask,
+                               learningRate: work.learningRate)
+            }
+            for k in caps.blockOwners {
+                if var o = blockOptimizers[k] {
+                    plugins[k].callStepBlock(&o, learningRate: work.learningRate)
+                    blockOptimizers[k] = o
+                }
             }
         }
         if !caps.observers.isEmpty {
@@ -539,6 +552,11 @@ public struct Trainer {
     private mutating func dataLoss(features: UnsafePointer<Float>, labels: UnsafePointer<Int32>, count: Int, route: Int,
                                    rows: ArraySlice<Int>, batch: Batch, scale: Float, experience: Int,
                                    work: inout StepWorkspace, accumulate: Bool = false) -> (Double, Double) {
+        if options.precision.isMixed {
+            return lowPrecisionDataLoss(features: features, labels: labels, count: count, route: route, rows: rows,
+                                        batch: batch, scale: scale, experience: experience, work: &work,
+                                        accumulate: accumulate)
+        }
         let ws = work.network
         let terms = work.capabilities.batchLosses
         let model = self.model

@@ -40,6 +40,9 @@ public struct TrainingOptions: Sendable, Equatable, Hashable {
     public var activeOutputs: ActiveOutputs
     /// How the learning rate changes within each experience (default: constant).
     public var learningRateSchedule: LearningRateSchedule
+    /// The number format training emulates (default float32: the ordinary path, bit for bit;
+    /// see `TrainingPrecision` for what a 16-bit format rounds).
+    public var precision: TrainingPrecision = .float32
 
     public init(epochs: Int = 1, stepsPerExperience: Int? = nil, flopsPerExperience: Double? = nil, batchSize: Int = 32, shuffle: Bool = true,
                 resetOptimizerPerExperience: Bool = true, evaluationBatchSize: Int = 512,
@@ -71,28 +74,54 @@ public enum ActiveOutputs: String, Sendable, Hashable, CaseIterable, Codable {
     case all, seen
 }
 
-/// Early stopping on the epoch training loss: an experience stops after `patience` consecutive
-/// epochs whose mean loss is not below the best so far by more than `minDelta` (saves energy).
+/// Early stopping on the epoch training loss (saves energy), by one of two rules:
+/// - patience (`window == nil`): an experience stops after `patience` consecutive epochs whose
+///   mean loss is not below the best so far by more than `minDelta`;
+/// - window (`window = W`): after epoch e ≥ W it stops when the improvement over the last W
+///   epochs, loss[e − W] − loss[e], is below `tolerance` (a loss that rose counts as a negative
+///   improvement and stops it too). Tolerance 0 switches the rule off: the full budget runs.
 public struct EarlyStopping: Sendable, Equatable, Hashable {
     /// Epochs without improvement before stopping (≥ 1; `Int.max` = never stop).
     public var patience: Int
     /// Improvement (nats per sample) that counts: loss < best − minDelta.
     public var minDelta: Double
+    /// The window rule's W (epochs); nil = the patience rule.
+    public var window: Int?
+    /// The window rule's least improvement over W epochs (nats per sample); 0 = never stop.
+    public var tolerance: Double
 
     public init(patience: Int, minDelta: Double = 0) {
         self.patience = patience
         self.minDelta = minDelta
+        self.window = nil
+        self.tolerance = 0
     }
 
-    /// Tracks the best loss and the epochs since it improved.
+    /// The window rule: stop when loss[e − window] − loss[e] < tolerance.
+    public init(window: Int, tolerance: Double) {
+        self.patience = Int.max
+        self.minDelta = 0
+        self.window = window
+        self.tolerance = tolerance
+    }
+
+    /// Tracks the best loss and the epochs since it improved (patience), or the recent losses (window).
     public struct Monitor: Sendable {
         public let rule: EarlyStopping
         public private(set) var best = Double.infinity
         public private(set) var stale = 0
+        /// Window rule: the epoch losses so far (NaN losses of empty epochs are not counted).
+        public private(set) var history: [Double] = []
         public init(_ rule: EarlyStopping) { self.rule = rule }
 
         /// Records an epoch's loss; returns true when training should stop.
         public mutating func shouldStop(after loss: Double) -> Bool {
+            if let w = rule.window {
+                guard !loss.isNaN else { return false }
+                history.append(loss)
+                guard rule.tolerance > 0, history.count > w else { return false }
+                return history[history.count - 1 - w] - loss < rule.tolerance
+            }
             if loss < best - rule.minDelta {
                 best = loss
                 stale = 0

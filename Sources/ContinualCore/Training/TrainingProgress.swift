@@ -33,6 +33,13 @@ public struct TrainingProgress: Sendable, Equatable {
     /// FLOPs the plugins added per experience (`PluginResources`: per-step terms × steps + the
     /// per-experience pass, e.g. EWC's Fisher), for the training-energy estimate.
     public var extraFLOPs: [Int] = []
+    /// Optimizer steps each experience's pass planned (`ExperienceRecord.plannedSteps`); may be
+    /// empty (runs that assemble their rows themselves, checkpoints from before it existed).
+    public var plannedSteps: [Int] = []
+    /// Mixed-precision steps skipped per experience (`ExperienceRecord.skippedSteps`); may be empty.
+    public var skippedSteps: [Int] = []
+    /// The loss scaler's state (`LossScaler.state`) when a run stopped; empty without mixed precision.
+    public var lossScalerState: [Double] = []
     public var trainSeconds: Double = 0
     public var evalSeconds: Double = 0
     /// State of the loop's shuffle stream (so a resumed run draws the same orders).
@@ -78,6 +85,13 @@ public struct TrainingProgress: Sendable, Equatable {
         shuffleState.forEach { w.u64($0) }
         w.int(observerStates.count)
         observerStates.forEach { $0.encode(into: &w) }
+        // Appended after the original layout, so checkpoints written before these lists existed
+        // still read (they end here).
+        for list in [plannedSteps, skippedSteps] {
+            w.int(list.count)
+            list.forEach { w.int($0) }
+        }
+        w.doubles(lossScalerState)
     }
 
     init(reading r: inout ByteReader) throws {
@@ -98,5 +112,10 @@ public struct TrainingProgress: Sendable, Equatable {
         (trainSeconds, evalSeconds) = (times[0], times[1])
         shuffleState = try (0..<r.count(elementSize: 8)).map { _ in try r.u64() }
         observerStates = try (0..<r.count()).map { _ in try PluginState(reading: &r) }
+        if !r.atEnd {
+            plannedSteps = try (0..<r.count(elementSize: 8)).map { _ in try r.int() }
+            skippedSteps = try (0..<r.count(elementSize: 8)).map { _ in try r.int() }
+            lossScalerState = try r.doubles()
+        }
     }
 }

@@ -8,13 +8,17 @@ public struct DeviceConfig: Codable, Sendable, Equatable {
     /// A preset name (`phone_npu_2023`, `lowend_cpu`) or an object with every constant.
     public var profile: DeviceProfile = .phoneNPU2023
     public var state: DeviceStateOptions = DeviceStateOptions()
+    /// `"checkpoint_layers"`: hidden layers (0-based) whose outputs gradient checkpointing would
+    /// drop and recompute (`ActivationCheckpointing`: a cost-model figure; training keeps every
+    /// activation). Empty (default) = none; written to the resolved config only when set.
+    public var checkpointLayers: [Int] = []
 
     public init(profile: DeviceProfile = .phoneNPU2023, state: DeviceStateOptions = DeviceStateOptions()) {
         self.profile = profile
         self.state = state
     }
 
-    enum CodingKeys: String, CodingKey, CaseIterable { case profile, state }
+    enum CodingKeys: String, CodingKey, CaseIterable { case profile, state, checkpointLayers = "checkpoint_layers" }
     enum ProfileKeys: String, CodingKey, CaseIterable {
         case name, joulesPerFLOP = "joules_per_flop", joulesPerByte = "joules_per_byte"
         case flopsPerSecond = "flops_per_second", citation
@@ -23,6 +27,9 @@ public struct DeviceConfig: Codable, Sendable, Equatable {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.strictContainer(keyedBy: CodingKeys.self)
         state = try c.decode(.state, default: DeviceStateOptions())
+        checkpointLayers = try c.decode(.checkpointLayers, default: [])
+        try c.require(checkpointLayers.allSatisfy { $0 >= 0 } && Set(checkpointLayers).count == checkpointLayers.count,
+                      .checkpointLayers, "must list distinct hidden-layer indices ≥ 0 (0 = the first hidden layer), got \(checkpointLayers)")
         if c.contains(.profile) {
             if let name = try? c.decode(String.self, forKey: .profile) {
                 guard let preset = DeviceProfile.presets[name] else {
@@ -50,6 +57,7 @@ public struct DeviceConfig: Codable, Sendable, Equatable {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(profile, forKey: .profile)
         try c.encode(state, forKey: .state)
+        if !checkpointLayers.isEmpty { try c.encode(checkpointLayers, forKey: .checkpointLayers) }
     }
 }
 

@@ -94,6 +94,19 @@ public struct RunConfig: Codable, Sendable, Equatable {
             throw DecodingError.dataCorrupted(.init(codingPath: c.codingPath + ["training", "steps_per_experience"].map(AnyCodingKey.init),
                 debugDescription: "a federation's clients train \"federation.local_epochs\" / \"local_steps\" per round; remove it"))
         }
+        if let layers = device?.checkpointLayers, let bad = layers.first(where: { $0 >= model.hidden.count }) {
+            throw DecodingError.dataCorrupted(.init(codingPath: c.codingPath + ["device", "checkpoint_layers"].map(AnyCodingKey.init),
+                debugDescription: "hidden layer \(bad) does not exist: model.hidden has \(model.hidden.count) layers (indices 0..<\(model.hidden.count))"))
+        }
+        if training.precision.isMixed,
+           let own = strategy.first(where: { ["hat", "pnn"].contains($0.typeName) }) {
+            throw DecodingError.dataCorrupted(.init(codingPath: c.codingPath + ["training", "precision"].map(AnyCodingKey.init),
+                debugDescription: "a 16-bit precision is not emulated for \"\(own.typeName)\", which runs its own forward pass; use \"float32\""))
+        }
+        if training.precision.isMixed && (training.mode != .batch || federation != nil || population != nil) {
+            throw DecodingError.dataCorrupted(.init(codingPath: c.codingPath + ["training", "precision"].map(AnyCodingKey.init),
+                debugDescription: "a 16-bit precision is emulated for batch runs (with or without a schedule), not prequential, population or federated runs; use \"float32\""))
+        }
         if let problem = consistencyProblem() {
             throw DecodingError.dataCorrupted(.init(codingPath: c.codingPath + problem.path.map(AnyCodingKey.init),
                                                     debugDescription: problem.message))

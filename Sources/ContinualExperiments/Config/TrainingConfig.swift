@@ -40,6 +40,13 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
     /// `LearningRateSchedule`); absent = constant. Written to the resolved config only when set.
     public var learningRateSchedule: LearningRateSchedule? = nil
 
+    /// `"precision"`: `"float32"` (default), `"bfloat16"` or `"float16"`, emulated exactly with
+    /// float32 master weights (see `TrainingPrecision` for which tensors round); `"loss_scale"`:
+    /// `"dynamic"` (float16's default; or `{"initial": 65536, "growth_interval": 2000}`), `"none"`
+    /// (bfloat16's default) or a number (a fixed scale). Written to the resolved config only when
+    /// not float32.
+    public var precision: TrainingPrecision = .float32
+
     public init() {}
 
     enum CodingKeys: String, CodingKey, CaseIterable {
@@ -49,6 +56,11 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
         case mode, window, recordEvery = "record_every"
         case activeOutputs = "active_outputs"
         case learningRateSchedule = "lr_schedule"
+        case precision, lossScale = "loss_scale"
+    }
+
+    enum LossScaleKeys: String, CodingKey, CaseIterable {
+        case initial, growthInterval = "growth_interval"
     }
 
     enum ScheduleKeys: String, CodingKey, CaseIterable {
@@ -58,7 +70,7 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
     enum ScheduleType: String, CaseIterable { case constant, step, cosine }
 
     enum EarlyStoppingKeys: String, CodingKey, CaseIterable {
-        case patience, minDelta = "min_delta"
+        case patience, minDelta = "min_delta", window, tolerance
     }
 
     public init(from decoder: any Decoder) throws {
@@ -87,12 +99,44 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
         }
         if c.contains(.earlyStopping), try !c.decodeNil(forKey: .earlyStopping) {
             let e = try c.superDecoder(forKey: .earlyStopping).strictContainer(keyedBy: EarlyStoppingKeys.self)
+            let windowed = e.contains(.window) || e.contains(.tolerance)
+            try e.require(!windowed || (!e.contains(.patience) && !e.contains(.minDelta)), windowed ? .window : .patience,
+                          "give either {\"patience\", \"min_delta\"} or {\"window\", \"tolerance\"} (two stopping rules), not both")
             let patience: Int = try e.decode(.patience, default: 3)
             let minDelta: Double = try e.decode(.minDelta, default: 0)
             try e.require(patience >= 1, .patience, "must be ≥ 1, got \(patience)")
             try e.require(minDelta >= 0 && minDelta.isFinite, .minDelta, "must be a finite number ≥ 0, got \(minDelta)")
             earlyStopping = EarlyStopping(patience: patience, minDelta: minDelta)
+            if windowed {
+                let window: Int = try e.decode(.window, default: 3)
+                let tolerance: Double = try e.decode(.tolerance, default: 0)
+                try e.require(window >= 1 && window <= 100_000, .window, "must be in 1...100000 (epochs), got \(window)")
+                try e.require(tolerance >= 0 && tolerance.isFinite, .tolerance,
+                              "must be a finite number ≥ 0 (nats per sample; 0 = never stop), got \(tolerance)")
+                earlyStopping = EarlyStopping(window: window, tolerance: tolerance)
+            }
         }
+        let format: NumericFormat = try c.decodeChoice(.precision, default: .float32)
+        var scaling: LossScaling? = nil
+        if c.contains(.lossScale) {
+            try c.require(format != .float32, .lossScale, "applies only with \"precision\": \"float16\" or \"bfloat16\"")
+            if let word = try? c.decode(String.self, forKey: .lossScale) {
+                try c.require(word == "dynamic" || word == "none", .lossScale,
+                              "must be \"dynamic\", \"none\", a number > 0 or {\"initial\", \"growth_interval\"}, got \"\(word)\"")
+                scaling = word == "none" ? LossScaling.none : .dynamic()
+            } else if let value = try? c.decode(Double.self, forKey: .lossScale) {
+                try c.require(value > 0 && value <= 1e30, .lossScale, "a fixed scale must be in (0, 1e30], got \(value)")
+                scaling = .fixed(Float(value))
+            } else {
+                let l = try c.superDecoder(forKey: .lossScale).strictContainer(keyedBy: LossScaleKeys.self)
+                let initial: Double = try l.decode(.initial, default: 65536)
+                let interval: Int = try l.decode(.growthInterval, default: 2000)
+                try l.require(initial > 0 && initial <= 1e30, .initial, "must be in (0, 1e30], got \(initial)")
+                try l.require(interval >= 1 && interval <= 1_000_000_000, .growthInterval, "must be in 1...1000000000 (steps), got \(interval)")
+                scaling = .dynamic(initial: Float(initial), growthInterval: interval)
+            }
+        }
+        precision = TrainingPrecision(format: format, lossScaling: scaling)
         try c.require((divergenceLoss ?? 1) > 0, .divergenceLoss, "must be > 0 or null, got \(divergenceLoss ?? 0)")
         if c.contains(.learningRateSchedule) {
             let l = try c.superDecoder(forKey: .learningRateSchedule).strictContainer(keyedBy: ScheduleKeys.self)
@@ -159,10 +203,26 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
         try c.encode(resetOptimizer, forKey: .resetOptimizer)
         try c.encode(evalBatchSize, forKey: .evalBatchSize)
         if let divergenceLoss { try c.encode(divergenceLoss, forKey: .divergenceLoss) } else { try c.encodeNil(forKey: .divergenceLoss) }
-        if let earlyStopping {
+        if let earlyStopping, earlyStopping.window == nil {
             var e = c.nestedContainer(keyedBy: EarlyStoppingKeys.self, forKey: .earlyStopping)
             try e.encode(earlyStopping.patience, forKey: .patience)
             try e.encode(earlyStopping.minDelta, forKey: .minDelta)
+        }
+        if let w = earlyStopping?.window, let earlyStopping {
+            var e = c.nestedContainer(keyedBy: EarlyStoppingKeys.self, forKey: .earlyStopping)
+            try e.encode(w, forKey: .window)
+            try e.encode(earlyStopping.tolerance, forKey: .tolerance)
+        }
+        if precision.isMixed {
+            try c.encode(precision.format, forKey: .precision)
+            switch precision.lossScaling {
+            case .none: try c.encode("none", forKey: .lossScale)
+            case .fixed(let s): try c.encode(Double(s), forKey: .lossScale)
+            case let .dynamic(initial, _, _, interval):
+                var l = c.nestedContainer(keyedBy: LossScaleKeys.self, forKey: .lossScale)
+                try l.encode(Double(initial), forKey: .initial)
+                try l.encode(interval, forKey: .growthInterval)
+            }
         }
         if activeOutputs != .all { try c.encode(activeOutputs, forKey: .activeOutputs) }
         if let schedule = learningRateSchedule {
@@ -201,10 +261,12 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
     }
 
     public var options: TrainingOptions {
-        TrainingOptions(epochs: epochs, stepsPerExperience: stepsPerExperience, flopsPerExperience: flopsPerExperience,
+        var options = TrainingOptions(epochs: epochs, stepsPerExperience: stepsPerExperience, flopsPerExperience: flopsPerExperience,
                         batchSize: batchSize, shuffle: shuffle,
                         resetOptimizerPerExperience: resetOptimizer, evaluationBatchSize: evalBatchSize,
                         divergenceLoss: divergenceLoss, earlyStopping: earlyStopping, activeOutputs: activeOutputs,
                         learningRateSchedule: learningRateSchedule ?? LearningRateSchedule())
+        options.precision = precision
+        return options
     }
 }

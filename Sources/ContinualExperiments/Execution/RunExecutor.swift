@@ -145,6 +145,9 @@ public enum RunExecutor {
         if let q = config.quantization {
             d.quantization = QuantizationReport(model: model, experiences: stream.experiences, granularity: q.granularity)
         }
+        if !device.checkpointLayers.isEmpty {
+            d.checkpointing = ActivationCheckpointing(model: model, droppedLayers: device.checkpointLayers)
+        }
         return d
     }
 

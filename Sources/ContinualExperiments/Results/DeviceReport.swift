@@ -16,6 +16,20 @@ public struct DeviceReport: Sendable {
     public var modelBytesFloat: Int
     public var schedule: ScheduleReport?
     public var quantization: QuantizationReport?
+    /// `training.precision`'s format (float32 unless mixed precision; the traffic and peak memory
+    /// count its bytes).
+    public var precision: NumericFormat
+    /// Per experience with a planned step count (`TrainingProgress.plannedSteps`): the energy the
+    /// steps not taken would have cost (early stopping), estimated at the experience's own rows
+    /// per step: E(rows·planned/steps, planned) − E(rows, steps). Empty when not known.
+    public var joulesSaved: [Double] = []
+    /// `device.checkpoint_layers`' figures (nil = not asked for).
+    public var checkpointing: ActivationCheckpointing?
+    /// Steps planned and steps skipped by the loss scaler, per experience (from the outcome).
+    public var plannedSteps: [Int] = []
+    public var skippedSteps: [Int] = []
+    /// Whether `training.early_stopping` was set (the budget figures are written then).
+    public var earlyStopping = false
 
     public var trainingJoules: Double { sessionEnergy.reduce(0) { $0 + $1.joules } }
     public var trainingFLOPs: Int { sessionEnergy.reduce(0) { $0 + $1.flops } }
@@ -25,9 +39,13 @@ public struct DeviceReport: Sendable {
     public init(profile: DeviceProfile, model: MLP, optimizer: OptimizerSpec, training: TrainingOptions,
                 outcome: TrainingOutcome?) {
         self.profile = profile
-        let traffic = TrainingTraffic(model: model, optimizer: optimizer)
+        let traffic = TrainingTraffic(model: model, optimizer: optimizer).withPrecision(training.precision.format)
         self.traffic = traffic
+        precision = training.precision.format
+        earlyStopping = training.earlyStopping != nil
         let o = outcome
+        plannedSteps = o?.progress.plannedSteps ?? []
+        skippedSteps = o?.progress.skippedSteps ?? []
         // The plugins' extra work (penalties, Fisher passes: `PluginResources`) is in each session's energy.
         // Each experience (session) is charged with the parameters that trained in it.
         let extra = o?.progress.extraFLOPs ?? []
@@ -38,12 +56,24 @@ public struct DeviceReport: Sendable {
                            extraFLOPs: i < extra.count ? extra[i] : 0, profile: profile)
         }
         peakMemory = PeakMemory(model: model, optimizer: optimizer, batchSize: training.batchSize,
-                                resources: o?.totalResources ?? .none)
+                                resources: o?.totalResources ?? .none).withPrecision(training.precision.format)
         predictionEnergy = EnergyEstimate(flops: traffic.flopsPerPrediction, bytes: traffic.bytesPerPrediction,
                                           profile: profile)
         predictionLatencySeconds = ContinualMetrics.predictionLatencySeconds(flops: traffic.flopsPerPrediction,
                                                                              profile: profile)
         modelBytesFloat = model.parameterCount * 4
+        let energy = sessionEnergy
+        if let p = o?.progress, p.plannedSteps.count == energy.count {
+            joulesSaved = energy.indices.map { i in
+                let planned = p.plannedSteps[i], steps = p.steps[i]
+                guard planned > steps, steps > 0 else { return 0 }
+                let rows = Int((Double(p.samplesProcessed[i]) * Double(planned) / Double(steps)).rounded())
+                let full = EnergyEstimate(session: traffic, rows: rows, steps: planned,
+                                          trainableParameters: i < trainable.count ? trainable[i] : nil,
+                                          extraFLOPs: (i < extra.count ? extra[i] : 0) * planned / steps, profile: profile)
+                return full.joules - energy[i].joules
+            }
+        }
     }
 }
 

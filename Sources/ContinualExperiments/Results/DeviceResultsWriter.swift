@@ -17,6 +17,7 @@ enum DeviceResultsWriter {
         try a.set("prediction_latency_s", d.predictionLatencySeconds)
         try a.set("model_bytes_float32", Int64(d.modelBytesFloat))
         if let q = d.quantization { try a.set("model_bytes_int8", Int64(q.modelBytesInt8)) }
+        try writePrecisionCosts(d, into: costs)
     }
 
     static func write(_ d: DeviceReport, run g: HDF5Group) throws {
