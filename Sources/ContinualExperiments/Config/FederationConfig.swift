@@ -32,6 +32,10 @@ import ContinualScenarios
 ///   Per-FedAvg (Fallah et al. 2020): the clients train a meta-model (`per_fedavg_variant`
 ///   first-order or Hessian-free, inner step `per_fedavg_alpha`; see `PerFedAvgRound`) and the
 ///   phone predicts with the global model after one step of `per_fedavg_alpha` on its data;
+///   `"pfedme"` — pFedMe (Dinh et al. 2020): each local step solves the personal problem
+///   argmin_θ f(θ) + (λ/2)‖θ − w‖² by `pfedme_inner_steps` steps of `pfedme_personal_lr` and
+///   moves the local model w towards θ; the server mixes w ← (1 − β)w + β·mean(w_i)
+///   (`pfedme_lambda`, `pfedme_beta`; see `PFedMeRound`); the phone predicts with θ̂(w_g);
 /// - the optimizer restarts every local round (its moments are not shared);
 /// - the DP accountant assumes Poisson sampling at rate q = `client_fraction` (required with
 ///   noise); device availability only removes invited clients, which cannot raise ε.
@@ -60,6 +64,7 @@ public struct FederationConfig: Codable, Sendable, Equatable {
     public enum Personal: String, Codable, CaseIterable, Sendable {
         case global, local, ditto, fedrep, apfl
         case perFedAvg = "per_fedavg"
+        case pfedme
     }
     /// Per-FedAvg's meta-gradient (Fallah et al. 2020): first-order, or Hessian-free (a
     /// finite-difference Hessian-vector product).
@@ -135,6 +140,11 @@ public struct FederationConfig: Codable, Sendable, Equatable {
     public var perFedAvgAlpha = 0.01
     public var perFedAvgVariant: PerFedAvgVariant = .firstOrder
     public var perFedAvgDelta = 1e-3
+    /// pFedMe's λ, inner steps K, personal rate ν (nil: the local learning rate) and server β.
+    public var pfedmeLambda = 15.0
+    public var pfedmeInnerSteps = 5
+    public var pfedmePersonalLearningRate: Double? = nil
+    public var pfedmeBeta = 1.0
     /// q-FedAvg's q and Lipschitz estimate L (nil: 1 / the local learning rate, as in the paper).
     public var qfedQ = 1.0
     public var qfedLipschitz: Double? = nil
@@ -196,6 +206,8 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         case proximalMu = "proximal_mu", dittoLambda = "ditto_lambda"
         case fedrepHeadEpochs = "fedrep_head_epochs", apflAlpha = "apfl_alpha", apflAlphaLearningRate = "apfl_alpha_lr"
         case perFedAvgAlpha = "per_fedavg_alpha", perFedAvgVariant = "per_fedavg_variant", perFedAvgDelta = "per_fedavg_delta"
+        case pfedmeLambda = "pfedme_lambda", pfedmeInnerSteps = "pfedme_inner_steps"
+        case pfedmePersonalLearningRate = "pfedme_personal_lr", pfedmeBeta = "pfedme_beta"
         case qfedQ = "qfed_q", qfedLipschitz = "qfed_lipschitz"
         case serverOptimizer = "server_optimizer", serverLearningRate = "server_lr"
         case serverBeta1 = "server_beta1", serverBeta2 = "server_beta2", serverTau = "server_tau"
@@ -235,6 +247,10 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         perFedAvgAlpha = try c.decode(.perFedAvgAlpha, default: 0.01)
         perFedAvgVariant = try c.decodeChoice(.perFedAvgVariant, default: .firstOrder)
         perFedAvgDelta = try c.decode(.perFedAvgDelta, default: 1e-3)
+        pfedmeLambda = try c.decode(.pfedmeLambda, default: 15)
+        pfedmeInnerSteps = try c.decode(.pfedmeInnerSteps, default: 5)
+        pfedmePersonalLearningRate = try c.decodeIfPresent(Double.self, forKey: .pfedmePersonalLearningRate)
+        pfedmeBeta = try c.decode(.pfedmeBeta, default: 1)
         qfedQ = try c.decode(.qfedQ, default: 1)
         qfedLipschitz = try c.decodeIfPresent(Double.self, forKey: .qfedLipschitz)
         serverOptimizer = try c.decodeChoice(.serverOptimizer, default: .sgd)
@@ -302,7 +318,9 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         try c.require(!c.contains(.dittoLambda) || personal == .ditto, .dittoLambda, "only with \"personal\": \"ditto\"")
         try c.require(personal != .ditto || share == .all, .personal, "Ditto's personal model is pulled towards the whole global model: use \"share\": \"all\"")
         for (key, owner) in [(CodingKeys.fedrepHeadEpochs, Personal.fedrep), (.apflAlpha, .apfl), (.apflAlphaLearningRate, .apfl),
-                             (.perFedAvgAlpha, .perFedAvg), (.perFedAvgVariant, .perFedAvg), (.perFedAvgDelta, .perFedAvg)] {
+                             (.perFedAvgAlpha, .perFedAvg), (.perFedAvgVariant, .perFedAvg), (.perFedAvgDelta, .perFedAvg),
+                             (.pfedmeLambda, .pfedme), (.pfedmeInnerSteps, .pfedme), (.pfedmePersonalLearningRate, .pfedme),
+                             (.pfedmeBeta, .pfedme)] {
             try c.require(!c.contains(key) || personal == owner, key, "only with \"personal\": \"\(owner.rawValue)\"")
         }
         for key in [CodingKeys.qfedQ, .qfedLipschitz] {
@@ -312,7 +330,7 @@ public struct FederationConfig: Codable, Sendable, Equatable {
                       "FedRep shares the body and keeps the head (the output layer) on the phone: use \"share\": \"core\" (the default with it)")
         try c.require(personal != .fedrep || localSteps == 0, .localSteps, "FedRep's head and body phases are counted in epochs (fedrep_head_epochs, local_epochs); remove local_steps")
         try c.require((0...10_000).contains(fedrepHeadEpochs), .fedrepHeadEpochs, "must be in 0...10000, got \(fedrepHeadEpochs)")
-        try c.require(![.apfl, .perFedAvg].contains(personal) || share == .all, .share,
+        try c.require(![.apfl, .perFedAvg, .pfedme].contains(personal) || share == .all, .share,
                       "\(personal.rawValue) mixes or adapts the whole global model: use \"share\": \"all\"")
         try c.require((0...1).contains(apflAlpha), .apflAlpha, "must be in [0, 1], got \(apflAlpha)")
         if let lr = apflAlphaLearningRate {
@@ -322,6 +340,13 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         try c.require(perFedAvgDelta > 0 && perFedAvgDelta.isFinite, .perFedAvgDelta, "must be a finite number > 0, got \(perFedAvgDelta)")
         try c.require(!c.contains(.perFedAvgDelta) || perFedAvgVariant == .hessianFree, .perFedAvgDelta,
                       "the finite-difference δ belongs to \"per_fedavg_variant\": \"hessian_free\"")
+        try c.require(pfedmeLambda > 0 && pfedmeLambda.isFinite && pfedmeLambda <= 1e30, .pfedmeLambda, "must be in (0, 1e30], got \(pfedmeLambda)")
+        try c.require((1...1_000).contains(pfedmeInnerSteps), .pfedmeInnerSteps, "must be in 1...1000, got \(pfedmeInnerSteps)")
+        if let lr = pfedmePersonalLearningRate {
+            try c.require(lr > 0 && lr.isFinite, .pfedmePersonalLearningRate, "must be a finite number > 0, got \(lr)")
+        }
+        try c.require(pfedmeBeta > 0 && pfedmeBeta <= 10, .pfedmeBeta, "must be in (0, 10] (1 = FedAvg's mean), got \(pfedmeBeta)")
+        try c.require(personal != .pfedme || fedbuff == nil, .personal, "pFedMe's server step (1 − β)w + β·mean(w_i) is synchronous: remove fedbuff")
         try c.require(qfedQ >= 0 && qfedQ.isFinite && qfedQ <= 100, .qfedQ, "must be in [0, 100], got \(qfedQ)")
         if let l = qfedLipschitz { try c.require(l > 0 && l.isFinite, .qfedLipschitz, "must be a finite number > 0, got \(l)") }
         try c.require(aggregation != .qfedavg || share == .all, .aggregation, "qfedavg weighs whole-model updates by the loss of the global model: use \"share\": \"all\"")
@@ -410,6 +435,12 @@ public struct FederationConfig: Codable, Sendable, Equatable {
             try c.encode(perFedAvgVariant, forKey: .perFedAvgVariant)
             if perFedAvgVariant == .hessianFree { try c.encode(perFedAvgDelta, forKey: .perFedAvgDelta) }
         }
+        if personal == .pfedme {
+            try c.encode(pfedmeLambda, forKey: .pfedmeLambda)
+            try c.encode(pfedmeInnerSteps, forKey: .pfedmeInnerSteps)
+            try c.encodeIfPresent(pfedmePersonalLearningRate, forKey: .pfedmePersonalLearningRate)
+            try c.encode(pfedmeBeta, forKey: .pfedmeBeta)
+        }
         if aggregation == .qfedavg {
             try c.encode(qfedQ, forKey: .qfedQ)
             try c.encodeIfPresent(qfedLipschitz, forKey: .qfedLipschitz)
@@ -492,6 +523,13 @@ public struct FederationConfig: Codable, Sendable, Equatable {
                        variant: perFedAvgVariant == .firstOrder ? .firstOrder : .hessianFree(delta: Float(perFedAvgDelta)))
     }
 
+    /// pFedMe's local round with η = the local learning rate and ν = `pfedme_personal_lr` or η.
+    public func pfedmeRound(optimizer: OptimizerSpec) -> PFedMeRound {
+        PFedMeRound(lambda: Float(pfedmeLambda), innerSteps: pfedmeInnerSteps,
+                    personalRate: Float(pfedmePersonalLearningRate ?? Double(optimizer.learningRate)),
+                    rate: optimizer.learningRate)
+    }
+
     public var server: ServerOptimizer {
         switch serverOptimizer {
         case .sgd: return .sgd(learningRate: Float(serverLearningRate))
@@ -547,6 +585,15 @@ public struct FederationConfig: Codable, Sendable, Equatable {
                 return ("aggregation", "Per-FedAvg's local round is its own meta-step loop; \(aggregation.rawValue) corrects or normalises plain local SGD steps")
             }
             if proximalMu > 0 { return ("proximal_mu", "Per-FedAvg's meta-step has no proximal term") }
+        }
+        if personal == .pfedme {
+            guard case .sgd(_, let momentum, let decay, let nesterov) = optimizer, momentum == 0, decay == 0, !nesterov else {
+                return ("personal", "pFedMe's local step w ← w − ηλ(w − θ) is plain SGD at η = the run's learning rate: the run's optimizer must be \"sgd\" without momentum or weight decay")
+            }
+            if aggregation == .scaffold || aggregation == .fednova {
+                return ("aggregation", "pFedMe's local round is its own bi-level loop; \(aggregation.rawValue) corrects or normalises plain local SGD steps")
+            }
+            if proximalMu > 0 { return ("proximal_mu", "pFedMe's personal problem is already proximal (pfedme_lambda); remove proximal_mu") }
         }
         if personal == .fedrep && aggregation == .fednova {
             return ("aggregation", "fednova normalises by one phase of local steps; FedRep's round has two (head, then body)")

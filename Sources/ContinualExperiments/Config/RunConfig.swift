@@ -194,6 +194,10 @@ public struct RunConfig: Codable, Sendable, Equatable {
             return (["strategy"], "\"\(s.typeName)\" is a whole method (\(reason)), which is not a local round; "
                 + "use a strategy that trains incrementally (naive, replay, ewc, si, lwf, adapters, lora, …)")
         }
+        if federation.personal == .pfedme, let other = strategy.first(where: { !($0.options is Naive.Options) }) {
+            return (["strategy"], "pFedMe's local round is its own bi-level loop (PFedMeRound), which runs no strategy plugin; "
+                + "\"\(other.typeName)\" would be ignored: use [\"naive\"]")
+        }
         if federation.personal == .perFedAvg, let other = strategy.first(where: { !($0.options is Naive.Options) }) {
             return (["strategy"], "Per-FedAvg's local round is its own meta-step loop (PerFedAvgRound), which runs no strategy plugin; "
                 + "\"\(other.typeName)\" would be ignored: use [\"naive\"]")

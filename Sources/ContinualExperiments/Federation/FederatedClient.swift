@@ -177,6 +177,32 @@ struct FederatedClient {
         return record
     }
 
+    /// pFedMe's local round (`PFedMeRound`) on the learner's model (the local model w), tallied
+    /// like `trainRound` (the loop's plugins do not run: the strategy is "naive").
+    mutating func trainPFedMe(on data: Samples, method: PFedMeRound, batchSize: Int, pass: TrainingPass,
+                              period: Int, round: Int) throws -> ExperienceRecord {
+        var shuffle = RandomSource(seed: modelSeed, stream: "federation.round.\(round)")
+        let localSteps = method.steps(samples: data.count, batchSize: batchSize, epochs: pass.epochs, maxSteps: pass.maxSteps)
+        let clock = ContinuousClock()
+        let start = clock.now
+        let r = method.train(&trainer.model, on: data, batchSize: batchSize, steps: localSteps, shuffle: &shuffle)
+        trainSeconds += (clock.now - start).seconds
+        guard trainer.model.parameters.allSatisfy({ $0.isFinite }) else {
+            throw TrainingError.diverged(experience: period, epoch: 0, loss: r.meanLoss)
+        }
+        var record = ExperienceRecord()
+        record.trainSetSize = data.count
+        record.trainableParameters = trainer.model.parameterCount
+        record.samplesProcessed = r.rows
+        record.steps = r.steps
+        if data.count > 0 {
+            record.epochLosses = [r.meanLoss]
+            record.epochPenalties = [0]
+        }
+        tally(record, period: period)
+        return record
+    }
+
     /// Counts one local round's work under experience `period`: the round itself, rows, steps and
     /// the sums behind the mean training loss and penalty (NaN epochs, which trained on nothing, are
     /// skipped).

@@ -265,6 +265,7 @@ public enum FederationRunner {
         let headMask = bodyMask.map { !$0 }
         let headPass = TrainingPass(epochs: fed.fedrepHeadEpochs, shuffle: config.training.options.shuffle)
         let perFedAvg = fed.perFedAvgRound(optimizer: config.optimizer.spec)
+        let pfedme = fed.pfedmeRound(optimizer: config.optimizer.spec)
         let server = fed.server
         // FedBuff (asynchronous): the server's buffer, the updates in flight (ordered by arrival
         // time, then client id) and the download rounds of the buffered updates.
@@ -369,6 +370,9 @@ public enum FederationRunner {
                         case .perFedAvg:
                             record = try c.trainPerFedAvg(on: data, method: perFedAvg, batchSize: config.training.options.batchSize,
                                                           pass: pass, period: p, round: r)
+                        case .pfedme:
+                            record = try c.trainPFedMe(on: data, method: pfedme, batchSize: config.training.options.batchSize,
+                                                       pass: pass, period: p, round: r)
                         default:
                             record = try c.trainRound(on: data, period: p, round: r, pass: pass, scratch: &scratch,
                                                       dataEnd: fed.consolidate == .experience ? end : nil)
@@ -585,7 +589,10 @@ public enum FederationRunner {
                 } else if !updates.isEmpty {
                     aggregate = try robustAggregate(rule, updates)
                 }
-                if let aggregate { try applyToGlobal(aggregate) }
+                if let aggregate {
+                    // pFedMe: w ← (1 − β)w + β·(w + aggregate).
+                    try applyToGlobal(fed.personal == .pfedme ? PFedMeRound.serverUpdate(aggregate, beta: Float(fed.pfedmeBeta)) : aggregate)
+                }
                 if scaffold {
                     Scaffold.updateServerControl(&serverControl, deltas: all.filter(\.completed).map(\.control), clients: N)
                 }
@@ -619,8 +626,11 @@ public enum FederationRunner {
                 let rows = c.schedule.rowRound.filter { $0 == r }
                 let ws = g.makeWorkspace(capacity: config.training.options.evaluationBatchSize)
                 // Per-FedAvg's phone adapts the global model by one step on the data it has received.
+                // pFedMe's phone predicts with its personal model θ̂(w_g), solved on the same data.
                 let adapted = fed.personal == .perFedAvg
-                    ? perFedAvg.adapt(g, on: c.data(0, c.schedule.arrival(r + 1), flip: nil), workspace: ws) : nil
+                    ? perFedAvg.adapt(g, on: c.data(0, c.schedule.arrival(r + 1), flip: nil), workspace: ws)
+                    : fed.personal == .pfedme
+                    ? pfedme.personalise(g, on: c.data(0, c.schedule.arrival(r + 1), flip: nil), workspace: ws) : nil
                 // APFL's phone predicts with α·v + (1 − α)·w_g.
                 var apflModel: MLP? = nil
                 if fed.personal == .apfl, let learner = c.personalLearner, let term = learner.plugins.last as? APFLMixing {
