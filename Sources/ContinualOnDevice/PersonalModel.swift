@@ -81,11 +81,29 @@ public struct PersonalModel {
         /// FNV-1a 64 of a canonical description of every field: stored in checkpoints so that a
         /// checkpoint is never restored into a model configured differently.
         public var fingerprint: UInt64 {
-            var text = "model=\(model)|optimizer=\(optimizer)|training=\(training)|schedule=\(schedule.canonicalDescription)"
+            var text = "model=\(model)|optimizer=\(optimizer)|training=\(Self.trainingText(training))|schedule=\(schedule.canonicalDescription)"
             text += "|profile=\(profile)|seed=\(seed)|capacity=\(sessionCapacity)|features=\(featureNames)"
             text += "|strategy=" + strategy.map { "\(type(of: $0).typeName):\($0)" }.joined(separator: ";")
             text += "|init=" + (initialParameters.map { p in "\(StableHash.fnv1a64(bytes: p.flatMap { f in withUnsafeBytes(of: f.bitPattern.littleEndian, Array.init) }))" } ?? "none")
             return StableHash.fnv1a64(text)
+        }
+
+        /// The training options as the fingerprint describes them: their reflected text, without the
+        /// fields added after checkpoints were first written (`precision`, the early-stopping
+        /// window rule) while those hold their defaults. Reflection prints stored fields in
+        /// declaration order and these are declared last, so a configuration that does not use
+        /// them keeps the fingerprint it had before they existed: an app's stored model stays
+        /// readable across the toolkit update, and any use of them still changes the fingerprint.
+        static func trainingText(_ training: TrainingOptions) -> String {
+            var text = "\(training)"
+            if let stop = training.earlyStopping, stop.window == nil, stop.tolerance == 0 {
+                text = text.replacing(", window: nil, tolerance: 0.0)", with: ")")
+            }
+            if training.precision == .float32 {
+                let tail = ", precision: " + String(reflecting: training.precision) + ")"
+                if text.hasSuffix(tail) { text = String(text.dropLast(tail.count)) + ")" }
+            }
+            return text
         }
 
         /// Whether a plugin trains on the earlier sessions' own samples (joint training), so the

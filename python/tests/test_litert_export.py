@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 litert = pytest.importorskip("ai_edge_litert.interpreter")
-from test_model_export import EXPERIMENT, ONNX_CASES, TOLERANCE, final_parameters, find_binary, plain_layers  # noqa: E402
+from test_model_export import ONNX_CASES, TOLERANCE, final_parameters, plain_layers, run_experiment  # noqa: E402
 
 CASES = ONNX_CASES
 PREDICTED: dict[str, set] = {}       # classes predicted per case (filled by the matching test)
@@ -31,16 +31,7 @@ RESOLVERS = {"xnnpack": litert.OpResolverType.AUTO, "builtin": litert.OpResolver
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
-    binary = find_binary()
-    if binary is None:
-        pytest.skip("no `continual` binary (set CONTINUAL_BIN or swift build): LiteRT export tests skipped")
-    d = tmp_path_factory.mktemp("litert")
-    exp = d / "export_check.json"
-    exp.write_text(json.dumps(EXPERIMENT))
-    results = str(d / "r.h5")
-    r = subprocess.run([binary, "run", str(exp), "-o", results, "--overwrite", "-q", "--plain"],
-                       capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr[-2000:]
+    binary, results, d = run_experiment(tmp_path_factory, "litert", "LiteRT export tests")
     paths = {"_bin": binary, "_results": results, "_dir": d}
     for name, run, extra in CASES:
         out, ref = d / f"{name}.tflite", d / f"{name}.ref.json"

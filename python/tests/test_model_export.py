@@ -106,18 +106,25 @@ def find_binary():
     return None
 
 
-@pytest.fixture(scope="module")
-def exported(tmp_path_factory):
+def run_experiment(tmp_path_factory, name, skipped_what):
+    """Runs EXPERIMENT with the CLI into a fresh directory: (binary, results path, directory).
+    Shared by this file's and test_litert_export.py's fixtures (skips without a binary)."""
     binary = find_binary()
     if binary is None:
-        pytest.skip("no `continual` binary (set CONTINUAL_BIN or swift build): export tests skipped")
-    d = tmp_path_factory.mktemp("export")
+        pytest.skip(f"no `continual` binary (set CONTINUAL_BIN or swift build): {skipped_what} skipped")
+    d = tmp_path_factory.mktemp(name)
     exp = d / "export_check.json"
     exp.write_text(json.dumps(EXPERIMENT))
     results = str(d / "r.h5")
     r = subprocess.run([binary, "run", str(exp), "-o", results, "--overwrite", "-q", "--plain"],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
+    return binary, results, d
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    binary, results, d = run_experiment(tmp_path_factory, "export", "export tests")
 
     def export(run, fmt, out, extra, reference=None):
         args = [binary, "export", results, "--run", run, "--format", fmt, "-o", str(out)] + extra
