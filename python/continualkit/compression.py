@@ -4,7 +4,7 @@ phone pays, one panel row per scenario, for whatever variants a results file hol
 Per run it reads ACC and forgetting (`metrics`), the training energy of the whole stream (the
 joules one personalisation costs, `costs.training_energy_j`), peak training memory
 (`costs.peak_memory_bytes`; for `early_exit` runs without the bytes of its τ-sweep records,
-which only the study keeps), the parameters the phone stores (non-zero ones for pruned runs, the
+which only the study keeps), the parameters the phone stores (non-zero ones for pruned runs, the factors for low-rank runs, the
 model's plus an early-exit head's otherwise) and the energy of one prediction
 (`costs.prediction_energy_j`; for `early_exit` runs the cascade's at the run's threshold, from
 the plugin group). Early-exit runs also give their threshold sweep (ACC against joules per
@@ -84,6 +84,9 @@ def load_points(path) -> pd.DataFrame:
                 p = plugins[k]
                 if k.endswith("_pruning") and "nonzero_parameters" in p:
                     row["parameters"] = float(p["nonzero_parameters"][-1])
+                if k.endswith("_low_rank") and "model_parameters" in p:
+                    # what the exported model stores: the factors, not the zeroed dense weights
+                    row["parameters"] = float(p["model_parameters"][-1])
                 if k.endswith("_early_exit") and "joules_per_prediction" in p:
                     taus = p["thresholds"][:]
                     joules = p["joules_per_prediction"][:]
