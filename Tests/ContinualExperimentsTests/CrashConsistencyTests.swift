@@ -78,6 +78,36 @@ struct CrashConsistencyTests {
         #expect(!FileManager.default.fileExists(atPath: SweepWriter.journalPath(for: path)))
     }
 
+    @Test("a fold of more journal entries than one batch keeps every run, and finish sorts /summary as a rebuild from the groups would")
+    func foldAcrossBatches() throws {
+        let work = TemporaryDirectory()
+        defer { work.cleanup() }
+        // 2 variants × 6 seeds = 12 runs: three batches of SweepWriter.absorbBatch (4).
+        let e = try ExperimentFile.parse(data: Data(tinyExperiment(name: "fb", extra: #""sweep": {"parameters": {"seed": [1, 2, 3, 4, 5, 6]}},"#).utf8),
+                                         path: work.path("e.json"))
+        #expect(e.runs.count > 2 * SweepWriter.absorbBatch)
+        let path = work.path("fb.h5")
+        let writer = try SweepWriter(path: path, experiment: e, layout: SummaryLayout(experiment: e), resume: false)
+        // Every run goes to the journal only (written directly, in reverse sweep order), so the
+        // final fold absorbs them all in one file copy and must reopen it between batches.
+        for run in e.runs.reversed() {
+            _ = try HDF5Lock.withLock { try writer.writeJournalEntry(RunExecutor.execute(run)) }
+        }
+        #expect(SweepWriter.journalEntries(path).count == e.runs.count)
+        try writer.finish()
+        #expect(!FileManager.default.fileExists(atPath: SweepWriter.journalPath(for: path)))
+        for v in try ResultsReader.verify(path: path) { #expect(v.status == .verified, "\(v.runId): \(v.status)") }
+        let file = try HDF5File.open(path: path, mode: .readOnly, trusted: true)
+        defer { try? file.close() }
+        let summary = try file.root.openDataset("summary").readTable()
+        let si = try #require(summary.columns.firstIndex { $0.name == "sweep_index" })
+        #expect(summary.rows.map { Int($0[si].intValue ?? -1) } == Array(0..<e.runs.count))
+        // The same rows, in the same order, as reading every run group's summary_row.
+        let fromGroups = try SweepWriter.storedRows(file.root)
+            .sorted { ($0.row[si].intValue ?? 0) < ($1.row[si].intValue ?? 0) }.map(\.row)
+        #expect(summary.rows.map { "\($0)" } == fromGroups.map { "\($0)" })  // as text: NaN cells are never ==
+    }
+
     @Test("readers are never blocked while a sweep writes: inspect and h5py-style opens succeed throughout")
     func readersDuringWrites() throws {
         let work = TemporaryDirectory()
