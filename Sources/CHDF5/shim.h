@@ -65,10 +65,11 @@ static inline void chdf5_silence_errors(void) {
 }
 
 // Caps a file's metadata cache (object headers, B-tree nodes) at `max_bytes`. The default
-// adaptive cache grows to 32 MB; rebuilding /summary opens every run group of a file, and with
-// 110 runs the cache held most of the 21 MB libhdf5 had in use at the peak (heaptrack), so a
-// process's memory grew with the number of runs in its file. Files here are read and written
-// in small pieces; the cache's hit rate matters little against the operating system's page cache.
+// adaptive cache grows to 32 MB, and a sweep writer that reads many run groups of one file would
+// fill it. (The larger part of the writer's growth with its number of runs was elsewhere:
+// H5Ocopy's per-copy memory, freed only at file close; see SweepWriter.absorbBatch.) Files here
+// are read and written in small pieces; the cache's hit rate matters little against the
+// operating system's page cache.
 static inline herr_t chdf5_limit_metadata_cache(hid_t access, size_t max_bytes) {
     H5AC_cache_config_t config;
     config.version = H5AC__CURR_CACHE_CONFIG_VERSION;
