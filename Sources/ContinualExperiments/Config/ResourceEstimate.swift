@@ -78,16 +78,18 @@ public struct RunEstimate: Sendable, Equatable {
     /// added once per run (a population's or federation's users share it).
     public static let processOverheadBytes: Double = 10 * 1024 * 1024
 
-    /// What a built federated client holds beyond its parameters, optimizer moments and data
-    /// (its `Trainer` and `FederatedClient` values, their arrays' headers and allocator rounding,
-    /// its table slot); set from the measured peak of `Experiments/bench/federated_1m.json` and
-    /// `federated_10k.json` cut to 2 rounds (docs/federated.md "Scale").
-    static let clientStateBytes: Double = 4096
+    /// What a built federated client holds beyond its learner's parameters, optimizer moments,
+    /// plugin state and per-experience tallies: its slot in the client table, array headers and
+    /// allocator rounding. With `perClientResultBytes`, fitted to the peaks measured for
+    /// `Experiments/bench/federated_1m.json` and `federated_10k.json` cut to 2 rounds
+    /// (docs/federated.md "Scale").
+    static let clientStateBytes: Double = 512
 
     /// Per client of a federation, built or not: its entries in the per-client results (seven
-    /// 8-byte counts, an adversary flag, a device-pattern string) and their copies while the
-    /// results are gathered and written.
-    static let perClientResultBytes: Double = 160
+    /// 8-byte counts, an adversary flag, a device-pattern string: 73 bytes) and the run's
+    /// transient per-client arrays (the sampler's and the adversary draw's permutations, the
+    /// writer's converted copies).
+    static let perClientResultBytes: Double = 96
 
     /// "1.2 GB"
     public static func bytes(_ b: Double) -> String {
@@ -302,7 +304,7 @@ extension RunEstimate {
             let learners = federation.personal == .ditto || federation.personal == .apfl ? 2.0 : 1.0
             let capacity = memory.first { $0.1.hasSuffix(".capacity") || $0.1.hasSuffix(".capacity_bytes") }?.0 ?? 0
             // A built client's learner (parameters, optimizer, plugin state), device days, arrival
-            // schedule, per-experience tallies and its slot: `clientStateBytes` measured (docs/federated.md "Scale").
+            // schedule, per-experience tallies and its slot (`clientStateBytes`).
             let state = learners * params * perParameter + capacity + R + T * 112 + Self.clientStateBytes
             // Per client of the run: invitations, participations, bytes up and down, joules,
             // dropouts, stragglers, adversary flag, device pattern, and their copies while written.
