@@ -49,9 +49,12 @@ extension HDF5Dataset {
     /// Throws unless reading `count` elements of `fileType` fits `HDF5ReadLimits`.
     func checkReadSize(count: Int, fileType: hid_t, memoryElementSize: Int) throws {
         let size = max(memoryElementSize, H5Tget_size(fileType))
-        let (bytes, reason) = HDF5ReadLimits.bytes(count: count, elementSize: size)
+        let reason = HDF5ReadLimits.bytes(count: count, elementSize: size).reason
         if let reason { throw failure("read", kind: .invalidArgument, reason: reason) }
-        guard let bytes, bytes > HDF5ReadLimits.slackBytes else { return }
+        // The expansion is the filters': the elements' size in the file's type (a 1-byte flag read
+        // into an Int64 decodes 1 byte per element, whatever it becomes in memory).
+        let (bytes, wide) = count.multipliedReportingOverflow(by: max(H5Tget_size(fileType), 1))
+        guard !wide, bytes > HDF5ReadLimits.slackBytes else { return }
         let stored = Int(clamping: H5Dget_storage_size(handle.id))
         let (allowed, overflow) = stored.multipliedReportingOverflow(by: HDF5ReadLimits.maxExpansion)
         if !overflow, bytes > allowed &+ HDF5ReadLimits.slackBytes {

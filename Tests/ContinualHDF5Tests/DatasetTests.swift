@@ -86,3 +86,19 @@ func everyScalarTypeRoundTrips(shape: [Int]) throws {
         #expect(try HDF5File.open(path: path).root.childNames() == ["a", "b"])
     }
 }
+
+/// A million 1-byte flags, all 0, compress about 1000:1; read into wider integers they must not
+/// count as an expansion beyond what deflate reaches (a federation's per-client `adversary` of a
+/// million clients). The ratio is the file type's bytes to the stored bytes.
+@Test func constantFlagsReadIntoWiderIntegersAreNotAHostileExpansion() throws {
+    let flags = [Int8](repeating: 0, count: 2_000_000)
+    try withTemporaryFile { path in
+        let file = try HDF5File.create(path: path)
+        try file.root.write(flags, shape: [flags.count], name: "flags")
+        try file.close()
+        let reopened = try HDF5File.open(path: path)
+        let dataset = try reopened.root.openDataset("flags")
+        #expect(try dataset.read(as: Int8.self) == flags)
+        #expect(try dataset.read(as: Int64.self) == [Int64](repeating: 0, count: flags.count))
+    }
+}

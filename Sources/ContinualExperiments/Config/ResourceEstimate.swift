@@ -78,6 +78,19 @@ public struct RunEstimate: Sendable, Equatable {
     /// added once per run (a population's or federation's users share it).
     public static let processOverheadBytes: Double = 10 * 1024 * 1024
 
+    /// What a built federated client holds beyond its learner's parameters, optimizer moments,
+    /// plugin state and per-experience tallies: its slot in the client table, array headers and
+    /// allocator rounding. With `perClientResultBytes`, fitted to the peaks measured for
+    /// `Experiments/bench/federated_1m.json` and `federated_10k.json` cut to 2 rounds
+    /// (docs/federated.md "Scale").
+    static let clientStateBytes: Double = 512
+
+    /// Per client of a federation, built or not: its entries in the per-client results (seven
+    /// 8-byte counts, an adversary flag, a device-pattern string: 73 bytes) and the run's
+    /// transient per-client arrays (the sampler's and the adversary draw's permutations, the
+    /// writer's converted copies).
+    static let perClientResultBytes: Double = 96
+
     /// "1.2 GB"
     public static func bytes(_ b: Double) -> String {
         let units = ["B", "kB", "MB", "GB", "TB", "PB", "EB"]
@@ -252,7 +265,10 @@ extension RunEstimate {
         // FLOPs: forward and backward per training row, forward per evaluated row.
         estimate.flops = 6 * params * trainRows + 2 * params * (T + 2) * size.test
         estimate.flopsKey = params > 1e6 ? (widest.map { ".model.hidden[\($0)]" } ?? estimate.workKey) : estimate.workKey
-        if let population = config.population {
+        // One user's run (its data, model, workspaces, results): what each of a federation's
+        // workers holds while it builds or trains a client.
+        let single = estimate.memoryBytes
+        if let population = config.population, config.federation == nil {
             // Every user owns a model and a stream; `jobs` users are in memory at once; every
             // user's matrices and metrics stay until the run ends.
             let users = Double(population.users)
@@ -269,34 +285,56 @@ extension RunEstimate {
             if users > 1 { estimate.workKey = ".population.users" }
         }
         if let population = config.population, let federation = config.federation {
-            // A federation keeps every client in memory for the whole run: its data (features,
-            // labels), its learner (parameters, optimizer moments, plugin state) and its tallies.
-            // Work: each round's local training over the data that arrived (≈ all data once per
-            // participation window, times local epochs), plus personal training and evaluations.
-            let users = Double(population.users)
+            // A federation builds its clients when first needed and keeps what `FederationStorage`
+            // says: for every client, its entries in the per-client results; for every client
+            // built (the evaluated ones and those expected to be sampled at least once), its
+            // learner and tallies; for the evaluated ones, and the trained ones when their data are
+            // reused, their data; during a round, the invited clients' data and updates.
+            let N = Double(population.users)
             let R = Double(federation.rounds)
-            // Data once (features and Int32 labels, stored at their exact size): the generated
-            // stream and the arrival-order copy coexist only while a client is built, which the
-            // population term above (`jobs` runs' data at once) already counts.
+            let storage = FederationStorage(federation, clients: population.users)
+            let evaluated = Double(federation.evaluateClients > 0 ? min(federation.evaluateClients, population.users) : population.users)
+            let built = storage.allClients ? N : min(N, evaluated + storage.expectedParticipants * (1 - evaluated / max(N, 1)))
+            let participants = max(built - evaluated, 0)
             // A partition gives each client 1/N of the scenario's data (held once more, whole, by the server side).
-            let clientSamples = federation.partition != nil ? size.samples / max(users, 1) : size.samples
+            let share = federation.partition != nil ? 1 / max(N, 1) : 1.0
+            // A client's data: features and Int32 labels at their exact size, plus its experiences' headers.
+            let clientData = size.samples * share * (D * 4 + 4) + T * 320
             // Ditto and APFL keep a personal model beside the local one.
             let learners = federation.personal == .ditto || federation.personal == .apfl ? 2.0 : 1.0
-            let perClient = clientSamples * (D * 4 + 4) + learners * params * perParameter + R * 40 + T * T * 16 + 4096
-                + (memory.first { $0.1.hasSuffix(".capacity") || $0.1.hasSuffix(".capacity_bytes") }?.0 ?? 0)
-            estimate.memoryBytes = users * perClient + estimate.memoryBytes
-            estimate.memoryKey = ".population.users"
-            let evaluated = Double(federation.evaluateClients > 0 ? min(federation.evaluateClients, population.users) : population.users)
-            let share = federation.partition != nil ? 1 / max(users, 1) : 1.0   // a client's part of the data
+            let capacity = memory.first { $0.1.hasSuffix(".capacity") || $0.1.hasSuffix(".capacity_bytes") }?.0 ?? 0
+            // A built client's learner (parameters, optimizer, plugin state), device days, arrival
+            // schedule, per-experience tallies and its slot (`clientStateBytes`).
+            let state = learners * params * perParameter + capacity + R + T * 112 + Self.clientStateBytes
+            // Per client of the run: invitations, participations, bytes up and down, joules,
+            // dropouts, stragglers, adversary flag, device pattern, and their copies while written.
+            let everyClient = N * Self.perClientResultBytes
+            let kept = evaluated * (clientData + T * T * 8 * (population.storeMatrices ? 3 : 2) + 1024)
+            let perRound = storage.expectedParticipations / max(R, 1)   // invited per round
+            let roundData = (storage.retainsData ? 0 : min(perRound, participants) * clientData) + perRound * params * 16
+            let trained = participants * (state + (storage.retainsData ? clientData : 0)) + evaluated * state + roundData
+            let workers = Double(federation.jobs > 0 ? federation.jobs : cores)
+            estimate.memoryBytes = single * min(workers, max(built, 1)) + everyClient + kept + trained
+            let terms: [(Double, String)] = [
+                (everyClient, ".population.users"),
+                (kept, federation.evaluateClients > 0 ? ".federation.evaluate_clients" : ".population.users"),
+                (trained, storage.allClients ? ".population.users"
+                    : federation.clientsPerRound != nil ? ".federation.clients_per_round" : ".federation.client_fraction"),
+            ]
+            estimate.memoryKey = terms.max { $0.0 < $1.0 }!.1
             let evaluations = ((R / Double(federation.evaluateEvery) + T) * size.test / T * evaluated + T * size.test * evaluated) * share
-            // Personal training doubles the rows (APFL's personal model trains on the same batches);
-            // FedRep adds its head epochs to the body's.
+            // Training: every built client's data once (a client trains each sample once per local
+            // epoch, over its participations); personal training doubles the rows (APFL's personal
+            // model trains on the same batches); FedRep adds its head epochs to the body's.
             let epochs = Double(federation.localEpochs + (federation.personal == .fedrep ? federation.fedrepHeadEpochs : 0))
-            let rows = users * share * size.train * epochs * (federation.personal == .local || federation.personal == .apfl ? 2 : 1)
-            estimate.work = rows + evaluations + users * share * size.generated + users * R
-            estimate.workKey = ".population.users"
+            let rows = built * share * size.train * epochs * (federation.personal == .local || federation.personal == .apfl ? 2 : 1)
+            // Data generation: once per built client, again for every later round it trains in
+            // unless its data are kept.
+            let generations = storage.retainsData ? built : built + max(storage.expectedParticipations - participants, 0)
+            estimate.work = rows + evaluations + generations * share * size.generated + N + built * R
+            estimate.workKey = estimate.memoryKey
             estimate.flops = 6 * params * rows + 2 * params * evaluations
-            estimate.flopsKey = ".population.users"
+            estimate.flopsKey = estimate.memoryKey
         }
         estimate.memoryBytes += processOverheadBytes
         if !estimate.memoryBytes.isFinite { estimate.memoryBytes = .infinity }

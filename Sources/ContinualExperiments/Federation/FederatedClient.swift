@@ -20,10 +20,13 @@ struct FederatedClient {
     /// When its training samples arrive (its own experience sizes).
     let schedule: ArrivalSchedule
     let dataSeed: UInt64
-    /// Every training sample of the client's stream, experiences in order (arrival order).
-    let train: Samples
-    /// Test sets, one experience each (train emptied).
-    let tests: [Experience]
+    /// Every training sample of the client's stream, experiences in order (arrival order); empty
+    /// while `holdsData` is false (`FederationStorage`: regenerated when the client trains).
+    private(set) var train: Samples
+    /// Test sets, one experience each (train emptied); empty while `holdsData` is false.
+    private(set) var tests: [Experience]
+    /// Whether `train` and `tests` hold the client's data (see `dropData`, `restoreData`).
+    private(set) var holdsData = true
     let adversary: Bool
     /// Whether the device gate opens on each round's day.
     let available: [Bool]
@@ -82,6 +85,40 @@ struct FederatedClient {
         penaltySum = [Double](repeating: 0, count: T)
         lossCount = [Int](repeating: 0, count: T)
         extraFLOPs = [Int](repeating: 0, count: T)
+    }
+
+    /// The client's data from its stream: every training sample in arrival order (exact capacity:
+    /// the copy may live for the whole run) and the test sets.
+    static func arrivalData(of stream: ExperienceStream) -> (train: Samples, tests: [Experience]) {
+        let total = stream.experiences.reduce(0) { $0 + $1.train.count }
+        var train = Samples(dimension: stream.dimension)
+        train.features.reserveCapacity(total * stream.dimension)
+        train.labels.reserveCapacity(total)
+        for e in stream.experiences { train.append(e.train) }
+        train.routes = nil
+        let tests = stream.experiences.map { Experience(index: $0.index, name: $0.name, train: Samples(dimension: stream.dimension),
+                                                         test: $0.test, metadata: $0.metadata) }
+        return (train, tests)
+    }
+
+    /// Releases the client's data (its learner, cursors and tallies stay).
+    mutating func dropData() {
+        train = Samples(dimension: train.dimension)
+        tests = []
+        holdsData = false
+    }
+
+    /// Takes the client's data back from its regenerated stream, which must be the one it was
+    /// built from (same experience sizes and data seed; the generator is a function of the seed).
+    mutating func restoreData(from stream: ExperienceStream) throws {
+        let sizes = stream.experiences.map(\.train.count)
+        var ends: [Int] = []
+        for n in sizes { ends.append((ends.last ?? 0) + n) }
+        guard ends == schedule.ends, (UInt64(stream.metadata["seed"] ?? "") ?? 0) == dataSeed else {
+            throw TrainingError.invalid("client \(id): its regenerated stream differs from the one it was built from")
+        }
+        (train, tests) = Self.arrivalData(of: stream)
+        holdsData = true
     }
 
     /// Samples `lo..<hi` of the arrival order, labels flipped for a label-flipping adversary.

@@ -16,10 +16,18 @@ import ContinualStrategies
 /// another within a round, and the server sums their updates in client-id order. Results are
 /// therefore bit-identical for any number of threads and of MPI ranks (`FederationTransport`).
 public enum FederationRunner {
-    /// Clients table: slots written by exactly one worker each within a parallel section.
+    /// The materialised clients of this rank (`FederationStorage`), in the order they were built,
+    /// and each one's slot by client id: slots written by exactly one worker each within a
+    /// parallel section.
     final class Table: @unchecked Sendable {
-        var clients: [FederatedClient]
-        init(_ clients: [FederatedClient]) { self.clients = clients }
+        var clients: [FederatedClient] = []
+        private(set) var slot: [Int: Int] = [:]
+        init() {}
+        func contains(_ id: Int) -> Bool { slot[id] != nil }
+        func append(_ client: FederatedClient) {
+            slot[client.id] = clients.count
+            clients.append(client)
+        }
     }
 
     final class ErrorBox: @unchecked Sendable {
@@ -94,11 +102,17 @@ public enum FederationRunner {
 
     /// Executes the run on this process (a rank of `transport`). Every rank returns the same result.
     public static func execute(_ run: ResolvedRun, transport: any FederationTransport = SingleProcess()) -> RunResult {
+        execute(run, transport: transport, storage: nil)
+    }
+
+    /// `execute` with the clients kept as `storage` says instead of the run's own plan (tests
+    /// compare the plans: every plan gives the same bits).
+    static func execute(_ run: ResolvedRun, transport: any FederationTransport, storage: FederationStorage?) -> RunResult {
         let clock = ContinuousClock()
         let start = clock.now
         var result = RunResult.notStarted(run)
         do {
-            try simulate(run, transport: transport, into: &result)
+            try simulate(run, transport: transport, storage: storage, into: &result)
         } catch let error as TrainingError {
             if error.isDivergence { result.status = .diverged }
             result.message = error.description
@@ -113,7 +127,8 @@ public enum FederationRunner {
         var description: String
     }
 
-    static func simulate(_ run: ResolvedRun, transport: any FederationTransport, into result: inout RunResult) throws {
+    static func simulate(_ run: ResolvedRun, transport: any FederationTransport, storage plan: FederationStorage? = nil,
+                         into result: inout RunResult) throws {
         let config = run.config
         guard let fed = config.federation, let population = config.population else {
             throw Failure(description: "a federated run needs \"federation\" and \"population\" blocks")
@@ -176,8 +191,6 @@ public enum FederationRunner {
             return (member.modelSeed, try member.options.makeStream(seed: member.modelSeed))
         }
 
-        // Build this rank's clients (in parallel; each from its index alone).
-        let mine = stride(from: rank, to: N, by: size).map { $0 }
         var firstStream: ExperienceStream? = nil
         var spec: MLPSpec? = nil
         var prototype: Trainer? = nil
@@ -208,25 +221,36 @@ public enum FederationRunner {
         let traffic = TrainingTraffic(model: prototype.model, optimizer: config.optimizer.spec)
         let proximal = fed.proximalMu > 0
 
+        // The clients are built when first needed (`FederationStorage`): the evaluated ones now
+        // (their baselines), every one now when every phone trains each round, the others when
+        // they are first sampled. Each is built from its id alone, so the order does not matter.
+        let storage = plan ?? FederationStorage(fed, clients: N)
         let errors = ErrorBox()
-        let built = PopulationExecutor.Slots<FederatedClient?>(mine.count, initial: nil)
-        DispatchQueue.concurrentPerform(iterations: min(workers, max(1, mine.count))) { w in
-            var k = w
-            while k < mine.count {
-                let id = mine[k]
-                do {
-                    let (modelSeed, stream) = try source(id)
-                    built.base[k] = try makeClient(id, stream: stream, modelSeed: modelSeed, config: config, fed: fed,
-                                                    spec: spec, device: device, rounds: R, initial: initialParameters,
-                                                    experiences: T, adversary: adversaries.contains(id), proximal: proximal)
-                } catch {
-                    errors.record(id, "client \(id): \(error)")
+        let table = Table()
+        /// Builds this rank's clients `ids` (not yet built) in parallel, with their data.
+        func materialise(_ ids: [Int]) throws {
+            guard !ids.isEmpty else { return }
+            let built = PopulationExecutor.Slots<FederatedClient?>(ids.count, initial: nil)
+            let n = min(workers, ids.count)
+            DispatchQueue.concurrentPerform(iterations: n) { w in
+                var k = w
+                while k < ids.count {
+                    let id = ids[k]
+                    do {
+                        let (modelSeed, stream) = try source(id)
+                        built.base[k] = try makeClient(id, stream: stream, modelSeed: modelSeed, config: config, fed: fed,
+                                                        spec: spec, device: device, rounds: R, initial: initialParameters,
+                                                        experiences: T, adversary: adversaries.contains(id), proximal: proximal)
+                    } catch {
+                        errors.record(id, "client \(id): \(error)")
+                    }
+                    k += n
                 }
-                k += min(workers, max(1, mine.count))
             }
+            if let (_, message) = errors.first { throw Failure(description: message) }
+            for k in 0..<ids.count { table.append(built.base[k]!) }
         }
-        if let (_, message) = errors.first { throw Failure(description: message) }
-        let table = Table((0..<mine.count).map { built.base[$0]! })
+        try materialise(storage.allClients ? Array(stride(from: rank, to: N, by: size)) : evaluated.filter { $0 % size == rank })
 
         // Baselines of the evaluated clients: the initial model and an independently initialised one.
         var baselineRNG = RandomSource(seed: config.seed, stream: "baseline.random")
@@ -305,6 +329,7 @@ public enum FederationRunner {
             let invitedSet = Set(invited.filter { !busy.contains($0) })
             if fed.fedbuff != nil { fedbuffTrace.busy.append(invited.count - invitedSet.count) }
             let downloadVersion = fedbuffServer?.version ?? 0
+            try materialise(invited.filter { invitedSet.contains($0) && $0 % size == rank && !table.contains($0) })
 
             // 2. Local work of this rank's clients: invited ones take part when their device
             //    allows; with personal models, every other available client trains on its own.
@@ -321,7 +346,12 @@ public enum FederationRunner {
                 var e = Entry()
                 e.id = c.id
                 e.adversary = c.adversary
+                // The client's data for this round (regenerated unless held), released after it
+                // unless the client keeps it (`FederationStorage`).
+                let keep = storage.retainsData || isEvaluated.contains(c.id)
+                defer { if !keep && c.holdsData { c.dropData() } }
                 do {
+                    if !c.holdsData { try c.restoreData(from: source(c.id).stream) }
                     if invitedSet.contains(c.id) {
                         c.invitations += 1
                         e.available = c.available[r]
@@ -522,7 +552,7 @@ public enum FederationRunner {
                 }
             }
             for e in all where e.id % size == rank {
-                let k = e.id / size
+                guard let k = table.slot[e.id] else { throw Failure(description: "client \(e.id) has no slot on rank \(rank)") }
                 table.clients[k].bytesUp += e.bytesUp
                 table.clients[k].bytesDown += e.bytesDown
                 table.clients[k].joules += e.joules + Double(e.bytesUp + e.bytesDown) * fed.radioJoulesPerByte
@@ -678,17 +708,40 @@ public enum FederationRunner {
             for _ in 0..<n { finals.append(try ClientFinal.decode(&reader)) }
         }
         finals.sort { $0.id < $1.id }
-        guard finals.count == N else { throw Failure(description: "gathered \(finals.count) clients of \(N)") }
+        let gathered = Set(finals.map(\.id))
+        guard gathered.count == finals.count, gathered.allSatisfy({ (0..<N).contains($0) }),
+              evaluated.allSatisfy({ gathered.contains($0) }) else {
+            throw Failure(description: "gathered \(finals.count) clients, not every evaluated one once")
+        }
 
-        outcome.invitations = finals.map(\.invitations)
-        outcome.participations = finals.map(\.participations)
-        outcome.isAdversary = finals.map(\.adversary)
-        outcome.devicePattern = finals.map(\.pattern)
-        outcome.clientBytesUp = finals.map(\.bytesUp)
-        outcome.clientBytesDown = finals.map(\.bytesDown)
-        outcome.clientJoules = finals.map(\.joules)
-        outcome.clientDropouts = finals.map(\.dropouts)
-        outcome.clientStraggles = finals.map(\.straggles)
+        // Per client, for all N: the clients never built were never invited, so their counts are
+        // 0; their adversary flag and device pattern are drawn from their id as a built one's are.
+        var invitations = [Int](repeating: 0, count: N), participations = invitations, bytesUp = invitations
+        var bytesDown = invitations, dropouts = invitations, straggles = invitations
+        var joules = [Double](repeating: 0, count: N)
+        var isAdversary = (0..<N).map { adversaries.contains($0) }
+        var patterns = fed.deviceMix == nil ? [String](repeating: device.state.pattern.rawValue, count: N)
+            : (0..<N).map { deviceState($0, config: config, fed: fed, device: device).state.pattern.rawValue }
+        for f in finals {
+            invitations[f.id] = f.invitations
+            participations[f.id] = f.participations
+            bytesUp[f.id] = f.bytesUp
+            bytesDown[f.id] = f.bytesDown
+            joules[f.id] = f.joules
+            dropouts[f.id] = f.dropouts
+            straggles[f.id] = f.straggles
+            isAdversary[f.id] = f.adversary
+            patterns[f.id] = f.pattern
+        }
+        outcome.invitations = invitations
+        outcome.participations = participations
+        outcome.isAdversary = isAdversary
+        outcome.devicePattern = patterns
+        outcome.clientBytesUp = bytesUp
+        outcome.clientBytesDown = bytesDown
+        outcome.clientJoules = joules
+        outcome.clientDropouts = dropouts
+        outcome.clientStraggles = straggles
         outcome.evaluatedClients = evaluated
         if scaffold {
             outcome.serverControl = serverControl
@@ -860,28 +913,9 @@ public enum FederationRunner {
                 + "accuracy matrix must have the same experiences")
         }
         guard trainSizes.reduce(0, +) > 0 else { throw Failure(description: "it has no training sample") }
-        var train = Samples(dimension: stream.dimension)
-        // Exact capacity: the copy lives for the whole run (growth by doubling would hold up to 2×).
-        train.features.reserveCapacity(trainSizes.reduce(0, +) * stream.dimension)
-        train.labels.reserveCapacity(trainSizes.reduce(0, +))
-        for e in stream.experiences { train.append(e.train) }
-        train.routes = nil
-        let tests = stream.experiences.map { Experience(index: $0.index, name: $0.name, train: Samples(dimension: stream.dimension),
-                                                         test: $0.test, metadata: $0.metadata) }
-        // Device: the configured pattern, or a seeded draw from the mix.
-        var state = device.state
-        var deviceRNG = RandomSource(seed: config.seed, stream: "federation.device.\(id)")
-        if let mix = fed.deviceMix {
-            let u = deviceRNG.uniform()
-            var acc = 0.0
-            for name in mix.keys.sorted() {
-                acc += mix[name]!
-                if u < acc || name == mix.keys.sorted().last {
-                    state.pattern = DeviceStateOptions.Pattern(rawValue: name)!
-                    break
-                }
-            }
-        }
+        let (train, tests) = FederatedClient.arrivalData(of: stream)
+        let (state, drawn) = deviceState(id, config: config, fed: fed, device: device)
+        var deviceRNG = drawn
         let available: [Bool]
         switch fed.availability {
         case .always: available = [Bool](repeating: true, count: R)
@@ -929,6 +963,27 @@ public enum FederationRunner {
         client.personalLearner = personalLearner
         client.serverTeacher = serverTeacher
         return client
+    }
+
+    /// Client `id`'s device state: the configured one, its pattern a seeded draw from
+    /// `device_mix` when set; and the client's device stream after that draw (its days' seed comes next).
+    static func deviceState(_ id: Int, config: RunConfig, fed: FederationConfig,
+                            device: DeviceConfig) -> (state: DeviceStateOptions, rng: RandomSource) {
+        var state = device.state
+        var deviceRNG = RandomSource(seed: config.seed, stream: "federation.device.\(id)")
+        if let mix = fed.deviceMix {
+            let u = deviceRNG.uniform()
+            var acc = 0.0
+            let names = mix.keys.sorted()
+            for name in names {
+                acc += mix[name]!
+                if u < acc || name == names.last {
+                    state.pattern = DeviceStateOptions.Pattern(rawValue: name)!
+                    break
+                }
+            }
+        }
+        return (state, deviceRNG)
     }
 
     /// Runs `body` on the clients whose table index satisfies `filter`, in parallel (each client by one worker;
