@@ -60,6 +60,44 @@ import Testing
         #expect(int8.parameters != joint.finalModel.parameters)
     }
 
+    /// A `low_rank` run's export stores its factorised layers as U and V (`dense<i>.u`, `.v`);
+    /// `init_from` merges them into a plain network that predicts what the low-rank model
+    /// predicts, to float32 rounding of (x·U)·V against x·(U·V).
+    @Test func onnxOfALowRankRunStartsAPlainNetworkWithItsPredictions() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let json = tinyExperiment(name: "lowrank").replacingOccurrences(
+            of: #""variants": [{"name": "naive", "strategy": "naive"}, {"name": "joint", "strategy": ["joint"]}]"#,
+            with: #""variants": [{"name": "low_rank", "strategy": [{"type": "low_rank", "rank": 2, "start_experience": 1}]}]"#)
+        let run = try #require(try ExperimentFile.load(path: dir.write("lowrank.json", json)).runs.first)
+        let result = RunExecutor.execute(run)
+        #expect(result.status == .completed, "\(result.message)")
+        let trained = try #require(result.outcome?.finalModel)
+        let network = try ExportedNetwork(model: trained, route: 0)
+        // The file really holds factors (else this would test the plain path again).
+        #expect(network.denseStages.contains { $0.factors?.rank == 2 })
+        try Data(ONNXExport.modelProto(network)).write(to: URL(fileURLWithPath: dir.path("lowrank.onnx")))
+        let (fresh, warm) = try Self.loaded(WarmStartTests.warm(dir, initFrom: #"{"onnx": "lowrank.onnx"}"#))
+        #expect(warm.parameters != fresh.parameters)
+        let stream = try run.config.scenario.options.makeStream(seed: run.config.seed)
+        let wsTrained = trained.makeWorkspace(capacity: 1), wsWarm = warm.makeWorkspace(capacity: 1)
+        var worst: Float = 0, compared = 0
+        for e in stream.experiences {
+            for i in 0..<e.test.count {
+                let x = Array(e.test.row(i))
+                x.withUnsafeBufferPointer { trained.forward($0.baseAddress!, count: 1, route: 0, workspace: wsTrained) }
+                x.withUnsafeBufferPointer { warm.forward($0.baseAddress!, count: 1, route: 0, workspace: wsWarm) }
+                for j in 0..<trained.spec.head.logitCount {
+                    let a = wsTrained.logits[j], b = wsWarm.logits[j]
+                    worst = max(worst, abs(a - b) / max(1, abs(a)))
+                    compared += 1
+                }
+            }
+        }
+        #expect(compared == 3 * 60)
+        #expect(worst <= 1e-5, "largest relative logit difference \(worst)")
+    }
+
     @Test func checkpointStartsFromTheLearnersParameters() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }

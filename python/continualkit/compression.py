@@ -54,7 +54,8 @@ NOTE = ("Points: mean over seeds (marker area ∝ forgetting, legend); filled an
         "(nothing cheaper is as accurate). Numbers key the variants (right); points too close to label apart "
         "share one label (\"2,5,9\"). Diamonds: int8 models (weight-only post-training quantisation of the run's "
         "final model; forgetting not measured, smallest marker). Last panel: early-exit "
-        "threshold sweep τ (line, from the exit head alone at τ = 0 to the full model at τ > 1); the other "
+        "threshold sweep τ (line, from the exit head alone at τ = 0 to the full model at τ > 1; the numbered "
+        "early_exit point is the cascade at the run's τ); the other "
         "variants share the full-size model's prediction energy in the run's cost model.")
 
 
@@ -92,11 +93,34 @@ def _int8_row(row: dict, q, c, d) -> dict:
     bytes_f32 = float(c["model_bytes_float32"])
     bytes_int8 = float(q.attrs["model_bytes_int8"])
     flops, pbytes = float(d["prediction_flops"]), float(d["prediction_bytes"])
-    out = {k: v for k, v in row.items() if not k.startswith("sweep_")}
+    out = {k: v for k, v in row.items() if not k.startswith("sweep_") or k == "sweep_index"}
     out.update(variant=row["variant"] + "+int8", int8=True, acc=float(q.attrs["accuracy_int8_mean"]),
                forgetting=np.nan, stored_bytes=bytes_int8,
                prediction_j=flops * float(d["joules_per_flop"]) + (pbytes - bytes_f32 + bytes_int8) * float(d["joules_per_byte"]))
     return out
+
+
+#: Plugin groups (suffixes of `plugins/k_<name>`) that make a results file a compression study.
+TECHNIQUE_PLUGINS = ("_pruning", "_low_rank", "_early_exit", "_distillation")
+
+
+def is_study(path) -> bool:
+    """Whether `path` holds a compression study `continualkit report` should draw the Pareto
+    figure for: at least two completed runs with costs, one of them compressed (a pruning,
+    low-rank, early-exit or distillation plugin group) or evaluated in int8 (`device/quantization`)."""
+    with h5py.File(path, "r") as f:
+        if "runs" not in f:
+            return False
+        costed, compressed = 0, False
+        for g in f["runs"].values():
+            if _s(g.attrs.get("status", "completed")) != "completed" or "costs" not in g or "metrics" not in g:
+                continue
+            costed += 1
+            if "plugins" in g and any(k.endswith(TECHNIQUE_PLUGINS) for k in g["plugins"]):
+                compressed = True
+            if "device" in g and "quantization" in g["device"]:
+                compressed = True
+        return costed >= 2 and compressed
 
 
 def load_points(path) -> pd.DataFrame:
@@ -237,11 +261,12 @@ def clusters(px, py, dx=9.0, dy=9.0) -> list[list[int]]:
     return list(groups.values())
 
 
-def _label_points(ax, xs, ys, numbers):
+def _label_points(ax, xs, ys, numbers, extra=(), sizes=None):
     """Number labels that do not overlap: points too close to label apart share one label
-    ("2,5,9", sorted) at their group's topmost point; the labels are then placed clear of each
-    other and of the markers (`figures._place_labels`)."""
-    if not len(xs):
+    ("2,5,9", sorted) at their group's topmost point; these and the `extra` (x, y, text) labels
+    (the τ sweep's, drawn green) are then placed together, clear of each other and of the
+    markers (`figures._place_labels`; `sizes`: the markers' areas in points²)."""
+    if not len(xs) and not len(extra):
         return
     ax.figure.canvas.draw()
     pts = ax.transData.transform(np.column_stack([xs, ys]))
@@ -251,7 +276,16 @@ def _label_points(ax, xs, ys, numbers):
         lx.append(xs[top])
         ly.append(ys[top])
         text.append(",".join(str(n) for n in sorted(numbers[i] for i in grp)))
-    _place_labels(ax, np.array(lx), np.array(ly), text, fontsize=6.5)
+    for x, y, t in extra:
+        lx.append(x)
+        ly.append(y)
+        text.append(t)
+    markers = list(zip(xs, ys, sizes)) if sizes is not None else None
+    texts, _ = _place_labels(ax, np.array(lx), np.array(ly), text, fontsize=6.5, markers=markers)
+    for t in texts:
+        if t.get_text().startswith("τ="):
+            t.set_color(OKABE_ITO[2])
+            t.set_fontsize(5.5)
 
 
 def _size(forgetting_pts, scale):
@@ -269,7 +303,7 @@ def figure(path, points: pd.DataFrame | None = None):
     number = {v: i + 1 for i, v in enumerate(variants)}
     fmax = max(1.0, float(np.nanmax(s["forgetting"].to_numpy() * 100)))
     scale = 160 / fmax
-    fig, axes = plt.subplots(len(scenarios), len(PANELS), figsize=(3.2 * len(PANELS) + 1.9, 3.3 * len(scenarios)),
+    fig, axes = plt.subplots(len(scenarios), len(PANELS), figsize=(2.85 * len(PANELS) + 1.9, 3.2 * len(scenarios)),
                              squeeze=False)
     labelled = []
     for r, scen in enumerate(scenarios):
@@ -296,6 +330,7 @@ def figure(path, points: pd.DataFrame | None = None):
             if len(front) > 1:
                 ax.step(x[front], y[front], where="post", color=OKABE_ITO[1], lw=1, alpha=0.7, zorder=2)
             xs_all, ys_all = [x[ok]], [y[ok]]
+            tau_labels = []
             if col == "prediction_j" and "sweep_j" in pts:
                 ee = pts[(pts["scenario"] == scen) & pts["sweep_j"].notna()]
                 for v, grp in ee.groupby("variant", sort=False):
@@ -307,9 +342,9 @@ def figure(path, points: pd.DataFrame | None = None):
                     ax.plot(j, acc, "-", color=OKABE_ITO[2], lw=0.9, marker=".", ms=3, zorder=2,
                             label=f"{v}: τ sweep")
                     for t, xj, ya in zip(taus, j, acc):
-                        if t in (0.0, 0.9) or t > 1:
-                            ax.annotate(f"τ={t:g}", (xj, ya), xytext=(-4, -9), textcoords="offset points", fontsize=5.5,
-                                        color=OKABE_ITO[2], ha="right")
+                        # the ends; the run's own τ is the variant's numbered point
+                        if (t == 0.0 or t > 1) and np.isfinite(xj) and np.isfinite(ya):
+                            tau_labels.append((xj, ya, f"τ={t:g}"))
             xa = np.concatenate(xs_all)
             xr = (xa.max() - xa.min()) or abs(xa.max()) or 1
             ax.set_xlim(xa.min() - 0.12 * xr, xa.max() + 0.18 * xr)
@@ -323,10 +358,10 @@ def figure(path, points: pd.DataFrame | None = None):
             ax.grid(alpha=0.3)
             if c == 0:
                 ax.set_ylabel(f"{scen}\nACC (%)", fontsize=8)
-            labelled.append((ax, x[idx], y[idx], [number[v] for v in part.loc[idx, "variant"]]))
+            labelled.append((ax, x[idx], y[idx], [number[v] for v in part.loc[idx, "variant"]], tau_labels, sizes[idx]))
     fig.tight_layout(rect=(0, 0.02, 0.86, 0.97))
-    for ax, xs, ys, numbers in labelled:      # after the layout: placement works in display space
-        _label_points(ax, xs, ys, numbers)
+    for ax, xs, ys, numbers, extra, area in labelled:      # after the layout: placement works in display space
+        _label_points(ax, xs, ys, numbers, extra, area)
     key = "\n".join(f"{number[v]:>2}  {v}" for v in variants)
     fig.text(0.865, 0.55, "variants\n" + key, fontsize=7, va="center", ha="left", family="monospace")
     for fp in (10, 25) if fmax >= 25 else (fmax / 2, fmax):
