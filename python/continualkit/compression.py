@@ -101,13 +101,14 @@ def _int8_row(row: dict, q, c, d) -> dict:
 
 
 #: Plugin groups (suffixes of `plugins/k_<name>`) that make a results file a compression study.
-TECHNIQUE_PLUGINS = ("_pruning", "_low_rank", "_early_exit", "_distillation")
+TECHNIQUE_PLUGINS = ("_pruning", "_low_rank", "_early_exit", "_distillation", "_qat")
 
 
 def is_study(path) -> bool:
     """Whether `path` holds a compression study `continualkit report` should draw the Pareto
     figure for: at least two completed runs with costs, one of them compressed (a pruning,
-    low-rank, early-exit or distillation plugin group) or evaluated in int8 (`device/quantization`)."""
+    low-rank, early-exit, distillation or QAT plugin group). An int8 evaluation alone does not
+    make one (scheduled on-device runs evaluate in int8 too: device_schedules.json)."""
     with h5py.File(path, "r") as f:
         if "runs" not in f:
             return False
@@ -117,8 +118,6 @@ def is_study(path) -> bool:
                 continue
             costed += 1
             if "plugins" in g and any(k.endswith(TECHNIQUE_PLUGINS) for k in g["plugins"]):
-                compressed = True
-            if "device" in g and "quantization" in g["device"]:
                 compressed = True
         return costed >= 2 and compressed
 

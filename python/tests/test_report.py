@@ -103,6 +103,7 @@ def test_report_of_a_compression_study_draws_the_pareto_figure(real_results, tmp
     from continualkit import compression as C
     path = real_results["tiny_compression"]
     assert C.is_study(path) and not C.is_study(real_results["tiny_sweep"])
+    assert not C.is_study(real_results["quickstart"]) and not C.is_study(real_results["prequential_habit"])
     r = build(path, str(tmp_path / "compression.html"))
     assert "compression_pareto" in r["figures"]
     text = open(r["path"], encoding="utf-8").read()
@@ -115,5 +116,4 @@ def test_report_of_a_compression_study_draws_the_pareto_figure(real_results, tmp
     int8 = pts[pts["variant"] == "dense+int8"]
     dense = pts[(pts["variant"] == "dense") & (pts["seed"].isin(int8["seed"]))]
     assert len(int8) == 4 and (int8["stored_bytes"].to_numpy() < dense["stored_bytes"].to_numpy() / 2).all()
-    build(real_results["tiny_sweep"], str(tmp_path / "sweep.html"))
     assert "compression_pareto" not in build(real_results["tiny_sweep"], str(tmp_path / "sweep.html"))["figures"]
