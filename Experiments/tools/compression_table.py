@@ -1,6 +1,10 @@
 """Markdown table of Experiments/compression.json's results (issue 31), mean ± std over seeds.
 
-    python3 Experiments/tools/compression_table.py results/compression.h5
+    python3 Experiments/tools/compression_table.py results/compression.h5 [SCENARIO]
+
+The study's variants are named SCENARIO.TECHNIQUE (`habit.dense`, `digits.dense`): with SCENARIO
+(`habit`, `digits`) the table holds that scenario's rows, named by technique; without it, every
+row under its full name.
 
 Columns: ACC and forgetting (%, points), parameters a sparse format stores (non-pruned),
 parameters and FLOPs per prediction of the compacted model in a dense runtime, FLOPs per
@@ -16,7 +20,7 @@ import h5py
 import numpy as np
 
 
-def main(path):
+def main(path, scenario=None):
     rows = {}
     with h5py.File(path, "r") as f:
         summary = f["summary"][:]
@@ -26,6 +30,11 @@ def main(path):
         for rid, g in order:
             name = g.attrs["name"]
             variant = name.rsplit("_seed=", 1)[0]
+            if scenario is not None:
+                prefix, _, technique = variant.partition(".")
+                if prefix != scenario or not technique:
+                    continue
+                variant = technique
             r = rows.setdefault(variant, {"n": 0, "failed": 0, "acc": [], "forg": [], "nnz": [], "dparams": [],
                                           "dflops": [], "sflops": [], "peak": [], "state": [], "energy": [], "int8": []})
             status = g.attrs.get("status", "completed")
@@ -82,4 +91,4 @@ def main(path):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "results/compression.h5")
+    main(sys.argv[1] if len(sys.argv) > 1 else "results/compression.h5", sys.argv[2] if len(sys.argv) > 2 else None)

@@ -1,7 +1,10 @@
 """Markdown table of the mixed-precision, early-stopping and checkpointing rows of
 Experiments/compression.json (issue 31 items 5, 6, 8), beside the dense float32 reference.
 
-    python3 Experiments/tools/precision_table.py results/compression.h5
+    python3 Experiments/tools/precision_table.py results/compression.h5 [SCENARIO]
+
+SCENARIO (default `habit`) picks the study's `SCENARIO.TECHNIQUE` variants (`habit.bfloat16`);
+a file whose variants carry no scenario prefix is read as it is.
 
 Columns (mean ± std over seeds): ACC and forgetting (%, points), peak training memory (bytes, of
 which activations), training energy (mJ, the run's cost model), optimizer steps taken of those
@@ -17,11 +20,16 @@ import numpy as np
 VARIANTS = ("dense", "bfloat16", "float16", "early_stop")
 
 
-def main(path):
+def main(path, scenario="habit"):
     rows = {}
     with h5py.File(path, "r") as f:
         for rid, g in sorted(f["runs"].items(), key=lambda kv: int(kv[1].attrs["sweep_index"])):
             variant = g.attrs["name"].rsplit("_seed=", 1)[0]
+            prefix, dot, technique = variant.partition(".")
+            if dot:
+                if prefix != scenario:
+                    continue
+                variant = technique
             if variant not in VARIANTS:
                 continue
             r = rows.setdefault(variant, {"n": 0, "failed": 0, "acc": [], "forg": [], "peak": [], "act": [], "energy": [],
@@ -70,4 +78,4 @@ def main(path):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "results/compression.h5")
+    main(sys.argv[1] if len(sys.argv) > 1 else "results/compression.h5", sys.argv[2] if len(sys.argv) > 2 else "habit")

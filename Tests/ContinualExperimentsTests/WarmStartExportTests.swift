@@ -60,6 +60,61 @@ import Testing
         #expect(int8.parameters != joint.finalModel.parameters)
     }
 
+    /// A `low_rank` run's export (`continual export`: the model `StoredModel` rebuilds from the
+    /// results file) stores its factorised layers as U and V (`dense<i>.u`, `.v`); `init_from`
+    /// merges them into a plain network that predicts what the low-rank model predicts, to
+    /// float32 rounding of (x·U)·V against x·(U·V). Both hidden layers are factorised.
+    @Test func onnxOfALowRankRunStartsAPlainNetworkWithItsPredictions() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let json = tinyExperiment(name: "lowrank").replacingOccurrences(
+            of: #""variants": [{"name": "naive", "strategy": "naive"}, {"name": "joint", "strategy": ["joint"]}]"#,
+            with: #""variants": [{"name": "low_rank", "strategy": [{"type": "low_rank", "rank": 2, "start_experience": 1}]}]"#)
+            .replacingOccurrences(of: #""model": {"hidden": [8]}"#, with: #""model": {"hidden": [8, 4]}"#)
+        let file = try ExperimentFile.load(path: dir.write("lowrank.json", json))
+        let run = try #require(file.runs.first)
+        let result = RunExecutor.execute(run)
+        #expect(result.status == .completed, "\(result.message)")
+        try ResultsWriter.writeExperiment([result], experiment: file, to: dir.path("lowrank.h5"))
+        let trained = try StoredModel.load(results: dir.path("lowrank.h5"), run: "low_rank").model
+        #expect(trained.parameters == result.outcome?.finalModel.parameters)
+        let network = try ExportedNetwork(model: trained, route: 0)
+        // The file really holds factors (else this would test the plain path again).
+        #expect(network.denseStages.map { $0.factors?.rank } == [2, 2, nil])
+        try Data(ONNXExport.modelProto(network)).write(to: URL(fileURLWithPath: dir.path("lowrank.onnx")))
+        try Data(ONNXExport.modelProto(try network.core())).write(to: URL(fileURLWithPath: dir.path("lowrank_core.onnx")))
+        let warmJSON = { (initFrom: String) in
+            dir.write("warm-\(UUID().uuidString).json", tinyExperiment(name: "warm").replacingOccurrences(
+                of: #""model": {"hidden": [8]}"#, with: #""model": {"hidden": [8, 4], "init_from": \#(initFrom)}"#))
+        }
+        let (fresh, warm) = try Self.loaded(warmJSON(#"{"onnx": "lowrank.onnx"}"#))
+        #expect(warm.parameters != fresh.parameters)
+        #expect(warm.parameters.count == fresh.parameters.count)
+        // "core" from the core-only export: the hidden layers merged from their factors, the
+        // head fresh; the same hidden weights as from the whole file.
+        let (freshCore, core) = try Self.loaded(warmJSON(#"{"onnx": "lowrank_core.onnx", "parts": "core"}"#))
+        let n = 10 * 8 + 8 + 8 * 4 + 4
+        #expect(Array(core.parameters.prefix(n)) == Array(warm.parameters.prefix(n)))
+        #expect(Array(core.parameters.suffix(5)) == Array(freshCore.parameters.suffix(5)))
+        let stream = try run.config.scenario.options.makeStream(seed: run.config.seed)
+        let wsTrained = trained.makeWorkspace(capacity: 1), wsWarm = warm.makeWorkspace(capacity: 1)
+        var worst: Float = 0, compared = 0
+        for e in stream.experiences {
+            for i in 0..<e.test.count {
+                let x = Array(e.test.row(i))
+                x.withUnsafeBufferPointer { trained.forward($0.baseAddress!, count: 1, route: 0, workspace: wsTrained) }
+                x.withUnsafeBufferPointer { warm.forward($0.baseAddress!, count: 1, route: 0, workspace: wsWarm) }
+                for j in 0..<trained.spec.head.logitCount {
+                    let a = wsTrained.logits[j], b = wsWarm.logits[j]
+                    worst = max(worst, abs(a - b) / max(1, abs(a)))
+                    compared += 1
+                }
+            }
+        }
+        #expect(compared == 3 * 60)
+        #expect(worst <= 1e-5, "largest relative logit difference \(worst)")
+    }
+
     @Test func checkpointStartsFromTheLearnersParameters() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }

@@ -266,9 +266,9 @@ def main(argv=None):
     s.add_argument("--format", default="markdown", choices=["markdown", "csv", "latex"])
     s.set_defaults(fn=cmd_equal_compute)
 
-    s = sub.add_parser("pareto", help="compression Pareto study (Experiments/compression*.json): table and figure")
-    s.add_argument("file")
-    s.add_argument("more", nargs="*", help="more results files (one scenario each), e.g. results/compression_digits.h5")
+    s = sub.add_parser("pareto", help="compression Pareto study (Experiments/compression.json): table and figure")
+    s.add_argument("file", help="results file, e.g. results/compression.h5 (its runs grouped by their scenario)")
+    s.add_argument("more", nargs="*", help="more results files read as one study (e.g. one scenario each)")
     s.add_argument("-o", "--output", help="directory for compression_pareto.png/.pdf (table only without it)")
     s.add_argument("--format", default="png,pdf", help="comma-separated: pdf,svg,png")
     s.set_defaults(fn=cmd_pareto)

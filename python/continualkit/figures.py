@@ -568,10 +568,12 @@ def pareto_front(cost, acc) -> np.ndarray:
     return np.array(front, dtype=int)
 
 
-def _place_labels(ax, xs, ys, labels, fontsize=6.5, xerr=None, yerr=None):
+def _place_labels(ax, xs, ys, labels, fontsize=6.5, xerr=None, yerr=None, markers=None):
     """Greedy placement: for each point try offsets at growing distances in 8 directions and keep
     the first whose box overlaps no placed label, no marker and stays inside the axes; a leader
-    line joins labels placed away from their point. Returns the Text objects."""
+    line joins labels placed away from their point. `markers`: (x, y, area in points², as
+    `scatter`'s `s`) of the markers to keep clear of, when they are larger than the default
+    8-pixel box around each labelled point. Returns the Text objects."""
     fig = ax.figure
     fig.canvas.draw()
     r = fig.canvas.get_renderer()
@@ -579,6 +581,10 @@ def _place_labels(ax, xs, ys, labels, fontsize=6.5, xerr=None, yerr=None):
     axbox = ax.get_window_extent(r)
     placed, texts, failed = [], [], []
     marker_boxes = [matplotlib.transforms.Bbox.from_extents(px - 4, py - 4, px + 4, py + 4) for px, py in pts]
+    for mx, my, area in markers if markers is not None else ():
+        (px, py), = ax.transData.transform([(mx, my)])
+        half = max(4.0, math.sqrt(max(area, 0.0)) / 2 * fig.dpi / 72)
+        marker_boxes.append(matplotlib.transforms.Bbox.from_extents(px - half, py - half, px + half, py + half))
     # error bars are obstacles too (thin boxes along each bar)
     for i in range(len(xs)):
         if yerr is not None and yerr[i] > 0:

@@ -39,7 +39,7 @@ details{margin:.3rem 0}summary{cursor:pointer}
 
 
 #: Figures (by id prefix) the report stretches to the page width.
-WIDE_FIGURES = ("federation_rounds", "personalisation_gain")
+WIDE_FIGURES = ("federation_rounds", "personalisation_gain", "compression_pareto")
 FEDERATION_NOTE = (
     "Personal ACC: the model each phone predicts with, over its own experiences after the last round (mean over "
     "the evaluated clients); global ACC: the final global model on the same clients and experiences (— unless the "
@@ -108,6 +108,11 @@ def figure_list(path, df):
                              "the local-only configuration (same seed and client id)",
                              lambda: F.personalisation_gain(path, df=df)))
         out = fed_figs + out
+    from . import compression as C
+    if C.is_study(path):
+        out.append(("compression_pareto", "Compression Pareto study (continualkit pareto): ACC against training "
+                    "energy, peak memory, model bytes and energy per prediction, one row per scenario. "
+                    + C.NOTE, lambda: C.figure(path)))
     if len(confs) >= 2:
         acc = F.pareto_metric(ok)
         if ok["run_id"].size and F.is_federated(path, ok["run_id"]):

@@ -166,6 +166,7 @@ REAL_EXPERIMENTS = {
     "tiny_sweep": "Experiments/sweeps/tiny_sweep.json",
     "tiny_population_sweep": "Experiments/sweeps/tiny_population_sweep.json",
     "prequential_habit": "Experiments/prequential_habit.json",
+    "tiny_compression": "Experiments/sweeps/tiny_compression.json",
 }
 
 

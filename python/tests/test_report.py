@@ -95,3 +95,25 @@ def test_real_quickstart_report(real_results, tmp_path):
     r = build(real_results["quickstart"], str(out))
     assert len(r["figures"]) >= 4
     assert os.path.getsize(out) < 5_000_000
+
+
+def test_report_of_a_compression_study_draws_the_pareto_figure(real_results, tmp_path):
+    """A compression results file written by the CLI (Experiments/sweeps/tiny_compression.json):
+    the report holds the Pareto figure with a row per scenario, and an ordinary sweep's does not."""
+    from continualkit import compression as C
+    path = real_results["tiny_compression"]
+    assert C.is_study(path) and not C.is_study(real_results["tiny_sweep"])
+    assert not C.is_study(real_results["quickstart"]) and not C.is_study(real_results["prequential_habit"])
+    r = build(path, str(tmp_path / "compression.html"))
+    assert "compression_pareto" in r["figures"]
+    text = open(r["path"], encoding="utf-8").read()
+    assert "id='fig-compression_pareto'" in text and "data-width='page'" in text
+    fig = C.figure(path)
+    labels = [ax.get_ylabel() for ax in fig.axes if ax.get_ylabel()]
+    assert labels == ["habit_drift\nACC (%)", "split_digits (domain)\nACC (%)"]
+    pts = C.load_points(path)
+    assert set(pts["variant"]) == {"dense", "magnitude_50", "early_exit", "low_rank_2", "dense+int8"}
+    int8 = pts[pts["variant"] == "dense+int8"]
+    dense = pts[(pts["variant"] == "dense") & (pts["seed"].isin(int8["seed"]))]
+    assert len(int8) == 4 and (int8["stored_bytes"].to_numpy() < dense["stored_bytes"].to_numpy() / 2).all()
+    assert "compression_pareto" not in build(real_results["tiny_sweep"], str(tmp_path / "sweep.html"))["figures"]
