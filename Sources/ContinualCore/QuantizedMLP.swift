@@ -27,7 +27,9 @@ public struct QuantizedMLP: Sendable, Equatable {
     /// adapters and LoRA updates would need their own scales).
     public static func unsupportedReason(_ model: MLP) -> String? {
         if model.layers.contains(where: { $0.kind != .dense }) { return "int8 quantisation supports dense layers only (the model has adapters)" }
-        if model.layers.contains(where: { $0.lowRank != nil }) { return "int8 quantisation supports dense layers only (the model has LoRA updates)" }
+        if model.layers.contains(where: { $0.lowRank != nil }) {
+            return "int8 quantisation supports dense layers only (the model has low-rank updates: LoRA, or `low_rank` factors)"
+        }
         return nil
     }
 

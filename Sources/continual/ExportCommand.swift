@@ -142,10 +142,19 @@ struct ExportCommand: ParsableCommand {
         }
         try Self.writeWhole(Data(bytes), to: output)
         let kinds = network.stages.map { stage -> String in
-            if case .adapter = stage { return "adapter" } else { return "dense" }
+            switch stage {
+            case .adapter: return "adapter"
+            case .dense(let d) where d.factors != nil: return "dense, rank-\(d.factors!.rank) factors"
+            case .dense: return "dense"
+            }
         }
+        // LoRA updates are merged into W; `low_rank` factors (W exactly 0) are kept as factors in
+        // ONNX and written as their product U·V in Core ML and LiteRT.
+        let factorised = network.stages.contains { if case .dense(let d) = $0 { return d.factors != nil } else { return false } }
+        let lowRankNote = model.spec.lowRank.isEmpty ? "" : factorised
+            ? (format == .onnx ? "" : ", low-rank factors written as their product U·V") : ", LoRA merged"
         print("wrote \(output): \(format.rawValue), route \(route), \(kinds.count) stages (\(kinds.joined(separator: ", "))), "
-              + "\(granularity.map { "int8 " + $0.rawValue } ?? "float32")\(model.spec.lowRank.isEmpty ? "" : ", LoRA merged")"
+              + "\(granularity.map { "int8 " + $0.rawValue } ?? "float32")\(lowRankNote)"
               + "\(parts == .core ? ", core only (output embedding)" : ""), \(bytes.count) bytes")
         if format == .tflite && updatable == true {
             let adam: Bool = { if case .adam = stored.config.optimizer.spec { return true } else { return false } }()
