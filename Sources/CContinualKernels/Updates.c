@@ -125,14 +125,6 @@ void ck_accumulate_squares(double *f, const float *g, double w, long n) {
     UDISPATCH(squares, f, g, w, n);
 }
 
-void ck_accumulate_squares_n(double *f, const float *g, const double *w, long labels, long n) {
-    enum { BLOCK = 1024 };  // 8 kB of f
-    for (long i0 = 0; i0 < n; i0 += BLOCK) {
-        long len = n - i0 < BLOCK ? n - i0 : BLOCK;
-        for (long l = 0; l < labels; l++) UDISPATCH(squares, f + i0, g + l * n + i0, w[l], len);
-    }
-}
-
 double ck_ewc_penalty(const float *p, const float *a, const float *f, float *grad, float scale, long n) {
     return UDISPATCH(penalty, p, a, f, grad, scale, n);
 }

@@ -11,13 +11,6 @@ public enum Elementwise {
         ck_accumulate_squares(f, g, w, count)
     }
 
-    /// For each i < count and l in 0..<labels in order: `f[i] += w[l] * Double(g[l·count + i]) *
-    /// Double(g[l·count + i])` — the same bits as `labels` calls of `accumulateSquares`, one pass over f.
-    public static func accumulateSquares(_ f: UnsafeMutablePointer<Double>, _ g: UnsafePointer<Float>,
-                                         weights w: UnsafePointer<Double>, labels: Int, count: Int) {
-        ck_accumulate_squares_n(f, g, w, labels, count)
-    }
-
     /// For i < count: `let d = p[i] - a[i]; grad[i] += scale * f[i] * d`; returns
     /// `Σ Double(f[i]) * Double(d) * Double(d)` added in increasing i onto 0 in float64 (a quadratic
     /// penalty Σ F (θ − θ*)² and its gradient, EWC's).

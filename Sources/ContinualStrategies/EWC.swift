@@ -214,9 +214,6 @@ public struct EWC: ParameterPenalty {
 
     // MARK: Fisher estimation
 
-    /// Memory for per-label gradients held at once by the per-sample Fisher estimators.
-    static let fisherGroupBytes = 8 << 20
-
     /// The diagonal Fisher estimate of `model` on `samples` through `route`, in float64.
     ///
     /// Per-sample estimators run one sample at a time (forward once, backward once per label
@@ -231,12 +228,7 @@ public struct EWC: ParameterPenalty {
         guard n > 0 else { return fisher }
         let head = model.spec.head
         let k = head.logitCount
-        // Per-sample estimators keep up to `group` label gradients and add them to F in one pass
-        // (labels in order: each element's chain is the same as one pass per label, with a
-        // fraction of the memory traffic on F).
-        let group = max(1, min(max(k, 1), EWC.fisherGroupBytes / max(4 * p, 1)))
-        var g = [Float](repeating: 0, count: p * group)
-        var pending = [Double](repeating: 0, count: group)
+        var g = [Float](repeating: 0, count: p)
         var dz = [Float](repeating: 0, count: max(k, 1) * max(batchSize, 1))
         var logits = [Float](repeating: 0, count: k)
         samples.features.withUnsafeBufferPointer { xs in
@@ -249,7 +241,7 @@ public struct EWC: ParameterPenalty {
                             var start = 0
                             while start < n {
                                 let m = min(b, n - start)
-                                g.baseAddress!.update(repeating: 0, count: p)
+                                g.update(repeating: 0)
                                 model.lossAndGradient(features: xs.baseAddress! + start * samples.dimension,
                                                       labels: ys.baseAddress! + start, count: m, route: route,
                                                       scale: 1 / Float(m), workspace: ws, gradient: g.baseAddress!)
@@ -274,30 +266,17 @@ public struct EWC: ParameterPenalty {
                             case .sample: labelWeights = [(sampleLabel(probs, rng: &rng), 1)]
                             case .batched: labelWeights = []
                             }
-                            var held = 0
-                            // fisher[i] += weight·g[i]·g[i] for each held label in order.
-                            func flush() {
-                                guard held > 0 else { return }
-                                fisher.withUnsafeMutableBufferPointer { f in
-                                    pending.withUnsafeBufferPointer { w in
-                                        Elementwise.accumulateSquares(f.baseAddress!, g.baseAddress!, weights: w.baseAddress!,
-                                                                      labels: held, count: p)
-                                    }
-                                }
-                                held = 0
-                            }
                             for (y, weight) in labelWeights where weight > 0 {
                                 logitGradient(head: head, logits: logits, probabilities: probs, label: y,
                                               into: dz.baseAddress!)
-                                let slot = g.baseAddress! + held * p
-                                slot.update(repeating: 0, count: p)
+                                g.update(repeating: 0)
                                 model.backward(logitGradient: dz.baseAddress!, count: 1, route: route, workspace: ws,
-                                               gradient: slot)
-                                pending[held] = weight
-                                held += 1
-                                if held == group { flush() }
+                                               gradient: g.baseAddress!)
+                                // fisher[i] += weight·g[i]·g[i], eight lanes at a time.
+                                fisher.withUnsafeMutableBufferPointer {
+                                    Elementwise.accumulateSquares($0.baseAddress!, g.baseAddress!, weight: weight, count: p)
+                                }
                             }
-                            flush()
                         }
                         for i in 0..<p { fisher[i] /= Double(n) }
                     }

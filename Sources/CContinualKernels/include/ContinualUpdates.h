@@ -30,11 +30,6 @@ void ck_adamw_update(float *p, const float *g, float *m, float *v, long n,
 /// f[i] = f[i] + (w·g[i])·g[i] in float64 for i < n (a weighted squared gradient: EWC's Fisher).
 void ck_accumulate_squares(double *f, const float *g, double w, long n);
 
-/// For each i < n and l = 0, 1, ..., labels − 1 in that order: f[i] = f[i] + (w[l]·g[l·n + i])·g[l·n + i]
-/// in float64 — the same chain per element as `labels` calls of `ck_accumulate_squares`, in one
-/// pass over f (blocked, so f's block stays in cache while the label gradients stream).
-void ck_accumulate_squares_n(double *f, const float *g, const double *w, long labels, long n);
-
 /// EWC's penalty over one term, for i < n: d = p − a (float32);
 /// grad[i] = grad[i] + (scale·f[i])·d; returns Σ_i (f[i]·d)·d summed in float64 in increasing i
 /// from 0 (one sequential chain, as the Swift loop it replaces).
