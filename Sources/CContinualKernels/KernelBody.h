@@ -213,6 +213,71 @@ static KATTR void KFN(weight_gradient)(const float *x, const float *xt, const fl
     }
 }
 
+/// dx = dz·wᵀ for batch ≤ 4 (EWC's per-sample Fisher, one-sample training): eight rows of w are
+/// loaded at a time and transposed in registers 8 × 8, so each dx[s, k..k+7] is one vector of the
+/// same chains (from 0, over the outputs in order); packing wᵀ cost more than the products here.
+KINL void KFN(input_gradient_small)(const float *dz, const float *w, float *dx,
+                                    long batch, long inputs, long outputs, long k0, long k1) {
+    long k = k0;
+    for (; k + 8 <= k1; k += 8) {
+        v8 acc[4] = {0, 0, 0, 0};
+        const float *wk = w + k * outputs;
+        long j = 0;
+        for (; j + 8 <= outputs; j += 8) {
+            v8 r0 = CK_LD(wk + j), r1 = CK_LD(wk + outputs + j);
+            v8 r2 = CK_LD(wk + 2 * outputs + j), r3 = CK_LD(wk + 3 * outputs + j);
+            v8 r4 = CK_LD(wk + 4 * outputs + j), r5 = CK_LD(wk + 5 * outputs + j);
+            v8 r6 = CK_LD(wk + 6 * outputs + j), r7 = CK_LD(wk + 7 * outputs + j);
+            v8 t0 = __builtin_shufflevector(r0, r1, 0, 8, 1, 9, 4, 12, 5, 13);
+            v8 t1 = __builtin_shufflevector(r0, r1, 2, 10, 3, 11, 6, 14, 7, 15);
+            v8 t2 = __builtin_shufflevector(r2, r3, 0, 8, 1, 9, 4, 12, 5, 13);
+            v8 t3 = __builtin_shufflevector(r2, r3, 2, 10, 3, 11, 6, 14, 7, 15);
+            v8 t4 = __builtin_shufflevector(r4, r5, 0, 8, 1, 9, 4, 12, 5, 13);
+            v8 t5 = __builtin_shufflevector(r4, r5, 2, 10, 3, 11, 6, 14, 7, 15);
+            v8 t6 = __builtin_shufflevector(r6, r7, 0, 8, 1, 9, 4, 12, 5, 13);
+            v8 t7 = __builtin_shufflevector(r6, r7, 2, 10, 3, 11, 6, 14, 7, 15);
+            v8 u0 = __builtin_shufflevector(t0, t2, 0, 1, 8, 9, 4, 5, 12, 13);
+            v8 u1 = __builtin_shufflevector(t0, t2, 2, 3, 10, 11, 6, 7, 14, 15);
+            v8 u2 = __builtin_shufflevector(t1, t3, 0, 1, 8, 9, 4, 5, 12, 13);
+            v8 u3 = __builtin_shufflevector(t1, t3, 2, 3, 10, 11, 6, 7, 14, 15);
+            v8 u4 = __builtin_shufflevector(t4, t6, 0, 1, 8, 9, 4, 5, 12, 13);
+            v8 u5 = __builtin_shufflevector(t4, t6, 2, 3, 10, 11, 6, 7, 14, 15);
+            v8 u6 = __builtin_shufflevector(t5, t7, 0, 1, 8, 9, 4, 5, 12, 13);
+            v8 u7 = __builtin_shufflevector(t5, t7, 2, 3, 10, 11, 6, 7, 14, 15);
+            // column c of the block: w[k + 0..7, j + c]
+            v8 c[8] = {
+                __builtin_shufflevector(u0, u4, 0, 1, 2, 3, 8, 9, 10, 11),
+                __builtin_shufflevector(u1, u5, 0, 1, 2, 3, 8, 9, 10, 11),
+                __builtin_shufflevector(u2, u6, 0, 1, 2, 3, 8, 9, 10, 11),
+                __builtin_shufflevector(u3, u7, 0, 1, 2, 3, 8, 9, 10, 11),
+                __builtin_shufflevector(u0, u4, 4, 5, 6, 7, 12, 13, 14, 15),
+                __builtin_shufflevector(u1, u5, 4, 5, 6, 7, 12, 13, 14, 15),
+                __builtin_shufflevector(u2, u6, 4, 5, 6, 7, 12, 13, 14, 15),
+                __builtin_shufflevector(u3, u7, 4, 5, 6, 7, 12, 13, 14, 15),
+            };
+            for (long s = 0; s < batch; s++) {
+                const float *d = dz + s * outputs + j;
+                v8 a = acc[s];
+                for (int q = 0; q < 8; q++) a = MADDV((v8)(d[q]), c[q], a);
+                acc[s] = a;
+            }
+        }
+        for (; j < outputs; j++) {
+            v8 col;
+            for (int r = 0; r < 8; r++) col[r] = wk[r * outputs + j];
+            for (long s = 0; s < batch; s++) acc[s] = MADDV((v8)(dz[s * outputs + j]), col, acc[s]);
+        }
+        for (long s = 0; s < batch; s++) CK_ST(dx + s * inputs + k, acc[s]);
+    }
+    for (; k < k1; k++) {
+        for (long s = 0; s < batch; s++) {
+            float a = 0;
+            for (long j = 0; j < outputs; j++) a = MADDS(dz[s * outputs + j], w[k * outputs + j], a);
+            dx[s * inputs + k] = a;
+        }
+    }
+}
+
 /// dx = dz·wᵀ: wᵀ is packed a block at a time (KC columns of dx × PC outputs, 16 kB on the
 /// stack), then the same chains as the other products run over it.
 static KATTR void KFN(input_gradient)(const float *dz, const float *w, float *dx,
@@ -224,6 +289,7 @@ static KATTR void KFN(input_gradient)(const float *dz, const float *w, float *dx
         for (long s = 0; s < batch; s++) __builtin_memset(dx + s * inputs + k0, 0, (size_t)(k1 - k0) * sizeof(float));
         return;
     }
+    if (batch <= 4) { KFN(input_gradient_small)(dz, w, dx, batch, inputs, outputs, k0, k1); return; }
     for (long kc = k0; kc < k1; kc += KC) {
         long kn = k1 - kc < KC ? k1 - kc : KC;
         for (long pc = 0; pc < outputs; pc += PC) {

@@ -1,3 +1,5 @@
+import CContinualKernels
+
 /// An optimizer's state over the flat parameter vector, and the update step.
 ///
 /// Frozen parameters (`trainable[i] == false`) are skipped entirely: their value *and* their
@@ -145,44 +147,21 @@ public struct Optimizer: Sendable, Equatable {
                                _ v: UnsafeMutablePointer<Float>?, _ t: Double) {
         switch spec {
         case .sgd(let lr, let momentum, let wd, let nesterov):
-            if momentum == 0 {
-                for i in range { p[i] -= lr * (g[i] + wd * p[i]) }
-            } else if nesterov {
-                let m = m!
-                for i in range {
-                    let d = g[i] + wd * p[i]
-                    let buf = momentum * m[i] + d
-                    m[i] = buf
-                    p[i] -= lr * (d + momentum * buf)
-                }
-            } else {
-                let m = m!
-                for i in range {
-                    let buf = momentum * m[i] + (g[i] + wd * p[i])
-                    m[i] = buf
-                    p[i] -= lr * buf
-                }
-            }
+            // Per parameter, d = g + wd·p, then p −= lr·d (no momentum); or buf = momentum·m + d,
+            // m = buf, p −= lr·buf (heavy ball) or lr·(d + momentum·buf) (Nesterov) — C, the same bits.
+            let lo = range.lowerBound
+            ck_sgd_update(p + lo, g + lo, momentum == 0 ? nil : m! + lo, range.count, lr, momentum, wd, nesterov ? 1 : 0)
         case .adam(let lr, let b1, let b2, let eps, let wd):
+            // Per parameter: d = g + wd·p; m = b1·m + (1 − b1)·d; v = b2·v + (1 − b2)·d·d;
+            // p −= lr·(m / c1) / (√(v / c2) + eps) — eight lanes at a time in C, the same bits.
             let (c1, c2) = corrections(b1, b2, t)
-            let m = m!, v = v!
-            for i in range {
-                let d = g[i] + wd * p[i]
-                m[i] = b1 * m[i] + (1 - b1) * d
-                v[i] = b2 * v[i] + (1 - b2) * d * d
-                p[i] -= lr * (m[i] / c1) / ((v[i] / c2).squareRoot() + eps)
-            }
+            let lo = range.lowerBound
+            ck_adam_update(p + lo, g + lo, m! + lo, v! + lo, range.count, lr, b1, b2, eps, wd, c1, c2)
         case .adamw(let lr, let b1, let b2, let eps, let wd):
+            // p ·= 1 − lr·wd, then Adam's update with d = g (C, the same bits).
             let (c1, c2) = corrections(b1, b2, t)
-            let m = m!, v = v!
-            let decay = 1 - lr * wd
-            for i in range {
-                p[i] *= decay
-                let d = g[i]
-                m[i] = b1 * m[i] + (1 - b1) * d
-                v[i] = b2 * v[i] + (1 - b2) * d * d
-                p[i] -= lr * (m[i] / c1) / ((v[i] / c2).squareRoot() + eps)
-            }
+            let lo = range.lowerBound
+            ck_adamw_update(p + lo, g + lo, m! + lo, v! + lo, range.count, lr, b1, b2, eps, 1 - lr * wd, c1, c2)
         case .adafactor, .adam8bit:
             preconditionFailure("stepped by adafactorStep / adam8bitStep")
         }

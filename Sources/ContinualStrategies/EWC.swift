@@ -163,13 +163,11 @@ public struct EWC: ParameterPenalty {
             let n = min(term.fisher.count, parameters.count)
             term.fisher.withUnsafeBufferPointer { f in
                 term.anchor.withUnsafeBufferPointer { a in
-                    var sum = 0.0
-                    for i in 0..<n {
-                        let d = parameters[i] - a[i]
-                        sum += Double(f[i]) * Double(d) * Double(d)
-                        gradient[i] += gradScale * f[i] * d
-                    }
-                    total += sum
+                    // Per i: d = θ − θ*; gradient += gradScale·F·d; sum += F·d·d (in order, float64).
+                    guard n > 0 else { return }
+                    total += Elementwise.quadraticPenalty(parameters: parameters.baseAddress!, anchor: a.baseAddress!,
+                                                          weights: f.baseAddress!, gradient: gradient.baseAddress!,
+                                                          scale: gradScale, count: n)
                 }
             }
         }
@@ -247,7 +245,10 @@ public struct EWC: ParameterPenalty {
                                 model.lossAndGradient(features: xs.baseAddress! + start * samples.dimension,
                                                       labels: ys.baseAddress! + start, count: m, route: route,
                                                       scale: 1 / Float(m), workspace: ws, gradient: g.baseAddress!)
-                                for i in 0..<p { fisher[i] += Double(g[i]) * Double(g[i]) }
+                                // fisher[i] += g[i]² (weight 1: the same bits), eight lanes at a time.
+                                fisher.withUnsafeMutableBufferPointer {
+                                    Elementwise.accumulateSquares($0.baseAddress!, g.baseAddress!, weight: 1, count: p)
+                                }
                                 batches += 1
                                 start += m
                             }
@@ -271,7 +272,10 @@ public struct EWC: ParameterPenalty {
                                 g.update(repeating: 0)
                                 model.backward(logitGradient: dz.baseAddress!, count: 1, route: route, workspace: ws,
                                                gradient: g.baseAddress!)
-                                for i in 0..<p { fisher[i] += weight * Double(g[i]) * Double(g[i]) }
+                                // fisher[i] += weight·g[i]·g[i], eight lanes at a time.
+                                fisher.withUnsafeMutableBufferPointer {
+                                    Elementwise.accumulateSquares($0.baseAddress!, g.baseAddress!, weight: weight, count: p)
+                                }
                             }
                         }
                         for i in 0..<p { fisher[i] /= Double(n) }

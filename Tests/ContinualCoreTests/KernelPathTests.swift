@@ -10,6 +10,8 @@ import Testing
     static let shapes: [(Int, Int, Int)] = [
         (1, 1, 1), (1, 8, 2), (5, 8, 1), (7, 3, 2), (13, 10, 16), (6, 16, 8), (9, 17, 9), (32, 16, 8),
         (33, 5, 7), (12, 40, 33), (7, 1, 64), (31, 33, 31), (8, 130, 3), (3, 70, 140), (65, 48, 40),
+        // batch ≤ 4: the input gradient transposes w 8 × 8 in registers (row and column tails too)
+        (1, 40, 9), (2, 19, 21), (4, 24, 17), (1, 16, 8), (4, 9, 130),
     ]
 
     struct Products {
@@ -115,7 +117,7 @@ import Testing
             let before = Kernels.threads
             defer { Kernels.threads = before }
             // 2^20 multiply-adds and more are split over threads; 100 outputs leave a ragged strip.
-            for (b, n, m) in [(64, 200, 100), (48, 131, 260)] {
+            for (b, n, m) in [(64, 200, 100), (48, 131, 260), (4, 600, 450)] {
                 Kernels.threads = 1
                 let one = Self.products(b, n, m, seed: 3)
                 for t in [2, 3, 7] {
