@@ -74,6 +74,25 @@ struct HostileInputRegressionTests {
         print("\(name): inspect → \(r.status) in \(String(format: "%.2f", r.seconds)) s: \(r.stderr.prefix(300))")
     }
 
+    /// Found by the 30-minute fuzzing runs (issue 26): the child read-check stopped at an HDF5
+    /// error (exit 3/4) and the command then read the file itself, where libhdf5 crashed
+    /// (H5HG_read) or looped. A child that cannot read the whole file now ends the command.
+    @Test("scenario files on which the read-check child stops are refused by validate and run, never read in-process",
+          arguments: ["hdf5_scenario-libhdf5-child-stops-crash.h5", "hdf5_scenario-libhdf5-child-stops-hang.h5"])
+    func scenarioFilesTheChildCannotRead(_ name: String) throws {
+        let work = TemporaryDirectory()
+        defer { work.cleanup() }
+        try FileManager.default.copyItem(atPath: packageRoot.appendingPathComponent("Fuzz/findings/\(name)").path,
+                                         toPath: work.path("x.h5"))
+        let json = work.write("e.json", #"{"name": "fz", "scenario": {"type": "dataset", "path": "x.h5"}, "model": {"hidden": [4]}, "strategy": ["naive"]}"#)
+        for args in [["validate", json], ["run", json, "-o", work.path("o.h5")]] {
+            let r = try Self.runLimited(args, limit: 60, environment: ["CONTINUALKIT_READ_TIMEOUT": "3"])
+            #expect(!r.signaled && r.status == 2, "\(args[0]): \(r.status) \(r.stderr)")
+            #expect(r.stderr.contains("the file is damaged"), "\(r.stderr)")
+            #expect(r.seconds < 30, "\(args[0]) took \(r.seconds) s")
+        }
+    }
+
     @Test("the isolated reader turns a child that hangs into 'timed out' and one that crashes into 'crashed'")
     func isolatedReaderMessages() throws {
         let work = TemporaryDirectory()

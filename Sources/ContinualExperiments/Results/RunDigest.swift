@@ -67,16 +67,23 @@ public enum RunDigest {
     }
 
     /// Reads everything `digest` reads, without hashing, calling `progress` after each object
-    /// (the CLI's isolated reader uses it to tell a slow read from a hung one).
+    /// (the CLI's isolated reader uses it to tell a slow read from a hung one). It goes on past
+    /// errors, so it reaches every object a later reader might touch, then throws the first one
+    /// (the first libhdf5 failure if there is one):
+    /// a reader that opens objects by name (a scenario's `experiences/0`) can reach what a
+    /// listing that failed could not, so a file with any unreadable part is not safe to read.
     public static func readAll(_ group: HDF5Group, progress: @escaping () -> Void) throws {
         var h = Sink(hasher: nil, progress: progress)
         try add(group, relative: "", into: &h)
+        if let first = h.firstError { throw first }
     }
 
     /// Where the serialisation goes: a hasher, or nowhere (a read-through).
     struct Sink {
         var hasher: SHA256?
         var progress: (() -> Void)? = nil
+        /// A read-through's first error (it goes on past errors; see `readAll`).
+        var firstError: (any Error)? = nil
         mutating func update<Bytes: Sequence>(_ bytes: Bytes) where Bytes.Element == UInt8 { hasher?.update(bytes) }
         mutating func update<T>(raw values: [T]) { hasher?.update(raw: values) }
     }
@@ -90,7 +97,15 @@ public enum RunDigest {
         // reader might touch; a digest stops at the first error (the group is damaged).
         let readThrough = h.hasher == nil
         func step(_ body: () throws -> Void) throws {
-            if readThrough { try? body() } else { try body() }
+            if readThrough {
+                do { try body() } catch {
+                    // The first libhdf5 failure wins over the toolkit's own refusals (the CLI's
+                    // read check refuses a file only for the former).
+                    let isLibrary = (error as? HDF5Error)?.kind == .library
+                    let hadLibrary = (h.firstError as? HDF5Error)?.kind == .library
+                    if h.firstError == nil || (isLibrary && !hadLibrary) { h.firstError = error }
+                }
+            } else { try body() }
         }
         try step { try addAttributes(group.attributes, of: relative, skipping: relative.isEmpty ? excluded : [], into: &h) }
         for name in try group.childNames() {
@@ -148,9 +163,16 @@ public enum RunDigest {
         case .integer:
             h.update(CollectionOfOne(UInt8(ascii: "i")))
             h.update(raw: try d.read(as: Int64.self))
+            // A read-through also reads as the toolkit's readers do (labels as Int32): another
+            // libhdf5 path (no conversion from a 4-byte file type: a straight copy).
+            if h.hasher == nil { _ = try d.read(as: Int32.self) }
         case .float:
             h.update(CollectionOfOne(UInt8(ascii: "f")))
             h.update(raw: try d.read(as: Double.self))
+            // Features are read as Float: for a float32 dataset libhdf5 then copies without a
+            // conversion buffer, the path on which it crashed (memmove) in files the Double read
+            // went through unharmed (issue 26's 30-minute fuzzing).
+            if h.hasher == nil { _ = try d.read(as: Float.self) }
         case .string:
             h.update(CollectionOfOne(UInt8(ascii: "s")))
             for s in try d.readStrings() { text(s, into: &h) }
