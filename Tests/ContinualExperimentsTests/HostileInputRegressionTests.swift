@@ -76,7 +76,7 @@ struct HostileInputRegressionTests {
 
     /// Found by the 30-minute fuzzing runs (issue 26): the child read-check stopped at an HDF5
     /// error (exit 3/4) and the command then read the file itself, where libhdf5 crashed
-    /// (H5HG_read) or looped. A child that cannot read the whole file now ends the command.
+    /// (H5HG_read) or looped. A child that cannot open the file or list its root now ends the command.
     @Test("scenario files on which the read-check child stops are refused by validate and run, never read in-process",
           arguments: ["hdf5_scenario-libhdf5-child-stops-crash.h5", "hdf5_scenario-libhdf5-child-stops-hang.h5"])
     func scenarioFilesTheChildCannotRead(_ name: String) throws {

@@ -68,14 +68,13 @@ public enum RunDigest {
 
     /// Reads everything `digest` reads, without hashing, calling `progress` after each object
     /// (the CLI's isolated reader uses it to tell a slow read from a hung one). It goes on past
-    /// errors, so it reaches every object a later reader might touch, then throws the first one
-    /// (the first libhdf5 failure if there is one):
-    /// a reader that opens objects by name (a scenario's `experiences/0`) can reach what a
-    /// listing that failed could not, so a file with any unreadable part is not safe to read.
+    /// errors inside the hierarchy, so it reaches every object a later reader might touch (a
+    /// damaged run group is for `repair` to skip, not a reason to refuse the file); it throws
+    /// only when the root itself cannot be listed. `firstError` keeps the first libhdf5 failure
+    /// seen on the way; refusing the file for it broke `repair` of files with one damaged run.
     public static func readAll(_ group: HDF5Group, progress: @escaping () -> Void) throws {
         var h = Sink(hasher: nil, progress: progress)
         try add(group, relative: "", into: &h)
-        if let first = h.firstError { throw first }
     }
 
     /// Where the serialisation goes: a hasher, or nowhere (a read-through).
