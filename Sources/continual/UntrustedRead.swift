@@ -86,10 +86,12 @@ enum UntrustedRead {
             throw HDF5Error(.library, "the file is damaged: the HDF5 library crashed reading \(path) "
                 + "(signal \(signal), \(name), in a separate process; nothing was written)")
         }
-        // The child could not read the whole file, so this process must not try: the objects the
-        // child never reached are where libhdf5 crashes or hangs (the 30-minute fuzzing runs of
-        // issue 26 found 15 such files: the child stopped at an error, then the reader here
-        // crashed in H5HG_read or looped). Its message is the one an in-process open would give.
+        // The child could not open the file or list its root, so this process must not try: the
+        // objects the child never reached are where libhdf5 crashes or hangs (the 30-minute
+        // fuzzing runs of issue 26 found such files: the child stopped at an error, then the reader
+        // here crashed in H5HG_read or looped). Its message is the one an in-process open would
+        // give. Errors deeper in the file (a damaged run group) are left to the readers, which
+        // skip them (`repair`); docs/data-limits.md lists the fuzz files this does not yet contain.
         if child.terminationReason == .exit, child.terminationStatus == 3 || child.terminationStatus == 4 {
             let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
                 .trimmingCharacters(in: .whitespacesAndNewlines)
