@@ -70,8 +70,7 @@ public enum RunDigest {
     /// (the CLI's isolated reader uses it to tell a slow read from a hung one). It goes on past
     /// errors inside the hierarchy, so it reaches every object a later reader might touch (a
     /// damaged run group is for `repair` to skip, not a reason to refuse the file); it throws
-    /// only when the root itself cannot be listed. `firstError` keeps the first libhdf5 failure
-    /// seen on the way; refusing the file for it broke `repair` of files with one damaged run.
+    /// only when the root itself cannot be listed.
     public static func readAll(_ group: HDF5Group, progress: @escaping () -> Void) throws {
         var h = Sink(hasher: nil, progress: progress)
         try add(group, relative: "", into: &h)
@@ -81,8 +80,6 @@ public enum RunDigest {
     struct Sink {
         var hasher: SHA256?
         var progress: (() -> Void)? = nil
-        /// A read-through's first error (it goes on past errors; see `readAll`).
-        var firstError: (any Error)? = nil
         mutating func update<Bytes: Sequence>(_ bytes: Bytes) where Bytes.Element == UInt8 { hasher?.update(bytes) }
         mutating func update<T>(raw values: [T]) { hasher?.update(raw: values) }
     }
@@ -96,15 +93,7 @@ public enum RunDigest {
         // reader might touch; a digest stops at the first error (the group is damaged).
         let readThrough = h.hasher == nil
         func step(_ body: () throws -> Void) throws {
-            if readThrough {
-                do { try body() } catch {
-                    // The first libhdf5 failure wins over the toolkit's own refusals (the CLI's
-                    // read check refuses a file only for the former).
-                    let isLibrary = (error as? HDF5Error)?.kind == .library
-                    let hadLibrary = (h.firstError as? HDF5Error)?.kind == .library
-                    if h.firstError == nil || (isLibrary && !hadLibrary) { h.firstError = error }
-                }
-            } else { try body() }
+            if readThrough { try? body() } else { try body() }
         }
         try step { try addAttributes(group.attributes, of: relative, skipping: relative.isEmpty ? excluded : [], into: &h) }
         for name in try group.childNames() {
@@ -168,9 +157,8 @@ public enum RunDigest {
         case .float:
             h.update(CollectionOfOne(UInt8(ascii: "f")))
             h.update(raw: try d.read(as: Double.self))
-            // Features are read as Float: for a float32 dataset libhdf5 then copies without a
-            // conversion buffer, the path on which it crashed (memmove) in files the Double read
-            // went through unharmed (issue 26's 30-minute fuzzing).
+            // Also as Float, as the scenario readers read features (for a float32 dataset libhdf5
+            // then copies without a conversion buffer: another path than the Double read).
             if h.hasher == nil { _ = try d.read(as: Float.self) }
         case .string:
             h.update(CollectionOfOne(UInt8(ascii: "s")))
