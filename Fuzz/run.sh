@@ -40,13 +40,18 @@ build_module() {
     touch "$obj"   # swiftc keeps the old mtime when the object is unchanged
 }
 
-# The C kernels under ContinualCore (issue 25): one object, linked into every target.
+# The C kernels under ContinualCore (issue 25): one object per C file of the target (every
+# file, so a new one cannot be forgotten here: Updates.c was, and every target failed to link),
+# each linked into every target.
 build_kernels() {
-    local obj="$out/modules/CContinualKernels.o"
-    if [[ -f "$obj" ]] && [[ -z $(find Sources/CContinualKernels -newer "$obj" | head -1) ]]; then return; fi
-    echo "== compiling CContinualKernels (address sanitizer, -O1)"
-    clang -c -O1 -fsanitize=address -ISources/CContinualKernels/include \
-        Sources/CContinualKernels/Kernels.c -o "$obj"
+    local c obj
+    for c in Sources/CContinualKernels/*.c; do
+        obj="$out/modules/CContinualKernels-$(basename "$c" .c).o"
+        if [[ -f "$obj" ]] && [[ -z $(find Sources/CContinualKernels/include Sources/CContinualKernels/*.h "$c" -newer "$obj" | head -1) ]]; then continue; fi
+        echo "== compiling $c (address sanitizer, -O1)"
+        clang -c -O1 -fsanitize=address -ISources/CContinualKernels/include "$c" -o "$obj"
+    done
+    rm -f "$out/modules/CContinualKernels.o"   # the single object of the layout before
 }
 
 build_all() {
