@@ -86,12 +86,12 @@ enum UntrustedRead {
             throw HDF5Error(.library, "the file is damaged: the HDF5 library crashed reading \(path) "
                 + "(signal \(signal), \(name), in a separate process; nothing was written)")
         }
-        // The child could not open the file or list its root, so this process must not try: the
-        // objects the child never reached are where libhdf5 crashes or hangs (the 30-minute
-        // fuzzing runs of issue 26 found such files: the child stopped at an error, then the reader
-        // here crashed in H5HG_read or looped). Its message is the one an in-process open would
-        // give. Errors deeper in the file (a damaged run group) are left to the readers, which
-        // skip them (`repair`); docs/data-limits.md lists the fuzz files this does not yet contain.
+        // The child could not open the file, or libhdf5 failed on an object outside a run group
+        // (`/runs/<id>/…`) and `/summary`, so this process must not try: after such an error libhdf5's state is
+        // where it crashes or hangs (the 30-minute fuzzing runs of issue 26 found such files: the
+        // child stopped at an error, then the reader here crashed in H5HG_read or looped). Exit 3's
+        // message is the one an in-process open would give. Damage inside a run group is left to
+        // the readers, which skip that run (`inspect`, `merge`, `repair` salvage the others).
         if child.terminationReason == .exit, child.terminationStatus == 3 || child.terminationStatus == 4 {
             let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
                 .trimmingCharacters(in: .whitespacesAndNewlines)
@@ -113,9 +113,11 @@ enum UntrustedRead {
 
 /// `continual __read-check FILE…` (hidden): reads every attribute and dataset of each file.
 /// Exit 0: read to the end (objects the toolkit's own checks refuse count as read: the caller's
-/// reader refuses them too); 3: the file cannot be opened; 4: libhdf5 failed on an object. For 3
-/// and 4 the error's message is on standard error, and the caller reports it without reading the
-/// file itself.
+/// reader refuses them too; so do libhdf5 failures inside a run group `/runs/<id>/…` or in
+/// `/summary`, which the results readers skip as damage); 3: the file cannot be opened; 4: libhdf5 failed on the
+/// root or on an object outside a run group and `/summary` (a scenario, checkpoint or model file
+/// has neither, so any failure there). For 3 and 4 the error's message is on standard error, and the caller reports
+/// it without reading the file itself.
 struct ReadCheckCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "__read-check", abstract: "Read a whole HDF5 file (used by the CLI to isolate libhdf5).",
@@ -135,7 +137,14 @@ struct ReadCheckCommand: ParsableCommand {
             do {
                 let out = FileHandle.standardOutput
                 let tick = Data([0x2e])
-                try RunDigest.readAll(file.root) { out.write(tick) }
+                var fatal: (path: String, error: Error)?
+                try RunDigest.readAll(file.root, progress: { out.write(tick) }, failure: { path, error in
+                    if fatal == nil, Self.isLibraryFailure(error), !Self.isSkippedWhenDamaged(path) { fatal = (path, error) }
+                })
+                if let fatal {
+                    FileHandle.standardError.write(Data("\(fatal.path): \(fatal.error)\n".utf8))
+                    Foundation.exit(4)
+                }
                 try file.close()
             } catch let error as HDF5Error where error.kind != .library {
                 // A refusal of the toolkit's own checks (a declared-huge shape, a link loop, a
@@ -147,5 +156,22 @@ struct ReadCheckCommand: ParsableCommand {
                 Foundation.exit(4)  // libhdf5 could not read an object: damaged
             }
         }
+    }
+
+    /// A failure inside libhdf5, not a refusal of the toolkit's own checks (those the command's
+    /// reader makes again, in its own words, before libhdf5 reads the object).
+    static func isLibraryFailure(_ error: Error) -> Bool {
+        guard let error = error as? HDF5Error else { return true }
+        return error.kind == .library
+    }
+
+    /// The objects the results readers skip when damaged (`ResultsReader`: a run left out and
+    /// reported, `repair` rebuilding the table from the runs): one run's group `/runs/<id>` and
+    /// everything below it (`/runs/<id>/…`, `/runs/<id>@name`), and the `/summary` table. `/runs`
+    /// itself, its attributes and the root's are not: without them no run can be read.
+    static func isSkippedWhenDamaged(_ path: String) -> Bool {
+        let objectPath = path.split(separator: "@", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        let parts = objectPath.split(separator: "/")
+        return (parts.count >= 2 && parts[0] == "runs") || parts == ["summary"]
     }
 }

@@ -50,7 +50,8 @@ struct HostileInputRegressionTests {
     /// process — never a signal or a hang in the command itself.
     @Test("damaged files that crash or hang libhdf5 are reported as damaged by inspect, merge, repair and export",
           arguments: ["results-libhdf5-H5HG_read-memcpy.h5", "results-libhdf5-H5D_contig_read-null-memcpy.h5",
-                      "results-libhdf5-H5T_conv_struct_opt.h5", "hdf5_scenario-libhdf5-H5HG-hang.h5"])
+                      "results-libhdf5-H5T_conv_struct_opt.h5", "hdf5_scenario-libhdf5-H5HG-hang.h5",
+                      "results-libhdf5-root-attribute-error.h5"])
     func fuzzFindingsThroughTheIsolatedReader(_ name: String) throws {
         let work = TemporaryDirectory()
         defer { work.cleanup() }
@@ -76,9 +77,12 @@ struct HostileInputRegressionTests {
 
     /// Found by the 30-minute fuzzing runs (issue 26): the child read-check stopped at an HDF5
     /// error (exit 3/4) and the command then read the file itself, where libhdf5 crashed
-    /// (H5HG_read) or looped. A child that cannot open the file or list its root now ends the command.
+    /// (H5HG_read) or looped. A child that cannot open the file or list its root now ends the
+    /// command, and so does one that read past a libhdf5 failure outside a run group and
+    /// `/summary` (the `object-error` files: the child read them to the end, the command crashed).
     @Test("scenario files on which the read-check child stops are refused by validate and run, never read in-process",
-          arguments: ["hdf5_scenario-libhdf5-child-stops-crash.h5", "hdf5_scenario-libhdf5-child-stops-hang.h5"])
+          arguments: ["hdf5_scenario-libhdf5-child-stops-crash.h5", "hdf5_scenario-libhdf5-child-stops-hang.h5"]
+                     + (1...6).map { "hdf5_scenario-libhdf5-object-error-\($0).h5" })
     func scenarioFilesTheChildCannotRead(_ name: String) throws {
         let work = TemporaryDirectory()
         defer { work.cleanup() }

@@ -70,9 +70,12 @@ public enum RunDigest {
     /// (the CLI's isolated reader uses it to tell a slow read from a hung one). It goes on past
     /// errors inside the hierarchy, so it reaches every object a later reader might touch (a
     /// damaged run group is for `repair` to skip, not a reason to refuse the file); it throws
-    /// only when the root itself cannot be listed.
-    public static func readAll(_ group: HDF5Group, progress: @escaping () -> Void) throws {
-        var h = Sink(hasher: nil, progress: progress)
+    /// only when the root itself cannot be listed. Each object it could not read is passed to
+    /// `failure` with its path (`/a/b` for a group or dataset, `/a/b@name` for an attribute), so
+    /// the caller decides which damage the file's readers can skip.
+    public static func readAll(_ group: HDF5Group, progress: @escaping () -> Void,
+                               failure: @escaping (_ path: String, _ error: Error) -> Void = { _, _ in }) throws {
+        var h = Sink(hasher: nil, progress: progress, failure: failure)
         try add(group, relative: "", into: &h)
     }
 
@@ -80,6 +83,7 @@ public enum RunDigest {
     struct Sink {
         var hasher: SHA256?
         var progress: (() -> Void)? = nil
+        var failure: ((String, Error) -> Void)? = nil
         mutating func update<Bytes: Sequence>(_ bytes: Bytes) where Bytes.Element == UInt8 { hasher?.update(bytes) }
         mutating func update<T>(raw values: [T]) { hasher?.update(raw: values) }
     }
@@ -92,24 +96,25 @@ public enum RunDigest {
         // A read-through (no hasher) goes on past errors, so it reaches every object a later
         // reader might touch; a digest stops at the first error (the group is damaged).
         let readThrough = h.hasher == nil
-        func step(_ body: () throws -> Void) throws {
-            if readThrough { try? body() } else { try body() }
+        func step(at path: String, _ body: () throws -> Void) throws {
+            guard readThrough else { return try body() }
+            do { try body() } catch { h.failure?(path.isEmpty ? "/" : path, error) }
         }
-        try step { try addAttributes(group.attributes, of: relative, skipping: relative.isEmpty ? excluded : [], into: &h) }
+        try step(at: relative) { try addAttributes(group.attributes, of: relative, skipping: relative.isEmpty ? excluded : [], into: &h) }
         for name in try group.childNames() {
             let path = relative + "/" + name
             h.progress?()
             if let child = try? group.openGroup(name) {
                 tag("G", path, into: &h)
-                try step { try add(child, relative: path, into: &h) }
+                try step(at: path) { try add(child, relative: path, into: &h) }
             } else {
-                try step {
+                try step(at: path) {
                     let d = try group.openDataset(name)
                     tag("D", path, into: &h)
                     let shape = try d.shape
                     h.update(raw: shape.map { Int64($0) } + [-1])
-                    try step { try addValues(of: d, into: &h) }
-                    try step { try addAttributes(d.attributes, of: path, skipping: [], into: &h) }
+                    try step(at: path) { try addValues(of: d, into: &h) }
+                    try step(at: path) { try addAttributes(d.attributes, of: path, skipping: [], into: &h) }
                 }
             }
         }
@@ -120,7 +125,9 @@ public enum RunDigest {
             if h.hasher == nil {
                 // Read-through: every attribute, whatever fails before it.
                 var one = h
-                try? addAttribute(a, name, of: path, into: &one)
+                do { try addAttribute(a, name, of: path, into: &one) } catch {
+                    h.failure?((path.isEmpty ? "/" : path) + "@" + name, error)
+                }
                 continue
             }
             try addAttribute(a, name, of: path, into: &h)
