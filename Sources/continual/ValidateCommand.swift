@@ -51,13 +51,16 @@ struct ValidateCommand: ParsableCommand {
         if shown < experiment.runs.count || experiment.runs.count < total {
             print("  … \(total - shown) more run(s)")
         }
-        // The whole experiment: peak of one run, with all cores busy, and the total work.
+        // The whole experiment: peak of one run; of the process, with all cores busy and the
+        // results file's writer (`RunEstimate.resultsWriterBytes`); and the total work.
         let meanWork = report.estimates.isEmpty ? 0 : report.totalWork / Double(report.estimates.count)
         let totalWork = experiment.isSampled ? meanWork * Double(total) : report.totalWork
         let cores = ProcessInfo.processInfo.activeProcessorCount
         let parallel = min(cores, max(total, 1))
-        print("  estimate: peak memory per run ≈ \(RunEstimate.bytes(report.peakMemory)) "
-            + "(≈ \(RunEstimate.bytes(report.peakMemory * Double(parallel))) with \(parallel) run(s) at once), "
+        let writer = RunEstimate.resultsWriterBytes(runs: total)
+        print("  estimate: peak memory per run ≈ \(RunEstimate.bytes(report.peakMemory)), "
+            + "of the process ≈ \(RunEstimate.bytes(report.peakMemory * Double(parallel) + writer)) "
+            + "(\(parallel) run(s) at once + ≈ \(RunEstimate.bytes(writer)) writing the results of \(total) run(s)), "
             + "work ≈ \(RunEstimate.count(totalWork)) sample-steps\(experiment.isSampled ? " (extrapolated)" : ""); "
             + "limits: memory \(RunEstimate.bytes(try resources.limits().memoryBytes)), work \(RunEstimate.count(try resources.limits().work)), \(RunEstimate.count(try resources.limits().flops)) FLOPs per run")
     }

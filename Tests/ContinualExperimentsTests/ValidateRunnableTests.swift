@@ -118,6 +118,32 @@ import Testing
         #expect(limited.status == 2 && limited.stderr.contains(".model.hidden[") && limited.stderr.contains("--max-memory"), "\(limited.stderr)")
     }
 
+    /// The memory of the whole process (issue 26): the shipped files with many runs measured up to
+    /// 15 MB above the per-run estimate, the sweep writer's share (docs/validation.md).
+    @Test("validate's process estimate is the per-run peak × runs at once + the results writer, which stops growing at 48 runs")
+    func processEstimate() throws {
+        #expect(RunEstimate.resultsWriterBytes(runs: 0) == 0)
+        #expect(RunEstimate.resultsWriterBytes(runs: 10) == 10 * 0.3 * 1_048_576)
+        #expect(RunEstimate.resultsWriterBytes(runs: 48) == RunEstimate.resultsWriterBytes(runs: 1_000_000))
+        #expect(RunEstimate.resultsWriterBytes(runs: 47) < RunEstimate.resultsWriterBytes(runs: 48))
+        let dir = Self.scratch()
+        defer { dir.cleanup() }
+        for (seeds, runs) in [("[1]", 1), ("{\"range\": [0, 60]}", 60)] {
+            let file = dir.write("p.json", #"{"name": "p", "scenario": "habit_drift", "sweep": {"parameters": {"seed": "# + seeds + "}}}")
+            let v = try runCLI(["validate", file])
+            #expect(v.status == 0, "\(v.stderr)")
+            let line = v.stdout.split(separator: "\n").first { $0.contains("estimate: peak memory per run") }.map(String.init) ?? ""
+            let sizes = line.matches(of: /≈ ([\d.]+) (kB|MB)/).map { Double($0.1)! * ($0.2 == "MB" ? 1_048_576 : 1024) }
+            #expect(sizes.count >= 3, "\(line)")
+            guard sizes.count >= 3 else { continue }
+            let parallel = min(ProcessInfo.processInfo.activeProcessorCount, runs)
+            #expect(line.contains("writing the results of \(runs) run(s)"), "\(line)")
+            #expect(abs(sizes[2] - RunEstimate.resultsWriterBytes(runs: runs)) <= 0.06 * 1_048_576, "\(line)")
+            // Printed to 0.1 MB, so each of the three terms rounds by up to 0.05 MB.
+            #expect(abs(sizes[1] - (sizes[0] * Double(parallel) + sizes[2])) <= 0.05 * 1_048_576 * Double(parallel + 2), "\(line)")
+        }
+    }
+
     @Test("a sweep of a million random points is counted, not expanded")
     func millionPointSweep() throws {
         let json = #"""

@@ -78,6 +78,20 @@ public struct RunEstimate: Sendable, Equatable {
     /// added once per run (a population's or federation's users share it).
     public static let processOverheadBytes: Double = 10 * 1024 * 1024
 
+    /// What writing one results file of `runs` runs adds to a process beyond its largest run:
+    /// libhdf5 blocks kept from the journal's writes, the free lists libhdf5 never returns after
+    /// copying run groups into the file (`H5Ocopy`), and what the allocator keeps resident after
+    /// both are freed. Measured, not derived (docs/validation.md, "Estimate against measured
+    /// memory"): the peak resident memory of `continual run --jobs 1` over the shipped files rises
+    /// about 0.3 MiB per run above the largest run's estimate and stops rising near 45 runs, where
+    /// the sweep writer's fold, which reopens the file every 4 journal entries, bounds it; so
+    /// 0.3 MiB per run up to 48 runs (14.4 MiB). It is a property of the process, not of a run, so
+    /// `validate` prints it beside the per-run peak and `--max-memory` (a per-run limit) does not
+    /// include it.
+    public static func resultsWriterBytes(runs: Int) -> Double {
+        Double(min(max(runs, 0), 48)) * 0.3 * 1024 * 1024
+    }
+
     /// What a built federated client holds beyond its learner's parameters, optimizer moments,
     /// plugin state and per-experience tallies: its slot in the client table, array headers and
     /// allocator rounding. With `perClientResultBytes`, fitted to the peaks measured for
