@@ -6,12 +6,16 @@ import Testing
 /// number of threads.
 @Suite struct KernelPathTests {
     /// Batch, inputs, outputs: tiny and narrow (scalar column tails of 1–7, the 8-wide strip),
-    /// around the 6-row and 16-column tiles, and beyond the 32 × 128 packing blocks.
+    /// around the 6-row and 16-column tiles, beyond the 32 × 128 packing blocks, and the packed-A
+    /// blocks (120 rows × 256 steps) of wide layers.
     static let shapes: [(Int, Int, Int)] = [
         (1, 1, 1), (1, 8, 2), (5, 8, 1), (7, 3, 2), (13, 10, 16), (6, 16, 8), (9, 17, 9), (32, 16, 8),
         (33, 5, 7), (12, 40, 33), (7, 1, 64), (31, 33, 31), (8, 130, 3), (3, 70, 140), (65, 48, 40),
         // batch ≤ 4: the input gradient transposes w 8 × 8 in registers (row and column tails too)
         (1, 40, 9), (2, 19, 21), (4, 24, 17), (1, 16, 8), (4, 9, 130),
+        // A packed too (rows ≥ 1024 floats apart in the forward, ≥ 1024 rows of xᵀ in the weight
+        // gradient): several blocks of 120 rows and of 256 steps, each with a tail, a column tail
+        (13, 1030, 70),
     ]
 
     struct Products {
@@ -117,7 +121,7 @@ import Testing
             let before = Kernels.threads
             defer { Kernels.threads = before }
             // 2^20 multiply-adds and more are split over threads; 100 outputs leave a ragged strip.
-            for (b, n, m) in [(64, 200, 100), (48, 131, 260), (4, 600, 450)] {
+            for (b, n, m) in [(64, 200, 100), (48, 131, 260), (4, 600, 450), (9, 1030, 100)] {
                 Kernels.threads = 1
                 let one = Self.products(b, n, m, seed: 3)
                 for t in [2, 3, 7] {
