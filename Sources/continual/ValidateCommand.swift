@@ -58,10 +58,13 @@ struct ValidateCommand: ParsableCommand {
         let cores = ProcessInfo.processInfo.activeProcessorCount
         let parallel = min(cores, max(total, 1))
         let writer = RunEstimate.resultsWriterBytes(runs: total)
-        print("  estimate: peak memory per run ≈ \(RunEstimate.bytes(report.peakMemory)), "
-            + "of the process ≈ \(RunEstimate.bytes(report.peakMemory * Double(parallel) + writer)) "
-            + "(\(parallel) run(s) at once + ≈ \(RunEstimate.bytes(writer)) writing the results of \(total) run(s)), "
-            + "work ≈ \(RunEstimate.count(totalWork)) sample-steps\(experiment.isSampled ? " (extrapolated)" : ""); "
-            + "limits: memory \(RunEstimate.bytes(try resources.limits().memoryBytes)), work \(RunEstimate.count(try resources.limits().work)), \(RunEstimate.count(try resources.limits().flops)) FLOPs per run")
+        let limits = try resources.limits()
+        // One fact per line, each short enough for an 80-column terminal.
+        print("  estimate: peak memory per run ≈ \(RunEstimate.bytes(report.peakMemory)); "
+            + "of the process ≈ \(RunEstimate.bytes(report.peakMemory * Double(parallel) + writer))")
+        print("    (\(parallel) run(s) at once + ≈ \(RunEstimate.bytes(writer)) writing the results of \(total) run(s))")
+        print("  work ≈ \(RunEstimate.count(totalWork)) sample-steps\(experiment.isSampled ? " (extrapolated)" : "")")
+        print("  limits: memory \(RunEstimate.bytes(limits.memoryBytes)), work \(RunEstimate.count(limits.work)), "
+            + "\(RunEstimate.count(limits.flops)) FLOPs per run")
     }
 }

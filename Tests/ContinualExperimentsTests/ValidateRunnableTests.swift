@@ -132,7 +132,11 @@ import Testing
             let file = dir.write("p.json", #"{"name": "p", "scenario": "habit_drift", "sweep": {"parameters": {"seed": "# + seeds + "}}}")
             let v = try runCLI(["validate", file])
             #expect(v.status == 0, "\(v.stderr)")
-            let line = v.stdout.split(separator: "\n").first { $0.contains("estimate: peak memory per run") }.map(String.init) ?? ""
+            // The estimate's two lines (the process and its parts), each at most 80 columns.
+            let lines = v.stdout.split(separator: "\n").map(String.init)
+            let at = lines.firstIndex { $0.contains("estimate: peak memory per run") } ?? lines.count
+            let line = lines[at..<min(at + 2, lines.count)].joined(separator: " ")
+            for l in lines[at..<min(at + 4, lines.count)] { #expect(l.count <= 80, "\(l)") }
             let sizes = line.matches(of: /≈ ([\d.]+) (kB|MB)/).map { Double($0.1)! * ($0.2 == "MB" ? 1_048_576 : 1024) }
             #expect(sizes.count >= 3, "\(line)")
             guard sizes.count >= 3 else { continue }
