@@ -161,8 +161,7 @@ static KATTR __attribute__((noinline)) void KFN(gemm_direct)(long M, long j0, lo
 }
 
 /// A's rows [ic, ic + mn) × steps [pc, pc + pn) in panels of KMR rows: a(ic + q·KMR + r, pc + p)
-/// at apack[q·KMR·pn + p·KMR + r] (a wide A has rows 2–4 kB apart, which fall into the same L1
-/// sets as each other and the packed B).
+/// at apack[q·KMR·pn + p·KMR + r], so a tile reads its rows' values at one address per step.
 KINL void KFN(pack_a)(float *apack, const float *A, long ars, long aps, long ic, long mn, long pc, long pn) {
     for (long q = 0; q * KMR < mn; q++) {
         long rn = mn - q * KMR < KMR ? mn - q * KMR : KMR;
@@ -194,18 +193,20 @@ KINL void KFN(packed_block)(const float *apack, const float *pack, long M, long 
 
 /// The same chains with the operands packed. B a 16-column × CK_PB-row block at a time (16 kB,
 /// contiguous: wide row strides would map a strip's rows onto a few cache sets). When A's rows
-/// are CK_PACK_A_STRIDE floats apart or more, or it has CK_PACK_A_ROWS rows or more, A too: for each block of CK_PB steps of p, up to
-/// CK_MC rows at a time (`pack_a`, ≤ 120 kB: below glibc's mmap threshold, so malloc reuses
-/// it), reused by every 16-column strip of B, whose pack is reused by every panel (W = 1024,
-/// batch 512, one thread: forward 39.8 → 41.4, weight gradient 35.1 → 39.6 GFLOP/s). Each C
-/// element is still one chain over p in order, resumed from memory at each block of p, so the
-/// result is `gemm_direct`'s bit for bit. Narrow B or few rows: `gemm_direct` (B in place).
+/// are CK_PACK_A_STRIDE floats apart or more, or it has CK_PACK_A_ROWS rows or more, A too: for
+/// each block of CK_PB steps of p, up to CK_MC rows at a time (`pack_a`, ≤ 120 kB: below
+/// glibc's mmap threshold, so malloc reuses it), reused by every 16-column strip of B, whose
+/// pack is reused by every panel (W = 1024, batch 512, one thread: forward 39.8 → 41.3, weight
+/// gradient 35.3 → 40.1 GFLOP/s; docs/benchmarks.md). Each C element is still one chain over p
+/// in order, resumed from memory at each block of p, so the result is `gemm_direct`'s bit for
+/// bit. Narrow B or few rows: `gemm_direct` (B in place).
 static KATTR __attribute__((noinline)) void KFN(gemm)(long M, long j0, long j1, long P,
         const float *A, long ars, long aps, const float *B, long ldb, float *C, long ldc, const float *init) {
     if (ldb <= 64 || M < 8 || P == 0) { KFN(gemm_direct)(M, j0, j1, P, A, ars, aps, B, ldb, C, ldc, init); return; }
     float pack[CK_PB * 16] __attribute__((aligned(64)));
     float *apack = 0;
-    if (j1 - j0 < 16 || (ars < CK_PACK_A_STRIDE && M < CK_PACK_A_ROWS) || !(apack = (float *)malloc(sizeof(float) * CK_MC * CK_PB))) {
+    if (j1 - j0 < 16 || (ars < CK_PACK_A_STRIDE && M < CK_PACK_A_ROWS)
+        || !(apack = (float *)malloc(sizeof(float) * CK_MC * CK_PB))) {
         // B only, A read in place.
         long j = j0;
         for (; j + 16 <= j1; j += 16) {
