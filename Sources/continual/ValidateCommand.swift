@@ -45,7 +45,9 @@ struct ValidateCommand: ParsableCommand {
         for n in experiment.notes { print("  note: \(n)") }
         let shown = experiment.isSampled ? min(experiment.runs.count, 20) : experiment.runs.count
         for (r, e) in zip(experiment.runs, report.estimates).prefix(shown) {
-            print("  \(r.runId)  \(r.config.name)  strategy=\(r.config.strategyLabel)  seed=\(r.config.seed)  \(e.summary)")
+            // Two lines per run, so an 80-column terminal does not wrap them: who, then how much.
+            print("  \(r.runId)  \(r.config.name)  strategy=\(r.config.strategyLabel)  seed=\(r.config.seed)")
+            print("      \(e.summary)")
             if resolved { print("    " + r.canonicalJSON) }
         }
         if shown < experiment.runs.count || experiment.runs.count < total {
