@@ -172,6 +172,15 @@ KINL void KFN(pack_a)(float *apack, const float *A, long ars, long aps, long ic,
     }
 }
 
+/// B's rows [pc, pc + pn) × columns [j, j + 16), contiguous 16 floats per row.
+KINL void KFN(pack_b)(float *pack, const float *B, long ldb, long pc, long pn, long j) {
+    for (long p = 0; p < pn; p++) {
+        const float *src = B + (pc + p) * ldb + j;
+        CK_ST(pack + p * 16, CK_LD(src));
+        CK_ST(pack + p * 16 + 8, CK_LD(src + 8));
+    }
+}
+
 /// C[0..<mn, 0..<16] += the packed A block × a packed 16-column B strip (pn steps), tile by
 /// tile; `start` (when not null) replaces C's values as the chains' start.
 KINL void KFN(packed_block)(const float *apack, const float *pack, long M, long pn, float *C, long ldc,
@@ -212,11 +221,7 @@ static KATTR __attribute__((noinline)) void KFN(gemm)(long M, long j0, long j1, 
         for (; j + 16 <= j1; j += 16) {
             for (long pc = 0; pc < P; pc += CK_PB) {
                 long pn = P - pc < CK_PB ? P - pc : CK_PB;
-                for (long p = 0; p < pn; p++) {
-                    const float *src = B + (pc + p) * ldb + j;
-                    CK_ST(pack + p * 16, CK_LD(src));
-                    CK_ST(pack + p * 16 + 8, CK_LD(src + 8));
-                }
+                KFN(pack_b)(pack, B, ldb, pc, pn, j);
                 const float *Ap = A + pc * aps;
 #define KCALL(R, i) KFN(tile)((R), 2, pn, Ap + (i) * ars, ars, aps, pack, 16, C + (i) * ldc + j, ldc, (pc == 0 && init) ? init + j : 0)
                 KROWS(KMR, KCALL);
@@ -233,11 +238,7 @@ static KATTR __attribute__((noinline)) void KFN(gemm)(long M, long j0, long j1, 
             long mn = M - ic < CK_MC ? M - ic : CK_MC;
             KFN(pack_a)(apack, A, ars, aps, ic, mn, pc, pn);
             for (long j = j0; j < jend; j += 16) {
-                for (long p = 0; p < pn; p++) {
-                    const float *src = B + (pc + p) * ldb + j;
-                    CK_ST(pack + p * 16, CK_LD(src));
-                    CK_ST(pack + p * 16 + 8, CK_LD(src + 8));
-                }
+                KFN(pack_b)(pack, B, ldb, pc, pn, j);
                 KFN(packed_block)(apack, pack, mn, pn, C + ic * ldc + j, ldc, (pc == 0 && init) ? init + j : 0);
             }
         }

@@ -9,10 +9,12 @@ import Foundation
 /// the CLI opens a file read-only (a results file to inspect, merge, repair or export, a scenario
 /// import, a `model.init_from` file, a checkpoint), `HDF5File.untrustedReadCheck` re-executes this
 /// binary as `continual __read-check FILE`, which opens the file and reads every attribute and
-/// dataset (`RunDigest.readAll` of the root group), reporting progress after each object. The library is deterministic, so a file the
-/// child read to the end is safe to read here; a crash or a time-out becomes a clear error naming
-/// the file, and this process never receives the signal. Each file is checked once per process
-/// (keyed by device, inode, size and modification time).
+/// dataset (`RunDigest.readAll` of the root group), reporting progress after each object. The
+/// library is deterministic, so a file the child read to the end is safe to read here, except
+/// for objects inside a damaged run group or `/summary`, which the results readers skip; a crash
+/// or a time-out becomes a clear error naming the file, and this process never receives the
+/// signal. Each file is checked once per process (keyed by device, inode, size and modification
+/// time).
 enum UntrustedRead {
     /// Set in the child, so it does not check again.
     static let childVariable = "CONTINUALKIT_READ_CHECK_CHILD"
@@ -87,11 +89,12 @@ enum UntrustedRead {
                 + "(signal \(signal), \(name), in a separate process; nothing was written)")
         }
         // The child could not open the file, or libhdf5 failed on an object outside a run group
-        // (`/runs/<id>/…`) and `/summary`, so this process must not try: after such an error libhdf5's state is
-        // where it crashes or hangs (the 30-minute fuzzing runs of issue 26 found such files: the
-        // child stopped at an error, then the reader here crashed in H5HG_read or looped). Exit 3's
-        // message is the one an in-process open would give. Damage inside a run group is left to
-        // the readers, which skip that run (`inspect`, `merge`, `repair` salvage the others).
+        // (`/runs/<id>/…`) and `/summary`, so this process must not try: after such an error
+        // libhdf5 is where it crashes or hangs (the 30-minute fuzzing runs of issue 26 found such
+        // files: the child stopped at an error, then the reader here crashed in H5HG_read or
+        // looped). Exit 3's message is the one an in-process open would give. Damage inside a run
+        // group is left to the readers, which skip that run (`inspect`, `merge`, `repair` salvage
+        // the others).
         if child.terminationReason == .exit, child.terminationStatus == 3 || child.terminationStatus == 4 {
             let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
                 .trimmingCharacters(in: .whitespacesAndNewlines)
@@ -114,10 +117,10 @@ enum UntrustedRead {
 /// `continual __read-check FILE…` (hidden): reads every attribute and dataset of each file.
 /// Exit 0: read to the end (objects the toolkit's own checks refuse count as read: the caller's
 /// reader refuses them too; so do libhdf5 failures inside a run group `/runs/<id>/…` or in
-/// `/summary`, which the results readers skip as damage); 3: the file cannot be opened; 4: libhdf5 failed on the
-/// root or on an object outside a run group and `/summary` (a scenario, checkpoint or model file
-/// has neither, so any failure there). For 3 and 4 the error's message is on standard error, and the caller reports
-/// it without reading the file itself.
+/// `/summary`, which the results readers skip as damage); 3: the file cannot be opened;
+/// 4: libhdf5 failed on the root or on an object outside a run group and `/summary` (a scenario,
+/// checkpoint or model file has neither, so any failure there). For 3 and 4 the error's message
+/// is on standard error, and the caller reports it without reading the file itself.
 struct ReadCheckCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "__read-check", abstract: "Read a whole HDF5 file (used by the CLI to isolate libhdf5).",
@@ -131,8 +134,7 @@ struct ReadCheckCommand: ParsableCommand {
             do {
                 file = try HDF5File.open(path: path, mode: .readOnly)
             } catch {
-                FileHandle.standardError.write(Data("\(error)\n".utf8))
-                Foundation.exit(3)  // cannot open: the caller reports this message as its own
+                Self.refuse("\(error)", exitCode: 3)  // cannot open: the caller reports this message as its own
             }
             do {
                 let out = FileHandle.standardOutput
@@ -141,21 +143,23 @@ struct ReadCheckCommand: ParsableCommand {
                 try RunDigest.readAll(file.root, progress: { out.write(tick) }, failure: { path, error in
                     if fatal == nil, Self.isLibraryFailure(error), !Self.isSkippedWhenDamaged(path) { fatal = (path, error) }
                 })
-                if let fatal {
-                    FileHandle.standardError.write(Data("\(fatal.path): \(fatal.error)\n".utf8))
-                    Foundation.exit(4)
-                }
+                if let fatal { Self.refuse("\(fatal.path): \(fatal.error)", exitCode: 4) }
                 try file.close()
-            } catch let error as HDF5Error where error.kind != .library {
+            } catch where !Self.isLibraryFailure(error) {
                 // A refusal of the toolkit's own checks (a declared-huge shape, a link loop, a
                 // type it does not read): the command's reader makes the same check and reports it
                 // in its own words, before libhdf5 reads the object.
                 try? file.close()
             } catch {
-                FileHandle.standardError.write(Data("\(error)\n".utf8))
-                Foundation.exit(4)  // libhdf5 could not read an object: damaged
+                Self.refuse("\(error)", exitCode: 4)  // libhdf5 could not list the root or close the file
             }
         }
+    }
+
+    /// Ends the child with `message` on standard error, which the caller reports.
+    static func refuse(_ message: String, exitCode: Int32) -> Never {
+        FileHandle.standardError.write(Data("\(message)\n".utf8))
+        Foundation.exit(exitCode)
     }
 
     /// A failure inside libhdf5, not a refusal of the toolkit's own checks (those the command's
