@@ -67,6 +67,7 @@ struct InspectCommand: ParsableCommand {
             print("git commit \(commit)\(a["git_dirty"] == "1" ? " (with uncommitted changes)" : "")")
         }
         print("experiment \(a["experiment_name"] ?? "?"): \(contents.runs.count) run(s)")
+        if !contents.tuning.isEmpty { print(TuningText.lines(contents.tuning)) }
         if a["kind"] == "sweep", let (table, by) = try? SweepReport.read(path: file) {
             let shard = a["shard"].flatMap { $0.isEmpty ? nil : " (shard \($0))" } ?? ""
             let groups = SweepReport.groups(table, by: by)

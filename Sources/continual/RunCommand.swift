@@ -71,7 +71,7 @@ struct RunCommand: ParsableCommand {
     var allowDataChange = false
 
     func run() throws {
-        let experiment: ExperimentFile
+        var experiment: ExperimentFile
         do {
             experiment = try ExperimentFile.load(path: file)
         } catch let error as ConfigError {
@@ -123,6 +123,12 @@ struct RunCommand: ParsableCommand {
         // Everything checkable without training, before anything is written (exit 2 on a problem).
         try resources.applyThreads(experiment)
         _ = try resources.preflight(runs, file: file)
+        if !experiment.tuneTargets.isEmpty {
+            guard !checkpointing else { throw CLIFailure.badInput("--stop-after and --resume-from do not combine with a \"tune\" block yet; run it whole") }
+            if let variant { experiment.tuneTargets.removeAll { $0.variant != variant } }
+            experiment = try TuningStage.apply(experiment, jobs: jobs, quiet: quiet)
+            runs = experiment.runs.filter { variant == nil || $0.config.name == variant }
+        }
         if mpi || MPIWorld.launchedUnderMPI() {
             if try runDistributed(runs) { return }
         }

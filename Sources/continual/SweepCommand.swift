@@ -41,7 +41,7 @@ struct SweepCommand: ParsableCommand {
     @OptionGroup var resources: ResourceOptions
 
     func run() throws {
-        let experiment: ExperimentFile
+        var experiment: ExperimentFile
         do { experiment = try ExperimentFile.load(path: file) } catch let e as ConfigError { throw CLIFailure.badInput(e.description) }
         Provenance.prefetch(experimentPath: experiment.path)   // overlaps validation below
         var selectedShard: SweepShard?
@@ -51,10 +51,12 @@ struct SweepCommand: ParsableCommand {
         let jobs = self.jobs ?? ProcessInfo.processInfo.activeProcessorCount
         guard jobs >= 1 else { throw CLIFailure.badInput("--jobs must be ≥ 1") }
         let path = output ?? Self.defaultOutput(experiment.output, shard: selectedShard)
-        let session = SweepSession(experiment: experiment, shard: selectedShard)
         // Everything checkable without training, before anything is written (exit 2 on a problem).
         try resources.applyThreads(experiment)
-        _ = try resources.preflight(session.selected, file: file)
+        _ = try resources.preflight(SweepSession(experiment: experiment, shard: selectedShard).selected, file: file)
+        // Selection on validation data first (every shard tunes alike: the choice is deterministic).
+        experiment = try TuningStage.apply(experiment, jobs: jobs)
+        let session = SweepSession(experiment: experiment, shard: selectedShard)
         let writer = try InterruptibleSession.openWriter(session, path: path, resume: resume, overwrite: overwrite)
         let tty = isatty(STDOUT_FILENO) == 1 && !plain
         let total = session.selected.count

@@ -34,6 +34,13 @@ public struct ExperimentFile: Sendable {
     /// Whether `runs` is a representative subset (see `parse(data:path:expansionLimit:)`).
     public var isSampled = false
 
+    /// Variants whose hyperparameters are selected on validation data first (`"tune"`), with
+    /// their configuration before any chosen value or sweep point is applied; see `TuneSpec`.
+    public var tuneTargets: [TuneTarget] = []
+    /// What the tuning chose, once `Tuner` ran (the runs then carry the chosen values); written
+    /// to the results file's `/tuning` group.
+    public var tuningRecords: [TuningRecord] = []
+
     /// Whether the file defines a sweep (top level or in a variant).
     public var isSweep: Bool { !sweptPaths.isEmpty }
 
@@ -44,18 +51,18 @@ public struct ExperimentFile: Sendable {
     /// Largest accepted `threads`.
     public static let maximumThreads = 64
 
-    static let experimentKeys: Set<String> = ["name", "description", "output", "variants", "sweep", "threads"]
+    static let experimentKeys: Set<String> = ["name", "description", "output", "variants", "sweep", "threads", "tune"]
     static let runKeys: Set<String> = Set(RunConfig.CodingKeys.allCases.map(\.stringValue))
 
     /// Reads and validates `path`. Errors name the file and the key path (or line and column).
-    public static func load(path: String, expansionLimit: Int? = nil) throws -> ExperimentFile {
+    public static func load(path: String, expansionLimit: Int? = nil, chosen: [String: [SweepValue]] = [:]) throws -> ExperimentFile {
         guard FileManager.default.fileExists(atPath: path) else {
             throw ConfigError(file: path, location: "", message: "no such file")
         }
         guard let data = FileManager.default.contents(atPath: path) else {
             throw ConfigError(file: path, location: "", message: "cannot read the file")
         }
-        return try parse(data: data, path: path, expansionLimit: expansionLimit)
+        return try parse(data: data, path: path, expansionLimit: expansionLimit, chosen: chosen)
     }
 
     /// Parses experiment JSON from memory.
@@ -63,7 +70,10 @@ public struct ExperimentFile: Sendable {
     /// With `expansionLimit`, a sweep of more points is counted but not expanded: `runs` then holds
     /// its first `expansionLimit` points plus points taking every listed value of every parameter
     /// (`SweepSpec.extremePoints`), `totalRuns` the full count and `isSampled` is true.
-    public static func parse(data: Data, path: String = "", expansionLimit: Int? = nil) throws -> ExperimentFile {
+    /// `chosen` holds, per variant, the values a tuning selected (`Tuner`): they are set before
+    /// the sweep expands, so every sweep point of that variant runs with them.
+    public static func parse(data: Data, path: String = "", expansionLimit: Int? = nil,
+                             chosen: [String: [SweepValue]] = [:]) throws -> ExperimentFile {
         // Trailing commas, numbers beyond a Double, syntax errors: line, column and key path.
         if let problem = JSONLint.check(data, file: path) { throw problem }
         let root: JSONValue
@@ -97,12 +107,13 @@ public struct ExperimentFile: Sendable {
             try SweepSpec.parse($0, at: ".sweep", file: path, runKeys: runKeySet)
         }
         let variants = top.removeValue(forKey: "variants")
+        let topTune = top["tune"]
         for key in experimentKeys { top.removeValue(forKey: key) }
         top["name"] = .string(name)
         let base = normalized(.object(top))
 
         // (variant name, merged JSON, sweep, location of the variant) in file order.
-        var bases: [(name: String, json: JSONValue, sweep: SweepSpec?, at: String)] = []
+        var bases: [(name: String, json: JSONValue, sweep: SweepSpec?, at: String, tune: JSONValue?)] = []
         if let variants {
             guard case .array(let list) = variants, !list.isEmpty else {
                 throw ConfigError(file: path, location: ".variants", message: "expected a non-empty array of objects")
@@ -112,10 +123,12 @@ public struct ExperimentFile: Sendable {
                 guard case .object(var override) = v else {
                     throw ConfigError(file: path, location: ".variants[\(i)]", message: "expected an object")
                 }
-                for key in override.keys.sorted() where !runKeys.contains(key) && key != "sweep" {
+                let variantKeys = runKeys.union(["sweep", "tune"])
+                for key in override.keys.sorted() where !variantKeys.contains(key) {
                     throw ConfigError(file: path, location: ".variants[\(i)].\(key)",
-                                      message: "unknown key \"\(key)\"\(didYouMean(key, runKeys.union(["sweep"]))); allowed keys: \((runKeys.union(["sweep"])).sorted().joined(separator: ", "))")
+                                      message: "unknown key \"\(key)\"\(didYouMean(key, variantKeys)); allowed keys: \(variantKeys.sorted().joined(separator: ", "))")
                 }
+                let tune = TuneSpec.merged(top: topTune, variant: override.removeValue(forKey: "tune"))
                 guard let vname = try string(override["name"], at: ".variants[\(i)].name", file: path) else {
                     throw ConfigError(file: path, location: ".variants[\(i)].name", message: "required key is missing")
                 }
@@ -128,10 +141,15 @@ public struct ExperimentFile: Sendable {
                     sweep = own == .null ? nil
                         : try SweepSpec.parse(own, at: ".variants[\(i)].sweep", file: path, runKeys: runKeySet)
                 }
-                bases.append((vname, base.merging(normalized(.object(override))), sweep, ".variants[\(i)]"))
+                bases.append((vname, base.merging(normalized(.object(override))), sweep, ".variants[\(i)]", tune))
             }
         } else {
-            bases.append((name, base, topSweep, ""))
+            bases.append((name, base, topSweep, "", topTune))
+        }
+        let tuneTargets = try tuneTargets(bases.map { ($0.name, $0.json, $0.sweep, $0.at, $0.tune) }, file: path, runKeys: runKeySet)
+        bases = try bases.map { b in
+            guard let values = chosen[b.name] else { return b }
+            return (b.name, try applying(values, to: b.json, file: path, variant: b.name), b.sweep, b.at, b.tune)
         }
 
         var runs: [ResolvedRun] = []
@@ -202,6 +220,7 @@ public struct ExperimentFile: Sendable {
         file.threads = threads
         file.totalRuns = totalRuns
         file.isSampled = sampled
+        file.tuneTargets = tuneTargets
         var notes: [String] = []
         if sampled {
             notes.append("the sweep has \(totalRuns) runs: validate resolved and checked \(runs.count) of them (the first "

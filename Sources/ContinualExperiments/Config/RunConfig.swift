@@ -37,6 +37,9 @@ public struct RunConfig: Codable, Sendable, Equatable {
     public var allowTaskLabels = false
     /// Primary measure and stored predictions (see `MetricsConfig`).
     public var metrics = MetricsConfig()
+    /// Evaluate on a validation split carved from the training data instead of the test sets
+    /// (hyperparameter selection, `"tune"`); see `ValidationSplit`. Written only when given.
+    public var validationSplit: ValidationSplit? = nil
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case name, seed, scenario, model, optimizer, training, strategy, population, federation
@@ -45,6 +48,7 @@ public struct RunConfig: Codable, Sendable, Equatable {
         case metrics
         case fewShot = "few_shot"
         case poisoning
+        case validationSplit = "validation_split"
     }
 
     /// Whether the run predicts with the experience's identity at test time: a multi-head model
@@ -82,6 +86,7 @@ public struct RunConfig: Codable, Sendable, Equatable {
         poisoning = try c.decodeIfPresent(StreamPoisoning.self, forKey: .poisoning)
         allowTaskLabels = try c.decode(.allowTaskLabels, default: false)
         metrics = try c.decode(.metrics, default: MetricsConfig())
+        validationSplit = try c.decodeIfPresent(ValidationSplit.self, forKey: .validationSplit)
         try c.require(schedule == nil || !model.multiHead, .schedule, "a schedule needs a single-head model (sessions have no task id)")
         try c.require(schedule == nil || (training.mode == .batch && population == nil), .schedule,
                       "a schedule cannot be combined with training.mode \"prequential\" or a population (it is prequential by itself)")
@@ -133,6 +138,7 @@ public struct RunConfig: Codable, Sendable, Equatable {
         try c.encodeIfPresent(quantization, forKey: .quantization)
         if allowTaskLabels { try c.encode(true, forKey: .allowTaskLabels) }
         if !metrics.isDefault { try c.encode(metrics, forKey: .metrics) }
+        try c.encodeIfPresent(validationSplit, forKey: .validationSplit)
     }
 
     /// A combination of sections that cannot give the numbers the results would claim, as the key
@@ -160,6 +166,13 @@ public struct RunConfig: Codable, Sendable, Equatable {
             for (key, present) in [("population", population != nil), ("federation", federation != nil),
                                    ("few_shot", fewShot != nil)] where present {
                 return ([key], "\"poisoning\" corrupts one user's own stream in a single-stream run (batch, prequential or scheduled); "
+                    + "it does not combine with \"\(key)\" yet")
+            }
+        }
+        if validationSplit != nil {
+            for (key, present) in [("population", population != nil), ("federation", federation != nil),
+                                   ("few_shot", fewShot != nil)] where present {
+                return ([key], "\"validation_split\" carves a validation set from one stream's training data; "
                     + "it does not combine with \"\(key)\" yet")
             }
         }

@@ -10,11 +10,19 @@ public enum ExperimentValidation {
 
     public static func validate(path: String, limits: ResourceLimits = .machine) throws -> (ExperimentFile, Preflight.Report) {
         let file = try ExperimentFile.load(path: path, expansionLimit: expansionLimit)
+        try checkTuning(file, limits: limits)
         return (file, try Preflight.checkAll(file.runs, file: path, limits: limits))
     }
 
     public static func validate(data: Data, path: String = "", limits: ResourceLimits = .machine) throws -> (ExperimentFile, Preflight.Report) {
         let file = try ExperimentFile.parse(data: data, path: path, expansionLimit: expansionLimit)
+        try checkTuning(file, limits: limits)
         return (file, try Preflight.checkAll(file.runs, file: path, limits: limits))
+    }
+
+    /// Every selection run of a `"tune"` block resolves and passes the preflight checks.
+    static func checkTuning(_ file: ExperimentFile, limits: ResourceLimits) throws {
+        guard !file.tuneTargets.isEmpty else { return }
+        _ = try Preflight.checkAll(try Tuner.trials(file).map(\.run), file: file.path, limits: limits)
     }
 }

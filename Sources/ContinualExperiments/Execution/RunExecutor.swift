@@ -69,6 +69,7 @@ public enum RunExecutor {
         do {
             var stream = try StreamHandoff.key(run).flatMap { StreamHandoff.shared.stream(for: $0) }
                 ?? config.scenario.options.makeStream(seed: config.seed)
+            if let split = config.validationSplit { stream = try split.apply(to: stream) }
             var poisoned: StreamPoisoning.Record? = nil
             if let poisoning = config.poisoning {
                 if let problem = poisoning.problem(for: stream) {

@@ -54,6 +54,7 @@ public enum ResultsWriter {
         let definitions = try root.requireGroup("metric_definitions")
         let sample = MetricSet(matrix: AccuracyMatrix([[0]]), randomBaseline: [0], initialBaseline: [0])
         for m in sample.named { try definitions.attributes.set(m.name, m.meaning) }
+        if !experiment.tuningRecords.isEmpty { try TuningWriter.write(experiment.tuningRecords, into: root) }
     }
 
     /// One run as group `runs/<run_id>`; replaces an existing group of the same id.

@@ -1,0 +1,118 @@
+import Foundation
+import ContinualCore
+import ContinualScenarios
+
+/// Selects each tuned variant's hyperparameters on validation data (`TuneSpec`) before its
+/// reported runs: builds the selection runs, runs them with the sweep runner, scores them and
+/// picks the best point. Deterministic: the records depend on the experiment file only, never
+/// on `jobs` or on the order runs finish.
+public enum Tuner {
+    /// One selection run: which variant, grid point and seed it scores.
+    public struct Trial: Sendable {
+        public var target: Int
+        public var point: Int
+        public var seedIndex: Int
+        public var run: ResolvedRun
+    }
+
+    /// Every selection run of `experiment`, target by target, point by point, seed by seed.
+    /// Resolving them checks every grid point without training (what `validate` does).
+    public static func trials(_ experiment: ExperimentFile) throws -> [Trial] {
+        var out: [Trial] = []
+        for (t, target) in experiment.tuneTargets.enumerated() {
+            let points = target.spec.grid.points()
+            var splitObject: [String: JSONValue] = ["fraction": .double(target.spec.split.fraction),
+                                                     "seed": .int(Int64(target.spec.split.seed))]
+            if let k = target.spec.split.experiences { splitObject["experiences"] = .int(Int64(k)) }
+            let split = JSONValue.object(splitObject)
+            var seen: [String: Int] = [:]
+            for (p, point) in points.enumerated() {
+                var json = target.json
+                for (param, value) in zip(target.spec.grid.parameters, point) {
+                    do { json = try param.path.setting(value, in: json) } catch {
+                        throw ConfigError(file: experiment.path, location: "\(target.location).parameters[\"\(param.path.text)\"]",
+                                          message: error.message + " (variant \"\(target.variant)\")")
+                    }
+                }
+                for (s, seed) in target.spec.seeds.enumerated() {
+                    guard case .object(var o) = json else { continue }
+                    o["seed"] = .int(Int64(seed))
+                    o["validation_split"] = split
+                    o["name"] = .string("\(target.variant)_tune\(p)_seed\(seed)")
+                    let context = "variant \"\(target.variant)\", tuning point " + zip(target.spec.grid.parameters, point)
+                        .map { "\($0.path.text)=\($1.shortDescription)" }.joined(separator: ", ")
+                    var run = try ExperimentFile.resolve(.object(o), file: experiment.path, context: context)
+                    run.variant = target.variant
+                    if let other = seen[run.runId] {
+                        throw ConfigError(file: experiment.path, location: target.location + ".parameters",
+                                          message: "grid points \(other) and \(p) resolve to the same configuration (variant \"\(target.variant)\"); remove the duplicate value")
+                    }
+                    seen[run.runId] = p
+                    out.append(Trial(target: t, point: p, seedIndex: s, run: run))
+                }
+            }
+        }
+        return out
+    }
+
+    /// Runs every selection run (at most `jobs` at once) and returns one record per target, in
+    /// target order. `progress` sees each finished selection run (done, total).
+    public static func tune(_ experiment: ExperimentFile, jobs: Int, shouldStop: @escaping @Sendable () -> Bool = { false },
+                            progress: (Int, Int, RunResult) -> Void = { _, _, _ in }) async throws -> [TuningRecord] {
+        let trials = try trials(experiment)
+        var records = experiment.tuneTargets.map { target in
+            let p = target.spec.grid.points().count, s = target.spec.seeds.count
+            return TuningRecord(variant: target.variant, parameters: target.spec.grid.parameters.map(\.path.text),
+                                points: target.spec.grid.points(), seeds: target.spec.seeds, split: target.spec.split,
+                                scores: Array(repeating: Array(repeating: .nan, count: s), count: p),
+                                flops: Array(repeating: Array(repeating: 0, count: s), count: p),
+                                chosen: nil, wallSeconds: 0, json: target.spec.json)
+        }
+        let index = Dictionary(uniqueKeysWithValues: trials.enumerated().map { ($1.run.runId, $0) })
+        var done = 0
+        try await SweepRunner.run(trials.map(\.run), jobs: jobs, shouldStop: shouldStop) { result in
+            guard let i = index[result.runId] else { return }
+            let trial = trials[i]
+            records[trial.target].scores[trial.point][trial.seedIndex] = score(result)
+            records[trial.target].flops[trial.point][trial.seedIndex] = flops(result)
+            records[trial.target].wallSeconds += result.wallSeconds
+            done += 1
+            progress(done, trials.count, result)
+        }
+        guard done == trials.count else { throw TuningInterrupted(done: done, total: trials.count) }
+        for i in records.indices { records[i].chosen = TuningRecord.best(records[i].meanScores) }
+        return records
+    }
+
+    /// Final ACC on the validation data; NaN unless the run completed.
+    static func score(_ r: RunResult) -> Double {
+        guard r.status == .completed, let acc = r.metrics?.acc else { return .nan }
+        return acc
+    }
+
+    static func flops(_ r: RunResult) -> Int {
+        guard let o = r.outcome, let c = r.costs else { return 0 }
+        return TrainingBudget(config: r.run.config.training, outcome: o, costs: c).trainingFLOPs.reduce(0, +)
+    }
+
+    /// The chosen values per variant, as `ExperimentFile.parse(chosen:)` takes them. A variant
+    /// whose every selection run failed is an error: nothing can be reported for it.
+    public static func choices(_ records: [TuningRecord], file: String) throws -> [String: [SweepValue]] {
+        var out: [String: [SweepValue]] = [:]
+        for r in records {
+            guard r.chosen != nil else {
+                throw ConfigError(file: file, location: ".variants (\"\(r.variant)\")",
+                                  message: "every selection run of the tuning grid failed or diverged; no value can be chosen")
+            }
+            out[r.variant] = r.chosenValues
+        }
+        return out
+    }
+}
+
+/// Selection stopped before every run finished (Ctrl-C): nothing was chosen, nothing written.
+public struct TuningInterrupted: Error, CustomStringConvertible {
+    public var done: Int
+    public var total: Int
+    public var description: String { "tuning interrupted after \(done) of \(total) selection runs; nothing was chosen or written" }
+}

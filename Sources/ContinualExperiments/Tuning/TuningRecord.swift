@@ -1,0 +1,72 @@
+import ContinualCore
+import ContinualScenarios
+
+/// What a tuning of one variant did and chose: the grid, the validation data, every selection
+/// run's score and compute, and the chosen point. Written to the results file (`/tuning`,
+/// docs/results-format.md) and printed by `continual inspect` and `continualkit table`.
+public struct TuningRecord: Sendable, Equatable {
+    public var variant: String
+    /// Tuned key paths, in grid order.
+    public var parameters: [String]
+    /// Grid points: one value per parameter.
+    public var points: [[JSONValue]]
+    public var seeds: [UInt64]
+    public var split: ValidationSplit
+    /// Final ACC on the validation data, `scores[point][seed]` (NaN: the run diverged or failed).
+    public var scores: [[Double]]
+    /// Training FLOPs of each selection run, `flops[point][seed]` (`TrainingBudget`).
+    public var flops: [[Int]]
+    /// Index of the chosen point (nil when every point failed).
+    public var chosen: Int?
+    /// Wall time of all selection runs, seconds (a timing: differs between runs of the same file).
+    public var wallSeconds: Double
+    /// The merged `"tune"` block as written.
+    public var json: JSONValue
+
+    /// Mean score of each point over its seeds (NaN if any seed failed).
+    public var meanScores: [Double] { scores.map { $0.reduce(0, +) / Double(max($0.count, 1)) } }
+
+    /// The chosen values as (path, value), empty when nothing was chosen.
+    public var chosenValues: [SweepValue] {
+        guard let c = chosen else { return [] }
+        return zip(parameters, points[c]).map { SweepValue(path: $0, value: $1) }
+    }
+
+    /// Total training FLOPs spent on selection.
+    public var totalFLOPs: Int { flops.joined().reduce(0, +) }
+
+    /// Index of the best point: the highest mean score, the first in grid order on ties; NaN
+    /// scores never win.
+    static func best(_ means: [Double]) -> Int? {
+        var best: Int? = nil
+        for (i, m) in means.enumerated() where m.isFinite {
+            if best == nil || m > means[best!] { best = i }
+        }
+        return best
+    }
+
+    /// "lambda=100, lr=0.001" of the chosen point.
+    public var chosenText: String {
+        chosenValues.map { "\($0.path.split(separator: ".").last.map(String.init) ?? $0.path)=\($0.value.shortDescription)" }
+            .joined(separator: ", ")
+    }
+
+    /// The record as JSON (stored beside the numeric datasets so any reader gets it in one string).
+    public var jsonValue: JSONValue {
+        var o: [String: JSONValue] = [
+            "variant": .string(variant),
+            "parameters": .array(parameters.map { .string($0) }),
+            "points": .array(points.map { .array($0) }),
+            "seeds": .array(seeds.map { .int(Int64($0)) }),
+            "validation_fraction": .double(split.fraction),
+            "split_seed": .int(Int64(split.seed)),
+            "metric": .string("final ACC on the validation split (mean over selection seeds)"),
+            "total_training_flops": .int(Int64(totalFLOPs)),
+            "tune": json,
+        ]
+        o["experiences"] = split.experiences.map { .int(Int64($0)) } ?? .null
+        o["chosen_index"] = chosen.map { .int(Int64($0)) } ?? .null
+        o["chosen"] = .object(Dictionary(uniqueKeysWithValues: chosenValues.map { ($0.path, $0.value) }))
+        return .object(o)
+    }
+}

@@ -1,0 +1,29 @@
+import ContinualHDF5
+
+/// Writes `/tuning` (docs/results-format.md): one group per tuned variant with
+/// - `scores` [points, seeds]: final ACC on the validation split of every selection run (NaN: failed),
+/// - `training_flops` [points, seeds]: what each selection run spent training,
+/// - attributes `record_json` (the whole `TuningRecord`: grid, points, seeds, split, chosen values,
+///   total FLOPs), `chosen_index` (-1: none) and `wall_seconds` (a timing).
+/// `/tuning` itself says what the protocol is, so a reader of the file alone can tell.
+enum TuningWriter {
+    static func write(_ records: [TuningRecord], into root: HDF5Group) throws {
+        let tuning = try root.createGroup("tuning")
+        try tuning.attributes.set("meaning", "hyperparameters selected per variant before its reported runs: every grid point trained "
+            + "on each selection seed with a validation split carved from the training data of each experience (test sets not read), "
+            + "scored by final ACC on that validation data; the highest mean wins (ties: first in grid order)")
+        for r in records {
+            let g = try tuning.createGroup(r.variant)
+            let p = r.points.count, s = r.seeds.count
+            let scores = try g.write(r.scores.flatMap { $0 }, shape: [p, s], name: "scores")
+            try scores.attributes.set("meaning", "scores[point][seed]: final ACC on the validation split (NaN: the selection run failed or diverged)")
+            try scores.attributes.set("units", "fraction correct (0..1)")
+            let flops = try g.write(r.flops.flatMap { $0.map(Int64.init) }, shape: [p, s], name: "training_flops")
+            try flops.attributes.set("meaning", "training FLOPs of each selection run (TrainingBudget conventions)")
+            try flops.attributes.set("units", "FLOPs")
+            try g.attributes.set("record_json", r.jsonValue.canonicalText())
+            try g.attributes.set("chosen_index", Int64(r.chosen ?? -1))
+            try g.attributes.set("wall_seconds", r.wallSeconds)
+        }
+    }
+}

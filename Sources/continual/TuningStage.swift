@@ -1,0 +1,53 @@
+import ContinualExperiments
+import Dispatch
+import Foundation
+
+/// The `"tune"` stage of `run` and `sweep`: selects each tuned variant's values on validation
+/// data (`Tuner`), prints what it chose, and returns the experiment re-expanded with those values
+/// and carrying the records the results file stores under `/tuning`. Nothing is written before
+/// it ends, so an interruption during tuning loses no file content.
+enum TuningStage {
+    static func apply(_ experiment: ExperimentFile, jobs: Int, quiet: Bool = false) throws -> ExperimentFile {
+        guard !experiment.tuneTargets.isEmpty else { return experiment }
+        let trials: Int
+        do { trials = try Tuner.trials(experiment).count } catch let e as ConfigError { throw CLIFailure.badInput(e.description) }
+        if !quiet {
+            writeOut("tuning \(experiment.tuneTargets.count) variant(s): \(trials) selection runs on validation splits of the "
+                + "training data (test sets not read)\n")
+        }
+        let box = ResultBox<[TuningRecord]>()
+        let semaphore = DispatchSemaphore(value: 0)
+        let every = max(1, trials / 10)
+        Task.detached {
+            do {
+                box.value = .success(try await Tuner.tune(experiment, jobs: jobs, progress: { done, total, _ in
+                    if !quiet && (done % every == 0 || done == total) { writeOut("  tuning: \(done)/\(total) selection runs\n") }
+                }))
+            } catch {
+                box.value = .failure(error)
+            }
+            semaphore.signal()
+        }
+        semaphore.wait()
+        let records: [TuningRecord]
+        switch box.value! {
+        case .success(let r): records = r
+        case .failure(let error): throw CLIFailure.runFailed("tuning stopped: \(error)")
+        }
+        var tuned: ExperimentFile
+        do {
+            let chosen = try Tuner.choices(records, file: experiment.path)
+            tuned = try ExperimentFile.parse(data: Data(experiment.sourceText.utf8), path: experiment.path, chosen: chosen)
+        } catch let e as ConfigError {
+            throw CLIFailure.runFailed(e.description)
+        }
+        tuned.tuningRecords = records
+        if !quiet {
+            for r in records {
+                let best = r.chosen.map { String(format: "%.2f %%", r.meanScores[$0] * 100) } ?? "—"
+                writeOut("  \(r.variant): \(r.chosenText) (validation ACC \(best); \(r.points.count) points × \(r.seeds.count) seed(s))\n")
+            }
+        }
+        return tuned
+    }
+}
