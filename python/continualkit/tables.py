@@ -403,6 +403,10 @@ def experiment_tables(path, metrics=None, baseline=None, df=None) -> list[tuple[
     if extra and not metrics:
         out.append(("measures beyond accuracy (ACC of each measure's matrix, mean ± std over seeds)",
                     grouped(df, extra, ci=False)))
+    from .tuning import tuning_table
+    tuned = tuning_table(path)
+    if tuned is not None:
+        out.append(("selected hyperparameters (validation split of the training data; test sets not read)", tuned))
     base = baseline or default_baseline
     if base and base in set(df["configuration"]) and df["configuration"].nunique() > 1:
         pm = [m for m in (metrics or paired_metrics) if m in df.columns]
