@@ -28,6 +28,11 @@ def close(a, b):
 def main(path):
     failures = checked = 0
     with h5py.File(path, "r") as f:
+        table = f["summary"][()] if "summary" in f else []
+        summary = {}
+        for r in table:
+            rid_ = r["run_id"].decode() if isinstance(r["run_id"], bytes) else str(r["run_id"])
+            summary[rid_] = {n: float(r[n]) for n in ("balanced_acc", "macro_f1", "auroc", "auprc")}
         for rid, g in f["runs"].items():
             if "final_predictions" not in g:
                 continue
@@ -63,7 +68,21 @@ def main(path):
                     if not np.array_equal(cm, g["confusion"][T - 1, j]):
                         failures += 1
                         print(f"{rid} experience {j}: confusion matrix differs")
-            print(f"{g.attrs['name']}: primary metric {g.attrs['primary_metric']}, {T} experiences checked")
+            # The summary row: scikit-learn on the concatenated final predictions of every experience.
+            row = summary.get(rid)
+            if row is not None:
+                present = np.unique(np.concatenate([labels, pred]))
+                want = {"balanced_acc": balanced_accuracy_score(labels, pred),
+                        "macro_f1": f1_score(labels, pred, average="macro", labels=present, zero_division=0)}
+                if scores is not None:
+                    want["auroc"] = roc_auc_score(labels, scores) if len(np.unique(labels)) == 2 else float("nan")
+                    want["auprc"] = average_precision_score(labels, scores) if (labels == 1).any() else float("nan")
+                for name, value in want.items():
+                    checked += 1
+                    if not (np.isnan(row[name]) and np.isnan(value)) and abs(row[name] - value) > 1e-12:
+                        failures += 1
+                        print(f"{rid} {g.attrs['name']}: /summary {name} {row[name]!r}, scikit-learn on the concatenated predictions {value!r}")
+            print(f"{g.attrs['name']}: primary metric {g.attrs['primary_metric']}, {T} experiences and the concatenation checked")
     print(f"{checked} values checked against scikit-learn, {failures} differ")
     if checked == 0:
         print("no run with stored predictions")

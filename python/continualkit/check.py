@@ -15,7 +15,6 @@ from .io import MATRIX_NAMES, TIMING_COLUMNS, _str, load_run, load_summary
 
 TOLERANCE = 1e-9
 #: summary column → matrix whose ACC it is.
-SUMMARY_MATRIX_ACC = {"balanced_acc": "balanced_accuracy", "macro_f1": "macro_f1", "auroc": "auroc", "auprc": "auprc"}
 
 
 def population_forgetting(path, run_id):
@@ -126,15 +125,32 @@ def check_file(path, expect_runs=None, tol=TOLERANCE) -> tuple[list[str], list[s
             for k, v in stored.items():
                 if k in r and not (pop is not None and k == "forgetting") and not M.close(v, r[k], tol):
                     problems.append(f"{label}: {mname}.attrs[{k}] = {v!r} stored, {r[k]!r} recomputed")
-        for col, mname in SUMMARY_MATRIX_ACC.items():
-            if col in row and mname in rec and not M.close(row[col], rec[mname]["acc"], tol):
-                problems.append(f"{label}: /summary {col} = {row[col]!r}, ACC of {mname} recomputed {rec[mname]['acc']!r}")
+        problems += _check_concatenated_measures(path, rid, row, label, tol)
         if "trainable_parameters" in row and run["costs"].get("trainable_parameters") is not None \
                 and row["trainable_parameters"] != run["costs"]["trainable_parameters"]:
             problems.append(f"{label}: trainable_parameters differs from costs")
         problems += _check_comparison(path, rid, row, run, label, tol)
         checked += 1
     return problems, notes, checked
+
+
+def _check_concatenated_measures(path, rid, row, label, tol) -> list[str]:
+    """/summary's balanced_acc and macro_f1 are scikit-learn's over the concatenated final test
+    predictions of every experience (issue 40): recomputed here from the last row of the stored
+    confusion matrices, whose sum is the concatenation's confusion matrix."""
+    with h5py.File(path, "r") as f:
+        g = f["runs"][rid]
+        if "confusion" not in g:
+            return []
+        cm = g["confusion"][()]
+    if cm.ndim != 4 or cm.shape[0] == 0:
+        return []
+    want = M.measures_from_confusion(cm[-1].sum(axis=0))
+    out = []
+    for col, value in want.items():
+        if col in row and not M.close(row[col], value, tol):
+            out.append(f"{label}: /summary {col} = {row[col]!r}, recomputed over the concatenated predictions {value!r}")
+    return out
 
 
 def compare_summaries(a_path, b_path) -> list[str]:

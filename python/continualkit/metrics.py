@@ -138,3 +138,19 @@ def wc_acc(min_accuracy, R) -> float:
 def close(a, b, tol=1e-9) -> bool:
     a, b = float(a), float(b)
     return (math.isnan(a) and math.isnan(b)) or abs(a - b) <= tol
+
+
+def measures_from_confusion(cm) -> dict:
+    """Balanced accuracy and macro-F1 of a K×K confusion matrix (rows true, columns predicted), as
+    scikit-learn defines them: mean recall over classes present; mean F1 over classes present or
+    predicted, F1 = 2TP / (2TP + FP + FN). NaN for an empty matrix."""
+    cm = np.asarray(cm, dtype=np.int64)
+    if cm.sum() == 0:
+        return {"balanced_acc": float("nan"), "macro_f1": float("nan")}
+    tp = np.diag(cm).astype(float)
+    actual, predicted = cm.sum(axis=1), cm.sum(axis=0)
+    present = actual > 0
+    seen = present | (predicted > 0)
+    recall = tp[present] / actual[present]
+    f1 = 2 * tp[seen] / (2 * tp[seen] + (predicted[seen] - tp[seen]) + (actual[seen] - tp[seen]))
+    return {"balanced_acc": float(recall.mean()), "macro_f1": float(f1.mean())}

@@ -52,19 +52,9 @@ public struct EvaluationRecord: Sendable, Equatable {
             self = .nanRecord(classes: k)
             return
         }
-        var recalls: [Double] = [], f1s: [Double] = []
-        for c in 0..<k {
-            let tp = confusion[c * k + c]
-            let actual = (0..<k).reduce(0) { $0 + confusion[c * k + $1] }
-            let predicted = (0..<k).reduce(0) { $0 + confusion[$1 * k + c] }
-            if actual > 0 { recalls.append(Double(tp) / Double(actual)) }
-            if actual > 0 || predicted > 0 {
-                let fn = actual - tp, fp = predicted - tp
-                f1s.append(Double(2 * tp) / Double(2 * tp + fp + fn))
-            }
-        }
-        balancedAccuracy = recalls.isEmpty ? .nan : recalls.reduce(0, +) / Double(recalls.count)
-        macroF1 = f1s.isEmpty ? .nan : f1s.reduce(0, +) / Double(f1s.count)
+        let measures = Self.fromConfusion(confusion, classes: k)
+        balancedAccuracy = measures.balancedAccuracy
+        macroF1 = measures.macroF1
         if let scores, scores.count == labels.count {
             (auroc, auprc) = Self.ranking(labels: labels, scores: scores)
         } else {
@@ -106,6 +96,42 @@ public struct EvaluationRecord: Sendable, Equatable {
 }
 
 extension EvaluationRecord {
+    /// The measures over the concatenation of several evaluations' test samples — what
+    /// scikit-learn gives on the concatenated labels and predictions. Balanced accuracy and
+    /// macro-F1 come from the summed confusion matrices (exact: a confusion matrix of a union is
+    /// the sum of its parts); AUROC and AUPRC need the scores themselves, so they are computed from
+    /// `labels` and `scores` when every part has binary scores (and NaN otherwise).
+    public static func concatenated(_ parts: [EvaluationRecord], labels: [[Int32]] = [], scores: [[Float]?] = []) -> EvaluationRecord {
+        let size = parts.first?.confusion.count ?? 0
+        guard size > 0, parts.allSatisfy({ $0.confusion.count == size }) else { return .nanRecord(classes: 1) }
+        var confusion = [Int](repeating: 0, count: size)
+        for p in parts { for i in 0..<size { confusion[i] &+= p.confusion[i] } }
+        let k = Int(Double(size).squareRoot().rounded())
+        var record = fromConfusion(confusion, classes: k)
+        if labels.count == parts.count, scores.count == parts.count, scores.allSatisfy({ $0 != nil }),
+           zip(labels, scores).allSatisfy({ $0.count == $1!.count }) {
+            (record.auroc, record.auprc) = ranking(labels: labels.flatMap { $0 }, scores: scores.flatMap { $0! })
+        }
+        return record
+    }
+
+    /// Balanced accuracy and macro-F1 of a row-major `classes × classes` confusion matrix, by the
+    /// definitions in the type's documentation (NaN for an empty matrix); AUROC/AUPRC NaN.
+    static func fromConfusion(_ confusion: [Int], classes k: Int) -> EvaluationRecord {
+        guard confusion.reduce(0, +) > 0 else { return .nanRecord(classes: k) }
+        var recalls: [Double] = [], f1s: [Double] = []
+        for c in 0..<k {
+            let tp = confusion[c * k + c]
+            let actual = (0..<k).reduce(0) { $0 + confusion[c * k + $1] }
+            let predicted = (0..<k).reduce(0) { $0 + confusion[$1 * k + c] }
+            if actual > 0 { recalls.append(Double(tp) / Double(actual)) }
+            if actual > 0 || predicted > 0 { f1s.append(Double(2 * tp) / Double(2 * tp + (predicted - tp) + (actual - tp))) }
+        }
+        return EvaluationRecord(balancedAccuracy: recalls.isEmpty ? .nan : recalls.reduce(0, +) / Double(recalls.count),
+                                macroF1: f1s.isEmpty ? .nan : f1s.reduce(0, +) / Double(f1s.count),
+                                auroc: .nan, auprc: .nan, confusion: confusion)
+    }
+
     /// Byte encoding of a list of records (part of a checkpoint's progress).
     static func encode(_ records: [EvaluationRecord], into w: inout ByteWriter) {
         w.int(records.count)

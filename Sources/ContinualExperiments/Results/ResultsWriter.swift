@@ -325,14 +325,15 @@ public enum ResultsWriter {
         try accuracy.attributes.set("units", "fraction correct (0..1)")
     }
 
-    /// Measure columns (`ResultsSchema.measureSummaryColumns`): each measure's ACC (mean of the last
-    /// row of its matrix); NaN where undefined (AUROC/AUPRC of multi-class heads).
+    /// Measure columns (`ResultsSchema.measureSummaryColumns`): each measure over the test samples
+    /// of every experience at the end of the run, as scikit-learn computes it on the concatenated
+    /// predictions (`EvaluationRecord.concatenated`); NaN where undefined (AUROC/AUPRC of
+    /// multi-class heads, or without the final binary scores). The per-experience values stay in
+    /// the run group's measure matrices.
     static func measureSummary(_ o: TrainingOutcome?) -> [HDF5Value] {
-        let last = o?.progress.evaluations.last ?? []
-        func mean(_ f: (EvaluationRecord) -> Double) -> HDF5Value {
-            last.isEmpty ? .double(.nan) : .double(last.map(f).reduce(0, +) / Double(last.count))
-        }
-        return [mean(\.balancedAccuracy), mean(\.macroF1), mean(\.auroc), mean(\.auprc)]
+        guard let o, let last = o.progress.evaluations.last, !last.isEmpty else { return Array(repeating: .double(.nan), count: 4) }
+        let r = EvaluationRecord.concatenated(last, labels: o.finalLabels, scores: o.finalScores)
+        return [.double(r.balancedAccuracy), .double(r.macroF1), .double(r.auroc), .double(r.auprc)]
     }
 
     /// Device columns (`ResultsSchema.deviceSummaryColumns`): energy, bytes, schedule, int8.
