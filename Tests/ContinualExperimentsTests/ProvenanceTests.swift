@@ -81,3 +81,62 @@ import ContinualHDF5
         #expect(inspect.stdout.contains("git commit \(head)"))
     }
 }
+
+/// Issue 41.4: a hostile `.git/config` in the experiment's folder runs nothing.
+@Suite(.serialized) struct HostileRepositoryTests {
+    @Test("core.fsmonitor and a clean filter in the experiment's repository are never run; HEAD is still recorded")
+    func hostileConfigRunsNothing() throws {
+        guard Provenance.git(["--version"]) != nil else { return }
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let root = dir.url.path
+        let experiment = dir.write("exp.json", tinyExperiment())
+        func git(_ args: [String]) -> String? {
+            Provenance.git(["-C", root, "-c", "user.name=t", "-c", "user.email=t@example.invalid"] + args)
+        }
+        _ = git(["init", "-q"])
+        _ = git(["add", "exp.json"])
+        _ = git(["commit", "-q", "-m", "x"])
+        let head = try #require(git(["rev-parse", "HEAD"]))
+        let marker = dir.path("PWNED")
+        let script = dir.write("evil.sh", "#!/bin/sh\ntouch '\(marker)'\n")
+        chmod(script, 0o755)
+        let config = root + "/.git/config"
+        var text = try String(contentsOfFile: config, encoding: .utf8)
+        text += "[core]\n\tfsmonitor = \(script)\n[filter \"x\"]\n\tclean = \(script)\n"
+        try text.write(toFile: config, atomically: true, encoding: .utf8)
+        _ = dir.write(".gitattributes", "*.json filter=x\n")
+        // The same repository through a plain `git status` would run the script (checked, so the
+        // test cannot pass vacuously), then the marker is removed before the toolkit looks.
+        _ = Provenance.git(["-C", root, "status", "--porcelain=v2"])
+        #expect(FileManager.default.fileExists(atPath: marker), "git itself should run core.fsmonitor here")
+        try? FileManager.default.removeItem(atPath: marker)
+
+        let p = Provenance.fromGit(experimentPath: experiment)
+        #expect(!FileManager.default.fileExists(atPath: marker))
+        #expect(p == Provenance(commit: head, dirty: -1, source: "git-files"))
+        let out = dir.path("r.h5")
+        let file = try ExperimentFile.load(path: experiment)
+        try ResultsWriter.writeExperiment(Array(file.runs.prefix(1)).map(RunExecutor.execute), experiment: file, to: out)
+        #expect(!FileManager.default.fileExists(atPath: marker))
+    }
+
+    @Test("HEAD from the files: loose ref, packed ref, detached")
+    func headFromFiles() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let git = dir.url.path + "/.git"
+        try FileManager.default.createDirectory(atPath: git + "/refs/heads", withIntermediateDirectories: true)
+        let a = String(repeating: "a", count: 40), b = String(repeating: "b", count: 40)
+        _ = dir.write(".git/HEAD", "ref: refs/heads/main\n")
+        _ = dir.write(".git/packed-refs", "# pack-refs\n\(b) refs/heads/main\n")
+        let found = try #require(GitFiles.locate(from: dir.url.path + "/sub/dir"))
+        #expect(GitFiles.head(gitDir: found.gitDir, commonDir: found.commonDir) == b)
+        _ = dir.write(".git/refs/heads/main", a + "\n")
+        #expect(GitFiles.head(gitDir: found.gitDir, commonDir: found.commonDir) == a)
+        _ = dir.write(".git/HEAD", b + "\n")
+        #expect(GitFiles.head(gitDir: found.gitDir, commonDir: found.commonDir) == b)
+        _ = dir.write(".git/HEAD", "ref: refs/../../etc/passwd\n")
+        #expect(GitFiles.head(gitDir: found.gitDir, commonDir: found.commonDir) == nil)
+    }
+}

@@ -13,13 +13,17 @@ import Glibc
 /// 2. `git rev-parse HEAD` in the directory of the experiment file — for the experiments shipped
 ///    in `Experiments/` that is the toolkit's own checkout — with `git_dirty` = 1 when tracked
 ///    files differ from that commit;
+///    — unless the repository's own config names a key through which git runs commands
+///    (`core.fsmonitor`, filters, includes, …: `GitFiles.commandKeys`); then no git process is
+///    started, HEAD is read from the files and `git_dirty` is -1 (source "git-files");
 /// 3. otherwise nothing: `git_commit` is "" and `git_commit_source` is "unavailable".
 public struct Provenance: Sendable, Equatable {
     /// The commit (normally 40 hex digits), or "" when unavailable.
     public var commit: String
     /// 1: tracked files differ from `commit`; 0: clean; -1: unknown (commit from the environment or unavailable).
     public var dirty: Int64
-    /// "CONTINUALKIT_GIT_COMMIT", "git" or "unavailable".
+    /// "CONTINUALKIT_GIT_COMMIT", "git", "git-files" (HEAD read from the repository's files
+    /// because its config could make git run a command; dirty unknown) or "unavailable".
     public var source: String
 
     public static let environmentKey = "CONTINUALKIT_GIT_COMMIT"
@@ -51,9 +55,21 @@ public struct Provenance: Sendable, Equatable {
         let directory = experimentPath.isEmpty
             ? FileManager.default.currentDirectoryPath
             : URL(fileURLWithPath: experimentPath).deletingLastPathComponent().path
+        // The experiment's folder is untrusted: git runs commands its repository's config names
+        // (core.fsmonitor on status, filters, …). Such a repository gets no git process: HEAD is
+        // read from its files and the dirty flag is unknown (`GitFiles`).
+        guard let repository = GitFiles.locate(from: directory) else { return Provenance(commit: "", dirty: -1, source: "unavailable") }
+        if GitFiles.commandKey(gitDir: repository.gitDir, commonDir: repository.commonDir) != nil {
+            guard let head = GitFiles.head(gitDir: repository.gitDir, commonDir: repository.commonDir) else {
+                return Provenance(commit: "", dirty: -1, source: "unavailable")
+            }
+            return Provenance(commit: head, dirty: -1, source: "git-files")
+        }
         // One git process for both answers (each process costs ≈ 50 ms to start here, which
         // showed in every `continual run`): "# branch.oid SHA" then one line per changed file.
-        guard let status = git(["-C", directory, "status", "--porcelain=v2", "--branch", "--untracked-files=no"]) else {
+        // Belt and braces: fsmonitor and hooks off even though the config was checked above.
+        guard let status = git(["-C", directory, "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null",
+                                "status", "--porcelain=v2", "--branch", "--untracked-files=no"]) else {
             return Provenance(commit: "", dirty: -1, source: "unavailable")
         }
         let lines = status.split(separator: "\n")
