@@ -42,6 +42,11 @@ struct ValidateCommand: ParsableCommand {
         if experiment.isSweep {
             print("  sweep over \(experiment.sweptPaths.joined(separator: ", ")); run with: continual sweep \(file)")
         }
+        if !experiment.tuneTargets.isEmpty, let trials = try? Tuner.trials(experiment).count {
+            // Each selection run was resolved and checked above (ExperimentValidation.checkTuning).
+            print("  tuning: \(experiment.tuneTargets.count) variant(s), \(trials) selection runs on validation splits "
+                + "of the training data, before the reported runs")
+        }
         for n in experiment.notes { print("  note: \(n)") }
         let shown = experiment.isSampled ? min(experiment.runs.count, 20) : experiment.runs.count
         for (r, e) in zip(experiment.runs, report.estimates).prefix(shown) {

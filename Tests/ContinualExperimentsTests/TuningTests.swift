@@ -132,6 +132,8 @@ struct TuningTests {
         defer { dir.cleanup() }
         let exp = dir.write("e.json", experiment(path: digitsPath))
         let out = dir.path("r.h5")
+        let v = try runCLI(["validate", exp])
+        #expect(v.status == 0 && v.stdout.contains("tuning: 2 variant(s), 12 selection runs"), "\(v.stdout)")
         let r = try runCLI(["sweep", exp, "-o", out, "--jobs", "2"])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.contains("tuning 2 variant(s): 12 selection runs"))
