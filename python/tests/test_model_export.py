@@ -54,8 +54,10 @@ EXPERIMENT = {
          "model": {"activation": "sigmoid"}, "strategy": ["naive"]},
         # Predictions from an override: HAT's task masks are folded into the weights; iCaRL's
         # nearest mean and entropy routing have no exported form and are refused.
+        # c = 0.05 (HAT's attention regulariser, default 0.75): at the default this 8-6 network
+        # closes every gate of routes 1 and 2, and folding all-zero masks tests nothing (issue 40).
         {"name": "hat", "model": {"multi_head": True}, "allow_task_labels": True,
-         "strategy": [{"type": "hat", "s_max": 50}]},
+         "strategy": [{"type": "hat", "s_max": 50, "c": 0.05}]},
         {"name": "icarl", "scenario": {"type": "app_usage", "train_per_experience": 300, "test_per_experience": 80},
          "strategy": [{"type": "icarl", "capacity": 40}]},
         {"name": "entropy", "strategy": [{"type": "adapters", "bottleneck": 2, "routing": "entropy"}]},
@@ -81,7 +83,7 @@ ONNX_CASES = [
     ("apps_int8", "apps", ["--int8"]),
     ("plain_core", "plain", ["--parts", "core"]), ("adapters_core", "adapters", ["--parts", "core"]),
     ("apps_int8_core", "apps", ["--parts", "core", "--int8"]),
-    ("hat", "hat", []), ("hat_route0", "hat", ["--route", "0"]), ("slda", "slda", []),
+    ("hat", "hat", []), ("hat_route0", "hat", ["--route", "0"]), ("hat_route1", "hat", ["--route", "1"]), ("slda", "slda", []),
     ("pruned_magnitude", "pruned_magnitude", []), ("pruned_structured", "pruned_structured", []),
     ("pruned_magnitude_50", "pruned_magnitude_50", []), ("low_rank", "low_rank", []),
 ]
@@ -202,6 +204,41 @@ def test_onnxruntime_matches_the_toolkit(exported, name):
     if "int8" in name:
         assert any(t.data_type == onnx.TensorProto.INT8 for t in model.graph.initializer)
         assert not any(t.name.endswith(".weight") for t in model.graph.initializer)
+
+
+HAT_ROUTES = ["hat_route0", "hat_route1", "hat"]     # "hat" exports the last route (2)
+
+
+def test_hat_routes_keep_open_units_so_the_fold_is_tested(exported):
+    """Every exported HAT route has units whose gates stay open: its reference logits (the run's
+    own network through its gates) vary over the test samples, so a fold that zeroed or mis-scaled
+    a mask would show in test_onnxruntime_matches_the_toolkit."""
+    for name in HAT_ROUTES:
+        ref = json.load(open(exported[("onnx", name)][1]))
+        logits = np.concatenate([np.asarray(e["logits"]) for e in ref["experiences"]])
+        assert float(logits.std(axis=0).max()) > 1e-3, f"{name}: every gate closed, the logits are constant"
+
+
+def test_a_wrongly_folded_hat_mask_is_caught(exported):
+    """Fold one hidden unit's gate wrongly (its weights left unmasked where the gate is below 1, or
+    zeroed where it is open) in each route's graph: onnxruntime then differs from the reference by
+    far more than the tolerance — the comparison above can fail."""
+    for name in HAT_ROUTES:
+        path, ref_path = exported[("onnx", name)]
+        model = onnx.load(path)
+        ref = json.load(open(ref_path))
+        weights = [t for t in model.graph.initializer if onnx.numpy_helper.to_array(t).ndim == 2]
+        first = weights[0]
+        W = onnx.numpy_helper.to_array(first).copy()
+        column = int(np.argmax(np.abs(W).sum(axis=0)))     # the most used (open) unit of the first layer
+        W[:, column] = 0.0                                  # as if its gate were folded as 0
+        first.CopyFrom(onnx.numpy_helper.from_array(W, first.name))
+        session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        worst = 0.0
+        for e in ref["experiences"]:
+            (logits,) = session.run(["logits"], {"features": np.asarray(e["features"], dtype=np.float32)})
+            worst = max(worst, float(np.abs(logits - np.asarray(e["logits"])).max()))
+        assert worst > 100 * TOLERANCE, f"{name}: a wrong mask changed the logits by only {worst}"
 
 
 def test_float_onnx_weights_are_the_runs_final_parameters(exported):
