@@ -9,18 +9,18 @@ import Foundation
 enum TuningStage {
     static func apply(_ experiment: ExperimentFile, jobs: Int, quiet: Bool = false) throws -> ExperimentFile {
         guard !experiment.tuneTargets.isEmpty else { return experiment }
-        let trials: Int
-        do { trials = try Tuner.trials(experiment).count } catch let e as ConfigError { throw CLIFailure.badInput(e.description) }
+        let trials: [Tuner.Trial]
+        do { trials = try Tuner.trials(experiment) } catch let e as ConfigError { throw CLIFailure.badInput(e.description) }
         if !quiet {
-            writeOut("tuning \(experiment.tuneTargets.count) variant(s): \(trials) selection runs on validation splits of the "
+            writeOut("tuning \(experiment.tuneTargets.count) variant(s): \(trials.count) selection runs on validation splits of the "
                 + "training data (test sets not read)\n")
         }
         let box = ResultBox<[TuningRecord]>()
         let semaphore = DispatchSemaphore(value: 0)
-        let every = max(1, trials / 10)
+        let every = max(1, trials.count / 10)
         Task.detached {
             do {
-                box.value = .success(try await Tuner.tune(experiment, jobs: jobs, progress: { done, total, _ in
+                box.value = .success(try await Tuner.tune(experiment, trials: trials, jobs: jobs, progress: { done, total, _ in
                     if !quiet && (done % every == 0 || done == total) { writeOut("  tuning: \(done)/\(total) selection runs\n") }
                 }))
             } catch {

@@ -42,9 +42,9 @@ struct ValidateCommand: ParsableCommand {
         if experiment.isSweep {
             print("  sweep over \(experiment.sweptPaths.joined(separator: ", ")); run with: continual sweep \(file)")
         }
-        if !experiment.tuneTargets.isEmpty, let trials = try? Tuner.trials(experiment).count {
+        if !experiment.tuneTargets.isEmpty {
             // Each selection run was resolved and checked above (ExperimentValidation.checkTuning).
-            print("  tuning: \(experiment.tuneTargets.count) variant(s), \(trials) selection runs on validation splits "
+            print("  tuning: \(experiment.tuneTargets.count) variant(s), \(Tuner.trialCount(experiment)) selection runs on validation splits "
                 + "of the training data, before the reported runs")
         }
         for n in experiment.notes { print("  note: \(n)") }

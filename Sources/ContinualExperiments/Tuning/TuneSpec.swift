@@ -27,6 +27,9 @@ public struct TuneSpec: Sendable, Equatable {
     /// The block as merged for this variant (stored with the record).
     public var json: JSONValue
 
+    /// Selection runs this block makes: grid points × seeds (counted, not resolved).
+    public var trialCount: Int { grid.count * seeds.count }
+
     static let keys: Set<String> = ["parameters", "validation_fraction", "experiences", "seeds", "split_seed"]
     public static let defaultSeeds: [UInt64] = [1000]
     /// Largest number of selection runs one variant may ask for (grid points × seeds).

@@ -15,6 +15,11 @@ public enum Tuner {
         public var run: ResolvedRun
     }
 
+    /// Selection runs of `experiment`, counted without resolving them.
+    public static func trialCount(_ experiment: ExperimentFile) -> Int {
+        experiment.tuneTargets.reduce(0) { $0 + $1.spec.trialCount }
+    }
+
     /// Every selection run of `experiment`, target by target, point by point, seed by seed.
     /// Resolving them checks every grid point without training (what `validate` does).
     public static func trials(_ experiment: ExperimentFile) throws -> [Trial] {
@@ -57,13 +62,15 @@ public enum Tuner {
 
     /// Runs every selection run (at most `jobs` at once) and returns one record per target, in
     /// target order. `progress` sees each finished selection run (done, total).
-    public static func tune(_ experiment: ExperimentFile, jobs: Int, shouldStop: @escaping @Sendable () -> Bool = { false },
+    /// `trials`: `trials(experiment)` when the caller resolved them already (nil: resolved here).
+    public static func tune(_ experiment: ExperimentFile, trials given: [Trial]? = nil, jobs: Int,
+                            shouldStop: @escaping @Sendable () -> Bool = { false },
                             progress: (Int, Int, RunResult) -> Void = { _, _, _ in }) async throws -> [TuningRecord] {
-        let trials = try trials(experiment)
+        let trials = try given ?? trials(experiment)
         var records = experiment.tuneTargets.map { target in
-            let p = target.spec.grid.points().count, s = target.spec.seeds.count
+            let points = target.spec.grid.points(), p = points.count, s = target.spec.seeds.count
             return TuningRecord(variant: target.variant, parameters: target.spec.grid.parameters.map(\.path.text),
-                                points: target.spec.grid.points(), seeds: target.spec.seeds, split: target.spec.split,
+                                points: points, seeds: target.spec.seeds, split: target.spec.split,
                                 scores: Array(repeating: Array(repeating: .nan, count: s), count: p),
                                 flops: Array(repeating: Array(repeating: 0, count: s), count: p),
                                 chosen: nil, wallSeconds: 0, json: target.spec.json)
