@@ -32,6 +32,7 @@ struct InspectCommand: ParsableCommand {
         guard FileManager.default.fileExists(atPath: file) else {
             throw CLIFailure.badInput("\(file): no such file")
         }
+        try FileChecks.requireHDF5(file, command: "inspect")
         if verify { return try verifyRuns() }
         if csv {
             do {

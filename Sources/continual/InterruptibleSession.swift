@@ -5,9 +5,9 @@ import Foundation
 /// Runs a `SweepSession` into its results file for `run` and `sweep` alike: each finished run is
 /// written at once (the file is closed between runs), and Ctrl-C / SIGTERM wait for a write in
 /// progress, leave every finished run readable and exit 130 with the command that finishes the
-/// rest (`--resume`). Runs in flight when the signal arrives are lost.
+/// rest (`resumeCommand`, see `ResumeHint`). Runs in flight when the signal arrives are lost.
 enum InterruptibleSession {
-    static func run(_ session: SweepSession, writer: SweepWriter, jobs: Int, path: String, command: String,
+    static func run(_ session: SweepSession, writer: SweepWriter, jobs: Int, path: String, resumeCommand: String,
                     execute: @escaping @Sendable (ResolvedRun) -> RunResult = RunExecutor.execute,
                     progress: @escaping @Sendable (SweepSession.Progress) -> Void, tty: Bool) throws -> SweepSession.Outcome {
         let stop = StopFlag()
@@ -21,7 +21,7 @@ enum InterruptibleSession {
                 do { try writer.finish() } catch { note = " (\(error))" }
                 let done = writer.completedIds.count
                 let text = (tty ? "\n" : "") + "interrupted: \(done) of \(session.selected.count) runs are in \(path)\(note); "
-                    + "run the same command with --resume to finish (\(command) --resume)\n"
+                    + "finish them with: \(resumeCommand)\n"
                 FileHandle.standardError.write(Data(text.utf8))
                 Foundation.exit(130)
             }
@@ -65,22 +65,5 @@ enum InterruptibleSession {
             lock.lock()
             body()
         }
-    }
-
-    /// Opens the results file: an existing file needs `--resume` (keep its runs) or `--overwrite`.
-    static func openWriter(_ session: SweepSession, path: String, resume: Bool, overwrite: Bool) throws -> SweepWriter {
-        guard !(resume && overwrite) else { throw CLIFailure.badInput("use either --resume or --overwrite") }
-        // One writer per file, for the whole command (released at exit).
-        do { try WriterLock.acquire(path) } catch { throw CLIFailure.badInput("\(error)") }
-        if FileManager.default.fileExists(atPath: path) && !resume && !overwrite {
-            throw CLIFailure.badInput("\(path) exists; use --resume to complete it or --overwrite to replace it")
-        }
-        let writer: SweepWriter
-        do { writer = try session.makeWriter(path: path, resume: resume) } catch { throw CLIFailure.badInput("\(error)") }
-        for d in writer.damaged { printError("warning: \(path): run group \(d.id) was unreadable (\(d.reason)); removed, it runs again") }
-        if writer.recovered > 0 {
-            printError("note: \(path): recovered \(writer.recovered) finished run(s) an interrupted process left in \(writer.journal)")
-        }
-        return writer
     }
 }

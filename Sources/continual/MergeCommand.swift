@@ -35,6 +35,8 @@ struct MergeCommand: ParsableCommand {
         for input in inputs where !FileManager.default.fileExists(atPath: input) {
             throw CLIFailure.badInput("\(input): no such file")
         }
+        for input in inputs { try FileChecks.requireHDF5(input, command: "merge") }
+        try FileChecks.refuseReplacingForeign(output)
         if FileManager.default.fileExists(atPath: output) && !overwrite && !inputs.contains(output) {
             throw CLIFailure.badInput("\(output) exists; use --overwrite to replace it")
         }

@@ -27,6 +27,8 @@ struct RepairCommand: ParsableCommand {
     func run() throws {
         guard FileManager.default.fileExists(atPath: file) else { throw CLIFailure.badInput("\(file): no such file") }
         guard output != file else { throw CLIFailure.badInput("write the repaired file elsewhere (-o NEW.h5); \(file) is only read") }
+        try FileChecks.requireHDF5(file, command: "repair")
+        try FileChecks.refuseReplacingForeign(output)
         if FileManager.default.fileExists(atPath: output) && !overwrite {
             throw CLIFailure.badInput("\(output) exists; use --overwrite to replace it")
         }

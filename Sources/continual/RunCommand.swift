@@ -48,7 +48,10 @@ struct RunCommand: ParsableCommand {
     @Flag(help: "Keep the runs already in the results file and run only the missing ones.")
     var resume = false
 
-    @Flag(help: "Replace an existing results file.")
+    @Flag(help: "Resume the results file if it exists (like --resume), start it if not (--resume refuses a missing file).")
+    var resumeOrStart = false
+
+    @Flag(help: "Replace an existing results file (never a file that is not HDF5).")
     var overwrite = false
 
     @Option(help: "Stop after this experience (0-based) and save a checkpoint (needs --checkpoint).")
@@ -71,6 +74,7 @@ struct RunCommand: ParsableCommand {
     var allowDataChange = false
 
     func run() throws {
+        try FileChecks.requireExperimentJSON(file, command: "run")
         var experiment: ExperimentFile
         do {
             experiment = try ExperimentFile.load(path: file)
@@ -79,6 +83,7 @@ struct RunCommand: ParsableCommand {
         }
         Provenance.prefetch(experimentPath: experiment.path)   // overlaps validation below
         let path = output ?? experiment.output
+        let target = ResultsOutput(path: path, resume: self.resume, resumeOrStart: resumeOrStart, overwrite: overwrite)
         var runs = experiment.runs
         if let variant {
             runs = runs.filter { $0.config.name == variant }
@@ -121,6 +126,7 @@ struct RunCommand: ParsableCommand {
             }
         }
         // Everything checkable without training, before anything is written (exit 2 on a problem).
+        if stopAfter == nil { try target.check() }
         try resources.applyThreads(experiment)
         _ = try resources.preflight(runs, file: file)
         if !experiment.tuneTargets.isEmpty {
@@ -153,7 +159,9 @@ struct RunCommand: ParsableCommand {
             return
         }
         guard jobs >= 1 else { throw CLIFailure.badInput("--jobs must be ≥ 1") }
-        let writer = try InterruptibleSession.openWriter(session, path: path, resume: self.resume, overwrite: overwrite)
+        let writer = try target.openWriter(session)
+        // Where the results go, before the work (the path resolved as it will be written).
+        writeOut("writing \(path) (\(session.selected.count) run(s), \(writer.completedIds.count) already there)\n")
         let collected = ResultList()
         // Up to 12 runs the summary prints from the results themselves; beyond that it reads the
         // file back, and only each run's status is kept (the memory of a long file stays flat).
@@ -168,7 +176,7 @@ struct RunCommand: ParsableCommand {
             return RunExecutor.execute(run)
         }
         let outcome = try InterruptibleSession.run(
-            session, writer: writer, jobs: jobs, path: path, command: "continual run \(file)",
+            session, writer: writer, jobs: jobs, path: path, resumeCommand: ResumeHint.command(CommandLine.arguments),
             execute: execute,
             progress: { p in
                 collected.append(keepWhole ? p.last : p.last.statusOnly)
@@ -211,8 +219,8 @@ extension RunCommand {
         if let other = runs.first(where: { $0.config.federation == nil }) {
             throw CLIFailure.badInput("--mpi splits the clients of federated runs over ranks; run \"\(other.config.name)\" has no \"federation\" block (run it without mpirun, or shard a sweep with --shard)")
         }
-        if resume || stopAfter != nil || resumeFrom != nil {
-            throw CLIFailure.badInput("--mpi runs every run whole on every rank: --resume, --stop-after and --resume-from are not available")
+        if resume || resumeOrStart || stopAfter != nil || resumeFrom != nil {
+            throw CLIFailure.badInput("--mpi runs every run whole on every rank: --resume, --resume-or-start, --stop-after and --resume-from are not available")
         }
         FederationRunner.transport = world
         atexit { try? MPIWorld.current?.finish() }

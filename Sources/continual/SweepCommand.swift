@@ -29,7 +29,10 @@ struct SweepCommand: ParsableCommand {
     @Flag(help: "Keep the runs already in the output file and run only the missing ones.")
     var resume = false
 
-    @Flag(help: "Replace an existing output file (otherwise an existing file needs --resume).")
+    @Flag(help: "Resume the output file if it exists (like --resume), start it if not (--resume refuses a missing file).")
+    var resumeOrStart = false
+
+    @Flag(help: "Replace an existing output file (otherwise an existing file needs --resume). A file that is not HDF5 is never replaced.")
     var overwrite = false
 
     @Option(help: "Run only shard K of N (K/N, K from 0), or `slurm` to read SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT.")
@@ -41,6 +44,7 @@ struct SweepCommand: ParsableCommand {
     @OptionGroup var resources: ResourceOptions
 
     func run() throws {
+        try FileChecks.requireExperimentJSON(file, command: "sweep")
         var experiment: ExperimentFile
         do { experiment = try ExperimentFile.load(path: file) } catch let e as ConfigError { throw CLIFailure.badInput(e.description) }
         Provenance.prefetch(experimentPath: experiment.path)   // overlaps validation below
@@ -51,13 +55,15 @@ struct SweepCommand: ParsableCommand {
         let jobs = self.jobs ?? ProcessInfo.processInfo.activeProcessorCount
         guard jobs >= 1 else { throw CLIFailure.badInput("--jobs must be ≥ 1") }
         let path = output ?? Self.defaultOutput(experiment.output, shard: selectedShard)
+        let target = ResultsOutput(path: path, resume: resume, resumeOrStart: resumeOrStart, overwrite: overwrite)
+        try target.check()   // before tuning, which can take long
         // Everything checkable without training, before anything is written (exit 2 on a problem).
         try resources.applyThreads(experiment)
         _ = try resources.preflight(SweepSession(experiment: experiment, shard: selectedShard).selected, file: file)
         // Selection on validation data first (every shard tunes alike: the choice is deterministic).
         experiment = try TuningStage.apply(experiment, jobs: jobs)
         let session = SweepSession(experiment: experiment, shard: selectedShard)
-        let writer = try InterruptibleSession.openWriter(session, path: path, resume: resume, overwrite: overwrite)
+        let writer = try target.openWriter(session)
         let tty = isatty(STDOUT_FILENO) == 1 && !plain
         let total = session.selected.count
 
@@ -66,7 +72,7 @@ struct SweepCommand: ParsableCommand {
         for n in experiment.notes { writeOut("note: \(n)\n") }
         let printer = ProgressPrinter(tty: tty)
         let outcome = try InterruptibleSession.run(session, writer: writer, jobs: jobs, path: path,
-                                                   command: "continual sweep \(file)", progress: { printer.show($0) }, tty: tty)
+                                                   resumeCommand: ResumeHint.command(CommandLine.arguments), progress: { printer.show($0) }, tty: tty)
         printer.end()
         var earlierFailures = 0
         if let (table, by) = try? SweepReport.read(path: path) {

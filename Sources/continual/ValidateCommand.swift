@@ -30,6 +30,7 @@ struct ValidateCommand: ParsableCommand {
     @OptionGroup var resources: ResourceOptions
 
     func run() throws {
+        try FileChecks.requireExperimentJSON(file, command: "validate")
         let experiment: ExperimentFile
         let report: Preflight.Report
         do {

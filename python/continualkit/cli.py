@@ -284,14 +284,32 @@ def main(argv=None):
     s.set_defaults(fn=cmd_pareto)
 
     a = p.parse_args(argv)
-    if a.command != "datasets" and not os.path.exists(getattr(a, "file", None) or getattr(a, "a", "")):
-        p.error(f"no such file: {getattr(a, 'file', None) or a.a}")
+    inputs = _results_inputs(a)
+    for path in inputs:
+        if not os.path.exists(path):
+            p.error(f"no such file: {path}")
+    from .filekind import wrong_results_file
+    for path in inputs:
+        problem = wrong_results_file(path, a.command)
+        if problem:
+            # One line, no traceback: what the file is and which command takes it.
+            print(f"continualkit {a.command}: {problem}", file=sys.stderr)
+            return 2
     try:
         rc = a.fn(a)
     except KeyError as e:
         print(f"continualkit: {e.args[0] if e.args else e}", file=sys.stderr)
         return 2
     return rc or 0
+
+
+def _results_inputs(a) -> list[str]:
+    """The results files a command reads (datasets reads package data and scenario files)."""
+    if a.command == "datasets":
+        return []
+    paths = [getattr(a, name, None) for name in ("file", "a", "b", "equal", "mnist1d")]
+    paths += list(getattr(a, "more", None) or []) + list(getattr(a, "other", None) or [])
+    return [x for x in paths if x]
 
 
 def _main_piped():

