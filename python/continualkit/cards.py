@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from . import verdicts as V
-from .io import load_summary, run_config
+from .io import experiment_json, load_summary, run_config
 from .tables import _budgets, paper_table
 
 SETTINGS = ("task", "domain", "class")
@@ -164,6 +164,13 @@ def run_protocol(path, df, variant) -> dict | None:
             "strengths": "; ".join(strengths) or "none", "memory": "; ".join(memory) or "none", "seeds": seeds}
 
 
+def _data_text(path, df) -> str:
+    """The data of a results file as its first completed run records it."""
+    ok = df[df["status"] == "completed"] if "status" in df.columns else df
+    proto = run_protocol(path, df, ok["variant"].iloc[0]) if len(ok) and "variant" in ok.columns else None
+    return proto["data"] if proto else "no completed run"
+
+
 ASPECTS = (("data", "data size"), ("network", "network"), ("optimizer", "optimizer"), ("steps", "steps"),
            ("strengths", "strengths"), ("memory", "memory"), ("seeds", "seeds"))
 
@@ -209,9 +216,18 @@ def _protocol_block(path, df, card) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- blocks
-def _hsu_block(df, card, budgets, paper_rows) -> tuple[list[str], list[str]]:
+def _ordering_budget(df, budgets):
+    """The budget the orderings are checked at: the largest when variants were run at several,
+    None (all runs) when each variant has one (e.g. epoch budgets, where joint takes more steps)."""
+    if not budgets or budgets[0] is None or "variant" not in df.columns:
+        return None
+    per_variant = df.groupby("variant")["steps_per_experience"].apply(lambda x: x.round().nunique())
+    return budgets[0] if (per_variant > 1).any() else None
+
+
+def _hsu_block(df, card, budgets, paper_rows, source) -> tuple[list[str], list[str]]:
     """The table of our numbers beside Hsu et al.'s, per budget and setting, and the verdicts."""
-    lines = ["**Split digits (scikit-learn 8×8), `Experiments/hsu_table.json`** — ACC %, mean ± std over seeds; "
+    lines = [f"**{source}** — ACC %, mean ± std over seeds; "
              "the paper's column is split MNIST (Hsu et al. 2018, Table 2, 10 runs) where it has the row.", ""]
     head = "| variant | budget (steps/exp) | " + " | ".join(f"{HEAD[s]} ours | {HEAD[s]} paper | verdict" for s in SETTINGS) + " |"
     lines += [head, "|" + "---|" * (2 + 3 * len(SETTINGS))]
@@ -265,7 +281,7 @@ def _card(card, ctx) -> tuple[list[str], list[str], str]:
              f"**Paper.** {card['paper']}", ""]
     verdicts, summary = [], ""
     if card["variants"]:
-        block, verdicts = _hsu_block(df, card, budgets, paper_rows)
+        block, verdicts = _hsu_block(df, card, budgets, paper_rows, ctx["source"])
         lines += block
         if ctx["mnist1d"] is not None:
             m1 = ctx["mnist1d"]
@@ -275,7 +291,7 @@ def _card(card, ctx) -> tuple[list[str], list[str], str]:
                 row = [v] + [_fmt(_stats(m1, f"{v}_{s}", None)) for s in SETTINGS] + [_fmt(_stats(m1, f"{v}_permuted", None))]
                 lines.append("| " + " | ".join(row) + " |")
             lines.append("")
-        block, summary = _orderings_block(df, card, budgets[0] if budgets else None)
+        block, summary = _orderings_block(df, card, _ordering_budget(df, budgets))
         lines += block
     other = card.get("other")
     if other:
@@ -310,6 +326,11 @@ def cards(hsu_path: str, out_dir: str, mnist1d_path: str | None = None, other_pa
            "paper_rows": {r["variant"]: r for r in paper_table()["rows"]},
            "mnist1d": load_summary(mnist1d_path) if mnist1d_path else None,
            "others": {os.path.splitext(os.path.basename(p))[0]: (p, load_summary(p)) for p in (other_paths or [])}}
+    ctx["source"] = "Split digits (scikit-learn 8×8), `Experiments/hsu_table.json`"
+    if hsu_path is not None:
+        name = experiment_json(hsu_path).get("name", "?")
+        if name != "hsu_table":
+            ctx["source"] = f"Ours, `{name}` ({os.path.basename(hsu_path)}: {_data_text(hsu_path, df)})"
     ctx["command"] = f"continualkit cards {hsu_path or 'results/hsu_table.h5'}" + \
         (f" --mnist1d {mnist1d_path}" if mnist1d_path else "") + (" --other " + " ".join(other_paths) if other_paths else "") + \
         f" -o {out_dir}"

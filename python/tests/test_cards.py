@@ -102,3 +102,14 @@ def test_hsu_table_uses_the_same_rule(tmp_path):
     assert "class-IL verdict" not in T.hsu_table(p).columns                                  # the docs' table unchanged
     n = T.hsu_table(p, numeric=True, verdicts=True).set_index("method")
     assert n.loc["GEM (40 per experience)", "class_verdict"] == "not reproduced"
+
+
+def test_orderings_budget_follows_the_file():
+    import pandas as pd
+    # epoch budgets: each variant has one budget (joint takes more steps): all runs are compared
+    df = pd.DataFrame({"variant": ["a", "a", "joint", "joint"], "steps_per_experience": [28.0, 28.0, 77.0, 77.0]})
+    assert C._ordering_budget(df, [77, 28]) is None
+    # a sweep over budgets: the largest
+    df = pd.DataFrame({"variant": ["a", "a", "b", "b"], "steps_per_experience": [375.0, 60.0, 375.0, 60.0]})
+    assert C._ordering_budget(df, [375, 60]) == 375
+    assert C._ordering_budget(df, [None]) is None
