@@ -1,20 +1,29 @@
-"""Reproduction cards (issue 24): one markdown card per registered strategy in
+"""Reproduction cards (issues 24 and 40): one markdown card per registered strategy in
 docs/reproductions/, generated from results files so they can be regenerated.
 
-Each card: the paper, the setting of the published number we compare with, that number, ours
-(mean ± std over n seeds at each step budget, from `Experiments/hsu_table.json`'s results and, when
-given, MNIST-1D's), the protocol differences, and a verdict computed by a stated rule:
+Each card gives:
+- the paper and the setting of the published number we compare with (Hsu et al. 2018 Table 2,
+  shipped as data/hsu2018_table2.json), that number, and ours (ACC %, mean ± std over n seeds at
+  each step budget, from the results of `Experiments/hsu_table.json` — or of any file whose
+  variants are named `{method}_{setting}`, such as `Experiments/mnist_split.json`);
+- a verdict per (setting, budget) by the strict rule of continualkit.verdicts: "reproduced" only if
+  the published mean lies inside our 95 % CI (Student t, n − 1 df) or a Welch test against the
+  paper's mean ± std over its 10 runs does not reject at α = 0.05; otherwise "not reproduced"
+  with the gap, how far the paper's mean lies outside our CI and the Welch p; "too few seeds"
+  below 2 seeds;
+- the orderings: every pair of Table 2 rows involving the card's methods, in the paper's order,
+  checked on our runs at the file's largest budget (holds / holds (not significant) / fails (not
+  significant) / fails / not run), each with both numbers; papers whose numbers are not recorded
+  (data/orderings.json: van de Ven et al. 2022, Buzzega et al. 2020) are named as not checked;
+- the protocol differences: data size, network, optimizer, steps, strengths, memory and seeds, ours
+  read from the run configurations stored in the results file (`config_json`, the per-experience
+  training and test set sizes), the paper's from data/orderings.json, then the card's own notes.
 
-- "reproduced": the published mean lies inside our 95 % CI (Student t over our seeds), or a Welch
-  test against the paper's mean ± std over its 10 runs does not reject at α = 0.05
-  (continualkit.verdicts);
-- "not reproduced (gap; p)": neither; the card's "protocol differences" says what differs.
-Methods without a comparable published number get "no comparable published number".
-
-Methods outside Hsu et al.'s protocol (HAT, SLDA, the parameter-efficient methods, QAT) are
-measured by their own experiments: a card's `"other"` entry names the experiment (the stem of a
-results file passed with `--other`, e.g. results/architectural.h5) and the variants to show,
-its baseline rows included; those numbers are ours only and get no verdict.
+Methods without a comparable published number get "no comparable published number". Methods
+outside Hsu et al.'s protocol (HAT, SLDA, the parameter-efficient methods, QAT) are measured by
+their own experiments: a card's `"other"` entry names the experiment (the stem of a results file
+passed with `--other`, e.g. results/architectural.h5) and the variants to show, its baseline rows
+included; those numbers are ours only and get no verdict.
 
 Usage: continualkit cards results/hsu_table.h5 [--mnist1d results/mnist1d.h5]
                           [--other results/architectural.h5 results/peft.h5 ...] -o docs/reproductions
@@ -26,14 +35,19 @@ import math
 import os
 from importlib import resources
 
+import h5py
 import numpy as np
+import pandas as pd
 
-from .io import load_summary
+from . import verdicts as V
+from .io import experiment_json, load_summary, run_config
 from .tables import _budgets, paper_table
 
 SETTINGS = ("task", "domain", "class")
 HSU_RUNS = 10   # Hsu et al. 2018 Table 2: mean ± std over 10 runs
-HEAD = {"task": "task-IL", "domain": "domain-IL", "class": "class-IL"}
+HEAD = {s: V.SETTING_NAMES[s] for s in SETTINGS}
+MEMORY_METHODS = {"gem", "agem", "naive_rehearsal", "der", "derpp", "er_ace", "gdumb", "gdumb_balanced", "icarl"}
+MEMORY_KEYS = ("capacity", "memory", "per_experience", "buffer", "budget", "samples")
 
 
 def facts() -> dict:
@@ -41,39 +55,44 @@ def facts() -> dict:
 
 
 def _stats(df, variant, budget):
-    part = df[(df["variant"] == variant) & (df["status"] == "completed")]
-    if budget is not None and "steps_per_experience" in part.columns:
-        part = part[part["steps_per_experience"].round() == budget]
-    acc = part["acc"].to_numpy(dtype=float) * 100
-    acc = acc[np.isfinite(acc)]
-    if len(acc) == 0:
+    """{mean, std, n, values} of our ACC % over the completed seeds of `variant` at `budget`."""
+    acc = V.seed_values(df, variant, budget)
+    if not acc:
         return None
-    return {"mean": float(acc.mean()), "std": float(acc.std(ddof=1)) if len(acc) > 1 else math.nan, "n": int(len(acc))}
+    return {"mean": float(np.mean(acc)), "std": float(np.std(acc, ddof=1)) if len(acc) > 1 else math.nan,
+            "n": len(acc), "values": acc}
 
 
 def verdict(ours, paper, ours_naive=None, paper_naive=None) -> str:
-    """The card's verdict by the strict rule of continualkit.verdicts: "reproduced" only if the
-    published mean lies inside our 95 % CI or a Welch test against the paper's mean ± std over
-    Hsu et al.'s 10 runs does not reject at 0.05. (The naive arguments are kept for callers; the
-    orderings against naive are listed separately.)"""
+    """The card's verdict by the strict rule (continualkit.verdicts.compare): `ours` our seed
+    values (or a `_stats` dict), `paper` (mean, std) over Hsu et al.'s 10 runs. (The naive
+    arguments are kept for callers; the orderings are listed separately.)"""
     if ours is None or paper is None:
         return "no comparable published number"
-    from .verdicts import ALPHA, welch_p
-    from .stats import t975
-    n, mean, std = ours["n"], ours["mean"], ours["std"]
-    if n < 2 or not np.isfinite(std):
-        return "too few seeds"
-    half = t975(n - 1) * std / math.sqrt(n)
-    p = welch_p(mean, std, n, paper[0], paper[1], HSU_RUNS)
-    if mean - half <= paper[0] <= mean + half or (np.isfinite(p) and p >= ALPHA):
+    values = ours["values"] if isinstance(ours, dict) else ours
+    c = V.compare(values, paper[0], paper[1], HSU_RUNS)
+    if c["verdict"] == "too few seeds":
+        return f"too few seeds (n = {c['n']})"
+    if c["verdict"] == "reproduced":
         return "reproduced"
-    return f"not reproduced ({mean - paper[0]:+.2f} pts; Welch p = {p:.2g})"
+    return (f"not reproduced ({c['gap']:+.2f} pts; {c['outside']:.2f} pts outside our 95 % CI "
+            f"[{c['ci_low']:.2f}, {c['ci_high']:.2f}]; Welch p = {c['p']:.2g})")
 
 
 def _fmt(st):
     if st is None:
         return "—"
     return f"{st['mean']:.2f} ± {st['std']:.2f} (n={st['n']})" if np.isfinite(st["std"]) else f"{st['mean']:.2f} (n={st['n']})"
+
+
+def _ms(part, col, scale=100.0):
+    if col not in part.columns:
+        return "—"
+    x = part[col].to_numpy(dtype=float) * scale
+    x = x[np.isfinite(x)]
+    if len(x) == 0:
+        return "—"
+    return f"{x.mean():.2f} ± {x.std(ddof=1):.2f}" if len(x) > 1 else f"{x.mean():.2f}"
 
 
 def _other_table(df, variants) -> list[str]:
@@ -87,105 +106,257 @@ def _other_table(df, variants) -> list[str]:
         if part.empty:
             rows.append(f"| {v} | 0 | — | — | not run | — | — |" + (" — |" if int8 else ""))
             continue
-
-        def ms(col, scale=100.0):
-            if col not in part.columns:
-                return "—"
-            x = part[col].to_numpy(dtype=float) * scale
-            x = x[np.isfinite(x)]
-            if len(x) == 0:
-                return "—"
-            return f"{x.mean():.2f} ± {x.std(ddof=1):.2f}" if len(x) > 1 else f"{x.mean():.2f}"
         steps = f"{part['steps_per_experience'].mean():.0f}" if "steps_per_experience" in part.columns else "—"
         labels = "—"
         if "uses_task_labels" in part.columns:
             labels = "yes" if bool(part["uses_task_labels"].astype(bool).all()) else "no"
-        rows.append(f"| {v} | {len(part)} | {steps} | {labels} | {ms('acc')} | {ms('bwt')} | {ms('forgetting')} |"
-                    + (f" {ms('acc_int8')} |" if int8 else ""))
+        rows.append(f"| {v} | {len(part)} | {steps} | {labels} | {_ms(part, 'acc')} | {_ms(part, 'bwt')} | "
+                    f"{_ms(part, 'forgetting')} |" + (f" {_ms(part, 'acc_int8')} |" if int8 else ""))
     return rows
+
+
+# ----------------------------------------------------------------------------- protocol
+def _strategy_parts(config) -> tuple[list, list]:
+    """(strengths, memory) of a run's strategy list: every parameter except its type, memory
+    sizes (capacity, per-experience memory, ...) apart from the strengths."""
+    strengths, memory = [], []
+    for s in config.get("strategy", []):
+        if isinstance(s, str):
+            continue
+        name = s.get("type", "?")
+        st = [f"{k}={v}" for k, v in s.items() if k != "type" and not any(m in k for m in MEMORY_KEYS)]
+        me = [f"{k}={v}" for k, v in s.items() if any(m in k for m in MEMORY_KEYS)]
+        if st:
+            strengths.append(f"{name}: " + ", ".join(st))
+        if me:
+            memory.append(f"{name}: " + ", ".join(me))
+    return strengths, memory
+
+
+def run_protocol(path, df, variant) -> dict | None:
+    """What the results file stores about `variant`'s protocol (its first completed run's
+    config and set sizes, the step budgets and seeds of all its runs), as display strings."""
+    part = df[(df["variant"] == variant) & (df["status"] == "completed")] if "variant" in df.columns else df.iloc[:0]
+    if part.empty:
+        return None
+    rid = part["run_id"].iloc[0]
+    cfg = run_config(path, rid)
+    with h5py.File(path, "r") as f:
+        run = f["runs"][rid]
+        train = [int(x) for x in run["train_set_sizes"][()]] if "train_set_sizes" in run else []
+        test = [int(x) for x in run["test_sizes"][()]] if "test_sizes" in run else []
+    sc, model, opt, tr = cfg.get("scenario", {}), cfg.get("model", {}), cfg.get("optimizer", {}), cfg.get("training", {})
+    data = f"{sc.get('type', '?')} ({os.path.basename(str(sc.get('path', '')))})"
+    if train:
+        data += f", {sum(train):,} training / {sum(test):,} test samples over {len(train)} experiences"
+    net = "MLP " + "-".join(str(h) for h in model.get("hidden", [])) + f" ({model.get('activation', '?')})"
+    net += ", one head per experience" if model.get("multi_head") else ""
+    optim = f"{opt.get('type', '?')}, lr {opt.get('lr', '?')}, batch {tr.get('batch_size', '?')}"
+    budgets = part["steps_per_experience"].round() if "steps_per_experience" in part.columns else pd.Series(math.nan, part.index)
+    if budgets.notna().any():
+        steps = ", ".join(f"{b:.0f}" for b in sorted(budgets.dropna().unique(), reverse=True)) + " optimizer steps per experience"
+    else:
+        steps = f"{tr.get('epochs', '?')} epochs per experience"
+    strengths, memory = _strategy_parts(cfg)
+    seeds = "; ".join(f"{len(g)} ({', '.join(str(int(s)) for s in sorted(g['seed']))})" + (f" at {b:.0f} steps" if b >= 0 else "")
+                      for b, g in part.groupby(budgets.fillna(-1), sort=False))
+    return {"data": data, "network": net, "optimizer": optim, "steps": steps,
+            "strengths": "; ".join(strengths) or "none", "memory": "; ".join(memory) or "none", "seeds": seeds}
+
+
+def _data_text(path, df) -> str:
+    """The data of a results file as its first completed run records it."""
+    ok = df[df["status"] == "completed"] if "status" in df.columns else df
+    proto = run_protocol(path, df, ok["variant"].iloc[0]) if len(ok) and "variant" in ok.columns else None
+    return proto["data"] if proto else "no completed run"
+
+
+ASPECTS = (("data", "data size"), ("network", "network"), ("optimizer", "optimizer"), ("steps", "steps"),
+           ("strengths", "strengths"), ("memory", "memory"), ("seeds", "seeds"))
+
+
+def _papers_for(card) -> list[dict]:
+    """The papers of data/orderings.json with a row or method mapped to one of the card's variants."""
+    mine = set(card["variants"])
+    return [p for p in V.papers()
+            if mine & ({r["variant"] for r in p["rows"] if r["values"]} | {m["variant"] for m in p.get("methods", [])})]
+
+
+def _their(paper, card, key) -> str:
+    """A paper's value of one protocol aspect; Hsu et al.'s strengths and memory are the labels
+    of the card's rows in Table 2."""
+    if key in ("strengths", "memory") and paper.get("table"):
+        rows = [r for r in paper["rows"] if r["variant"] in card["variants"] and r["values"]]
+        if key == "memory":
+            rows = [r for r in rows if r["variant"] in MEMORY_METHODS]
+        return "; ".join(r["method"] for r in rows) or "none"
+    return paper.get("protocol", {}).get(key, "not recorded")
+
+
+def _protocol_block(path, df, card) -> list[str]:
+    """The card's "Protocol differences": per aspect ours (per variant and setting, identical
+    values merged) beside each paper's that has the card's methods, then the card's own notes."""
+    theirs = _papers_for(card)
+    lines = ["**Protocol differences** (ours: the run configurations stored in the results file; the papers': "
+             "data/orderings.json, and for Hsu et al. the row labels of Table 2).", ""]
+    if path is not None and card["variants"]:
+        ours = {f"{v}_{s}": run_protocol(path, df, f"{v}_{s}") for v in card["variants"] for s in SETTINGS}
+        ours = {k: p for k, p in ours.items() if p}
+        lines += ["| aspect | ours | " + " | ".join(p["title"] for p in theirs) + " |", "|---|---|" + "---|" * len(theirs)]
+        for key, name in ASPECTS:
+            vals = {}
+            for k, p in ours.items():
+                vals.setdefault(p[key], []).append(k)
+            cell = "not run" if not vals else next(iter(vals)) if len(vals) == 1 else \
+                "; ".join(f"{', '.join(ks)}: {v}" for v, ks in vals.items())
+            lines.append(f"| {name} | {cell} | " + " | ".join(_their(p, card, key) for p in theirs) + " |")
+        lines.append("")
+    lines += [f"Notes: {card['differences']}", ""]
+    return lines
+
+
+# ----------------------------------------------------------------------------- blocks
+def _ordering_budget(df, budgets):
+    """The budget the orderings are checked at: the largest when variants were run at several,
+    None (all runs) when each variant has one (e.g. epoch budgets, where joint takes more steps)."""
+    if not budgets or budgets[0] is None or "variant" not in df.columns:
+        return None
+    per_variant = df.groupby("variant")["steps_per_experience"].apply(lambda x: x.round().nunique())
+    return budgets[0] if (per_variant > 1).any() else None
+
+
+def _hsu_block(df, card, budgets, paper_rows, source) -> tuple[list[str], list[str]]:
+    """The table of our numbers beside Hsu et al.'s, per budget and setting, and the verdicts."""
+    lines = [f"**{source}** — ACC %, mean ± std over seeds; "
+             "the paper's column is split MNIST (Hsu et al. 2018, Table 2, 10 runs) where it has the row.", ""]
+    head = "| variant | budget (steps/exp) | " + " | ".join(f"{HEAD[s]} ours | {HEAD[s]} paper | verdict" for s in SETTINGS) + " |"
+    lines += [head, "|" + "---|" * (2 + 3 * len(SETTINGS))]
+    verdicts = []
+    for v in card["variants"]:
+        for b in budgets:
+            cells = [v, "—" if b is None else str(b)]
+            for s in SETTINGS:
+                ours = _stats(df, f"{v}_{s}", b)
+                p = (paper_rows.get(v) or {}).get(s) if v in card.get("hsu", []) else None
+                verd = verdict(ours, p) if ours is not None and p else "—"
+                if ours is not None and p:
+                    verdicts.append(f"{v} {HEAD[s]}, {b} steps: {verd}")
+                cells += [_fmt(ours), f"{p[0]:.2f} ± {p[1]:.2f}" if p else "—", verd]
+            lines.append("| " + " | ".join(cells) + " |")
+    return lines + [""], verdicts
+
+
+def _orderings_block(df, card, budget) -> tuple[list[str], str]:
+    """Every ordering of the papers of data/orderings.json involving the card's methods."""
+    mine = set(card["variants"])
+    lines, summary = [], ""
+    for paper in V.papers():
+        if not any(r["values"] for r in paper["rows"]):
+            named = [m["method"] for m in paper.get("methods", []) if m["variant"] in mine]
+            if named:
+                lines += [f"*{paper['title']}* ({', '.join(named)}): not checked — {paper['status']}.", ""]
+            continue
+        t = V.check_orderings(df, paper, budget=budget)
+        base = {r["method"]: r["variant"] for r in paper["rows"]}
+        t = t[t["higher"].map(base).isin(mine) | t["lower"].map(base).isin(mine)]
+        if t.empty:
+            continue
+        summary = V.counts(t)
+        at = f" at {budget} steps per experience" if budget is not None else ""
+        lines += [f"**Orderings, {paper['title']}**{at} (continualkit.verdicts; paper: mean ± std; ours: mean ± "
+                  f"95 % CI half-width, n; Welch p on our seeds) — {summary}:", "",
+                  "| setting | pair (paper's order) | paper | ours | verdict | p |", "|---|---|---|---|---|---|"]
+        lines += [f"| {HEAD.get(r.setting, r.setting)} | {r.pair} | {r.paper_text} | {r.ours_text} | {r.verdict} | "
+                  f"{V._p(r.p)} |" for r in t.itertuples()]
+        lines.append("")
+    return lines, summary
+
+
+def _card(card, ctx) -> tuple[list[str], list[str], str]:
+    """One card's lines, its verdicts and its orderings summary."""
+    df, budgets, paper_rows = ctx["df"], ctx["budgets"], ctx["paper_rows"]
+    lines = [f"# {card['title']} (`{card['type']}`)", "",
+             f"*Generated by `{ctx['command']}` from the results files; edit "
+             "python/continualkit/data/reproductions.json (and orderings.json), not this file.*", "",
+             f"**Paper.** {card['paper']}", ""]
+    verdicts, summary = [], ""
+    if card["variants"]:
+        block, verdicts = _hsu_block(df, card, budgets, paper_rows, ctx["source"])
+        lines += block
+        if ctx["mnist1d"] is not None:
+            m1 = ctx["mnist1d"]
+            lines += ["**MNIST-1D, `Experiments/mnist1d.json`** (no published number: ours only) — ACC %:", "",
+                      "| variant | " + " | ".join(HEAD[s] for s in SETTINGS) + " | permuted |", "|---|---|---|---|---|"]
+            for v in card["variants"]:
+                row = [v] + [_fmt(_stats(m1, f"{v}_{s}", None)) for s in SETTINGS] + [_fmt(_stats(m1, f"{v}_permuted", None))]
+                lines.append("| " + " | ".join(row) + " |")
+            lines.append("")
+        block, summary = _orderings_block(df, card, _ordering_budget(df, budgets))
+        lines += block
+    other = card.get("other")
+    if other:
+        name = other["results"]
+        lines += [f"**Ours, `Experiments/{name}.json`** (`continual sweep Experiments/{name}.json`; "
+                  f"{other.get('about', 'no published number on this protocol')}) — mean ± std over seeds:", ""]
+        lines += _other_table(ctx["others"][name][1], other["variants"]) if name in ctx["others"] else \
+            [f"*Not measured: pass results/{name}.h5 with `--other`.*"]
+        lines.append("")
+    lines += _protocol_block(ctx["path"], df, card)
+    return lines, verdicts, summary
+
+
+def _overall(card, ctx, verdicts, summary) -> str:
+    other = card.get("other")
+    if ctx["path"] is None:
+        return ("pending: the results of Experiments/hsu_table.json were not measured when this card was written; "
+                "regenerate with the command above")
+    if not verdicts:
+        overall = "no comparable published number" if not card.get("hsu") else "not run"
+        if other and other["results"] in ctx["others"]:
+            overall += f"; measured on Experiments/{other['results']}.json above"
+    else:
+        overall = "; ".join(verdicts)
+    return overall + (f". Orderings: {summary}" if summary else "")
 
 
 def cards(hsu_path: str, out_dir: str, mnist1d_path: str | None = None, other_paths: list[str] | None = None) -> list[str]:
     """Writes one card per strategy of `facts()` and an index README.md; returns the paths."""
-    others = {os.path.splitext(os.path.basename(p))[0]: (p, load_summary(p)) for p in (other_paths or [])}
-    if hsu_path is None:   # no results yet: the cards' paper and protocol parts, numbers pending
-        import pandas as pd
-        df = pd.DataFrame({"variant": [], "status": [], "acc": []})
-        budgets = []
-    else:
-        df = load_summary(hsu_path)
-        budgets = [b for b in _budgets(df)]
-    paper = {r["variant"]: r for r in paper_table()["rows"]}
-    m1 = load_summary(mnist1d_path) if mnist1d_path else None
+    df = load_summary(hsu_path) if hsu_path is not None else pd.DataFrame({"variant": [], "status": [], "acc": []})
+    ctx = {"path": hsu_path, "df": df, "budgets": _budgets(df) if hsu_path is not None else [],
+           "paper_rows": {r["variant"]: r for r in paper_table()["rows"]},
+           "mnist1d": load_summary(mnist1d_path) if mnist1d_path else None,
+           "others": {os.path.splitext(os.path.basename(p))[0]: (p, load_summary(p)) for p in (other_paths or [])}}
+    ctx["source"] = "Split digits (scikit-learn 8×8), `Experiments/hsu_table.json`"
+    if hsu_path is not None:
+        name = experiment_json(hsu_path).get("name", "?")
+        if name != "hsu_table":
+            ctx["source"] = f"Ours, `{name}` ({os.path.basename(hsu_path)}: {_data_text(hsu_path, df)})"
+    ctx["command"] = f"continualkit cards {hsu_path or 'results/hsu_table.h5'}" + \
+        (f" --mnist1d {mnist1d_path}" if mnist1d_path else "") + (" --other " + " ".join(other_paths) if other_paths else "") + \
+        f" -o {out_dir}"
     os.makedirs(out_dir, exist_ok=True)
     written, index = [], []
-    command = f"continualkit cards {hsu_path or 'results/hsu_table.h5'}" + (f" --mnist1d {mnist1d_path}" if mnist1d_path else "") \
-        + (" --other " + " ".join(other_paths) if other_paths else "") + f" -o {out_dir}"
     for card in facts()["cards"]:
-        lines = [f"# {card['title']} (`{card['type']}`)", "",
-                 f"*Generated by `{command}` from the results files; edit "
-                 "python/continualkit/data/reproductions.json, not this file.*", "",
-                 f"**Paper.** {card['paper']}", ""]
-        verdicts = []
-        if card["variants"]:
-            lines += ["**Split digits (scikit-learn 8×8), `Experiments/hsu_table.json`** — ACC %, mean ± std over seeds; "
-                      "the paper's column is split MNIST (Hsu et al. 2018, Table 2, 10 runs) where it has the row.", ""]
-            head = "| variant | budget (steps/exp) | " + " | ".join(f"{HEAD[s]} ours | {HEAD[s]} paper | verdict" for s in SETTINGS) + " |"
-            lines += [head, "|" + "---|" * (2 + 3 * len(SETTINGS))]
-            for v in card["variants"]:
-                for b in budgets:
-                    cells = [v, "—" if b is None else str(b)]
-                    for s in SETTINGS:
-                        ours = _stats(df, f"{v}_{s}", b)
-                        p = (paper.get(v) or {}).get(s) if v in card.get("hsu", []) else None
-                        naive = _stats(df, f"naive_adam_{s}", b)
-                        pn = paper["naive_adam"][s]
-                        verd = verdict(ours, p, naive, pn) if ours is not None else "—"
-                        if ours is not None and p is not None:
-                            verdicts.append(f"{HEAD[s]}, {b} steps: {verd}")
-                        cells += [_fmt(ours), f"{p[0]:.2f} ± {p[1]:.2f}" if p else "—", verd if p else "—"]
-                    lines.append("| " + " | ".join(cells) + " |")
-            lines.append("")
-            if m1 is not None:
-                lines += ["**MNIST-1D, `Experiments/mnist1d.json`** (no published number: ours only) — ACC %:", "",
-                          "| variant | " + " | ".join(HEAD[s] for s in SETTINGS) + " | permuted |", "|---|---|---|---|---|"]
-                for v in card["variants"]:
-                    row = [v] + [_fmt(_stats(m1, f"{v}_{s}", None)) for s in SETTINGS] + [_fmt(_stats(m1, f"{v}_permuted", None))]
-                    lines.append("| " + " | ".join(row) + " |")
-                lines.append("")
-        other = card.get("other")
-        if other:
-            name = other["results"]
-            lines += [f"**Ours, `Experiments/{name}.json`** (`continual sweep Experiments/{name}.json`; {other.get('about', 'no published number on this protocol')}) — mean ± std over seeds:", ""]
-            if name in others:
-                lines += _other_table(others[name][1], other["variants"])
-            else:
-                lines.append(f"*Not measured: pass results/{name}.h5 with `--other`.*")
-            lines.append("")
-        lines += [f"**Protocol differences.** {card['differences']}", ""]
-        if hsu_path is None:
-            overall = "pending: the results of Experiments/hsu_table.json at 375 and 60 steps per experience were not measured when this card was written; regenerate with the command above"
-        elif not verdicts:
-            overall = "no comparable published number" if not card.get("hsu") else "not run"
-            if other and other["results"] in others:
-                overall += f"; measured on Experiments/{other['results']}.json above"
-        else:
-            overall = "; ".join(verdicts)
-        lines += [f"**Verdict** (rule: python/continualkit/cards.py). {overall}", ""]
+        lines, verdicts, summary = _card(card, ctx)
+        lines += [f"**Verdict** (strict rule: python/continualkit/verdicts.py). {_overall(card, ctx, verdicts, summary)}", ""]
         path = os.path.join(out_dir, f"{card['type']}.md")
         with open(path, "w") as f:
             f.write("\n".join(lines))
         written.append(path)
-        short = ("no comparable published number" + (f"; ours: `{other['results']}.json`" if other and other["results"] in others else "")) if not verdicts else \
-            f"{sum(v.endswith(': reproduced') for v in verdicts)} reproduced, " \
+        other = card.get("other")
+        short = ("not run" if card.get("hsu") else "no comparable published number"
+                 + (f"; ours: `{other['results']}.json`" if other and other["results"] in ctx["others"] else "")) \
+            if not verdicts else f"{sum(v.endswith(': reproduced') for v in verdicts)} reproduced, " \
             f"{sum('not reproduced' in v for v in verdicts)} not reproduced"
-        index.append(f"| [`{card['type']}`]({card['type']}.md) | {card['title']} | {short} |")
-    readme = ["# Reproduction cards", "",
-              f"One card per registered strategy, generated by `{command}`.",
-              "Verdicts compare with Hsu et al. (2018) Table 2 (split MNIST) where the paper has the row; "
-              "the rule is in python/continualkit/cards.py. Our benchmark is split digits (scikit-learn 8×8), "
-              "not MNIST: see docs/hsu-table.md for the budget and the protocol.", "",
-              "| strategy | method | verdicts over (setting, budget) cells |", "|---|---|---|"] + index + [""]
+        index.append(f"| [`{card['type']}`]({card['type']}.md) | {card['title']} | {short} | {summary or '—'} |")
+    readme = ["# Reproduction cards", "", f"One card per registered strategy, generated by `{ctx['command']}`.",
+              "Verdicts compare with Hsu et al. (2018) Table 2 (split MNIST) where the paper has the row, by the strict "
+              "rule of python/continualkit/verdicts.py (the published mean inside our 95 % CI, or a Welch test at "
+              "0.05 that does not reject); orderings are every pair of Table 2 rows involving the card's methods. "
+              "Our benchmark here is the file named in the command (split digits, scikit-learn 8×8, unless stated): "
+              "see docs/hsu-table.md and docs/mnist-tables.md for the budget and the protocol.", "",
+              "| strategy | method | verdicts over (setting, budget) cells | orderings (Hsu 2018) |", "|---|---|---|---|"] \
+        + index + [""]
     p = os.path.join(out_dir, "README.md")
     with open(p, "w") as f:
         f.write("\n".join(readme))

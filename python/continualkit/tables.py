@@ -285,9 +285,11 @@ def _budgets(df: pd.DataFrame) -> list:
     return sorted({int(round(v)) for v in df["steps_per_experience"].dropna()}, reverse=True)
 
 
-def hsu_table(path, df=None, numeric=False) -> pd.DataFrame:
+def hsu_table(path, df=None, numeric=False, verdicts=False) -> pd.DataFrame:
     """Experiments/hsu_table.json beside the paper: per method and setting (task-, domain-,
     class-incremental) ACC % mean ± std over seeds here and in Hsu et al. (2018) Table 2.
+    `verdicts=True` adds, per setting, the strict verdict of continualkit.verdicts (the paper's
+    mean inside our 95 % CI, or a Welch test against its mean ± std over 10 runs not rejecting).
 
     When the file records steps per experience (issue 24), a first column "steps/exp" gives each
     row's budget and a file with several budgets (the sweep over `training.steps_per_experience`)
@@ -323,6 +325,11 @@ def hsu_table(path, df=None, numeric=False) -> pd.DataFrame:
                 else:
                     r[f"{head} (here)"] = _pm(st) if st["n"] else "—"
                     r[f"{head} (Hsu)"] = f"{p[0]:.2f} ± {p[1]:.2f}" if p else "—"
+                if verdicts:
+                    from .verdicts import compare, seed_values
+                    ok = part[part["variant"] == conf] if "variant" in part.columns else part.iloc[:0]
+                    r[f"{setting}_verdict" if numeric else f"{head} verdict"] = \
+                        compare(seed_values(ok, conf), p[0], p[1], 10)["verdict"] if p and st["n"] else "—"
             rows.append(r)
     return pd.DataFrame(rows)
 
