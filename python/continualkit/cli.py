@@ -283,6 +283,8 @@ def main(argv=None):
     s.add_argument("--window", type=int, default=100, help="prequential window (samples, default 100)")
     s.add_argument("--record-every", type=int, default=10, help="prequential record interval (samples, default 10)")
     s.add_argument("--name", help="experiment name (default river_<scenario name>)")
+    s.add_argument("--first-index", type=int, default=0, help="sweep_index of the first run (default 0; the run "
+                                                               "count of a neural file to merge with keeps indexes distinct)")
     s.add_argument("--overwrite", action="store_true", help="replace OUT.h5 if it exists")
     s.set_defaults(fn=cmd_baselines)
 

@@ -268,7 +268,7 @@ def test_continual_verifies_and_merges_the_file(tmp_path, flip_file):
     if binary is None:
         pytest.skip("no `continual` binary (set CONTINUAL_BIN): digest and merge not checked against the Swift side")
     out = str(tmp_path / "river.h5")
-    run_river(flip_file, out, models=["logreg", "hat"], seeds=[1, 2])
+    run_river(flip_file, out, models=["logreg", "hat"], seeds=[1, 2], first_index=2)   # after the 2 neural runs
     r = subprocess.run([binary, "inspect", "--verify", out], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "4 verified, 0 damaged" in r.stdout
@@ -286,5 +286,9 @@ def test_continual_verifies_and_merges_the_file(tmp_path, flip_file):
     r = subprocess.run([binary, "merge", both, neural, out, "--allow-mixed"], capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0, r.stderr
+    assert "share a sweep_index" not in r.stderr
     rc, table = run_cli("table", both)
     assert "| naive | 2 |" in table and "| river_logreg | 2 |" in table
+    assert list(ckio.load_summary(both)["configuration"]) == ["naive"] * 2 + ["river_logreg"] * 2 + ["river_hat"] * 2
+    problems, _, checked = check_file(both)
+    assert problems == [] and checked == 6

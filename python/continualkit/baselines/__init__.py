@@ -41,8 +41,10 @@ def _stream_run(res, sc: S.ScenarioFile, experiences) -> dict:
 def run_river(scenario: str, output: str, models=MODEL_NAMES, seeds=(1,), *, per_user: bool = False,
               user_column: str | None = None, users=None, quantiles=(0.05, 0.25, 0.5, 0.75, 0.95),
               window: int = 100, record_every: int = 10, name: str | None = None, command: str = "",
-              log=None) -> list[dict]:
-    """Runs every (model, seed) on the scenario file and writes OUT.h5; returns the summary rows."""
+              first_index: int = 0, log=None) -> list[dict]:
+    """Runs every (model, seed) on the scenario file and writes OUT.h5; returns the summary rows.
+    `first_index`: the first run's sweep_index (e.g. the number of runs of a neural file the
+    output will be merged with, so `continual merge` keeps every sweep_index distinct)."""
     from . import river_models as RM
     from .results_file import write_file, run_id
     log = log or (lambda s: None)
@@ -126,8 +128,11 @@ def run_river(scenario: str, output: str, models=MODEL_NAMES, seeds=(1,), *, per
                 mats = np.array(mats)
                 run = dict(R=mats.mean(axis=0), baseline_random=_chance(sc.classes, T),
                            baseline_init=base_init / len(user_list),
-                           test_sizes=sum(np.array([len(e.test) for e in ex]) for ex in streams),
-                           train_sizes=sum(np.array([len(e.train) for e in ex]) for ex in streams),
+                           # per user (the mean, rounded), as the Swift side's population runs;
+                           # samples_processed: all users together
+                           test_sizes=np.rint(np.mean([[len(e.test) for e in ex] for ex in streams], axis=0)),
+                           train_sizes=np.rint(np.mean([[len(e.train) for e in ex] for ex in streams], axis=0)),
+                           samples_processed=np.sum([[len(e.train) for e in ex] for ex in streams], axis=0),
                            confusion=confusion)
                 run["forgetting"] = {"forgetting": float(np.mean(per["forgetting"])),
                                      "forgetting_max_all_rows": float(np.mean(per["forgetting_max_all_rows"]))}
@@ -146,13 +151,14 @@ def run_river(scenario: str, output: str, models=MODEL_NAMES, seeds=(1,), *, per
                                    if per_user else None)}
             rid = run_id(config)
             run.update(run_id=rid, name=run_name, variant=variant, strategy=f"river:{m}", scenario=sc.name, seed=seed,
-                       sweep_index=index, config=config, sweep_values={"seed": seed} if swept else {},
+                       sweep_index=first_index + index, config=config, sweep_values={"seed": seed} if swept else {},
                        experience_names=sc.experience_names,
                        experience_metadata=[e.metadata_json for e in sc.experiences],
                        feature_names=sc.feature_names, wall_seconds=time.perf_counter() - t0,
                        costs={"train_seconds": float(train_s), "eval_seconds": float(eval_s),
                               "python_memory_bytes": int(mem),
-                              "training_samples_per_second": float(np.sum(run["train_sizes"]) / train_s)
+                              "training_samples_per_second":
+                                  float(np.sum(run.get("samples_processed", run["train_sizes"])) / train_s)
                               if train_s > 0 else 0.0},
                        summary={"prequential_acc": preq},
                        attrs={"baseline": "river", "river_version": version, "river_model": desc["class"],
@@ -165,8 +171,9 @@ def run_river(scenario: str, output: str, models=MODEL_NAMES, seeds=(1,), *, per
             runs.append(run)
             index += 1
             Mx = M.all_metrics(run["R"])
+            bwt = "—" if np.isnan(Mx["bwt"]) else f"{100 * Mx['bwt']:+.2f}"
             log(f"[{index}/{len(models) * len(seeds)}] {run_name} {rid}: ACC {100 * Mx['acc']:.2f}% "
-                f"BWT {100 * Mx['bwt']:+.2f} prequential {100 * preq:.2f}% "
+                f"BWT {bwt} prequential {100 * preq:.2f}% "
                 f"({time.perf_counter() - t0:.1f} s{log_extra})")
     desc_text = (f"river baselines ({', '.join(models)}; seeds {', '.join(map(str, seeds))}) on {os.path.basename(scenario)}"
                  + (f", one model per user ({len(user_list)} users)" if per_user else "")
@@ -191,7 +198,7 @@ def main_river(a) -> int:
     try:
         rows = run_river(a.scenario, a.output, models=models, seeds=seeds, per_user=a.per_user or bool(users),
                          user_column=a.user_column, users=users, window=a.window, record_every=a.record_every,
-                         name=a.name, command="continualkit " + " ".join(sys.argv[1:]),
+                         name=a.name, command="continualkit " + " ".join(sys.argv[1:]), first_index=a.first_index,
                          log=print)
     except (ValueError, ImportError) as e:
         print(f"continualkit baselines: {e}", file=sys.stderr)

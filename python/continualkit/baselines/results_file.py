@@ -318,8 +318,8 @@ def write_run(runs: h5py.Group, run: dict) -> dict:
         "max_{l<T-1} R[l][j] - R[T-1][j] for j < T-1 (Chaudhry et al. 2018)", "fraction (0..1)")
     vec("test_sizes", run["test_sizes"], "samples in each experience's test set", "count", np.int64)
     vec("train_set_sizes", run["train_sizes"], "samples in the training set used for each experience", "count", np.int64)
-    vec("samples_processed", run["train_sizes"], "rows processed while training each experience (one pass)",
-        "count", np.int64)
+    vec("samples_processed", run.get("samples_processed", run["train_sizes"]),
+        "rows processed while training each experience (one pass; a population: all users)", "count", np.int64)
     vec("steps", run["train_sizes"], "model updates per experience (river: one learn_one per sample)", "count", np.int64)
     vec("epochs_run", np.ones(T), "passes over each experience's training set (1: a single streaming pass)",
         "count", np.int64)
@@ -381,7 +381,7 @@ def write_run(runs: h5py.Group, run: dict) -> dict:
                energy_j=np.nan, training_sessions=0, peak_memory_bytes=0, model_bytes_int8=0,
                final_acc=np.nan, acc_int8=np.nan, prediction_latency_s=np.nan, device_profile="", schedule="",
                uses_task_labels=0, active_outputs="all", auroc=np.nan, auprc=np.nan,
-               steps_per_experience=float(np.mean(run["train_sizes"])), training_flops=0, min_acc=np.nan, wc_acc=np.nan,
+               steps_per_experience=float(np.mean(np.asarray(run["train_sizes"], dtype=np.int64))), training_flops=0, min_acc=np.nan, wc_acc=np.nan,
                balanced_acc=measures.get("balanced_acc", np.nan), macro_f1=measures.get("macro_f1", np.nan))
     row.update(run.get("summary", {}))
     row.update(run.get("swept", {}))
