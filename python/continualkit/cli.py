@@ -11,6 +11,7 @@
     continualkit datasets watch -o datasets/watch.h5 [--protocol sides|exercises]
     continualkit datasets actigraphy -o datasets/actigraphy.h5   (GPL-3.0 extra)
     continualkit datasets digest datasets/hapt.h5
+    continualkit baselines river SCENARIO.h5 -o OUT.h5 [--models hat,arf,logreg] [--seeds 1,2,3] [--per-user]
 """
 from __future__ import annotations
 
@@ -162,6 +163,11 @@ def cmd_datasets(a):
         return 2
 
 
+def cmd_baselines(a):
+    from .baselines import main_river
+    return main_river(a)
+
+
 def cmd_cards(a):
     from .cards import cards
     for path in cards(a.file, a.output, a.mnist1d, a.other):
@@ -262,6 +268,26 @@ def main(argv=None):
     s.add_argument("--stats", help="also write the file's expected statistics as JSON (tests)")
     s.set_defaults(fn=cmd_datasets)
 
+    s = sub.add_parser("baselines", help="non-neural streaming baselines (river) on a scenario file, written in the "
+                                         "results layout (pip install './python[river]')")
+    s.add_argument("kind", choices=["river"], help="river: Hoeffding adaptive tree, adaptive random forest, online "
+                                                   "logistic regression (docs/real-users.md)")
+    s.add_argument("scenario", help="scenario file (continual scenario export …, datasets/*.h5, continualkit datasets …)")
+    s.add_argument("-o", "--output", required=True, help="results file to write (.h5)")
+    s.add_argument("--models", default="hat,arf,logreg", help="comma-separated: hat, arf, logreg (default: all three)")
+    s.add_argument("--seeds", default="1", help="comma-separated model seeds (default 1; several = a seed sweep)")
+    s.add_argument("--per-user", action="store_true", help="one model per user of a file with a per-sample user "
+                                                           "column: a population run per (model, seed)")
+    s.add_argument("--user-column", help="the user column (default: the file's user_column attribute, else user)")
+    s.add_argument("--users", help="comma-separated user ids (implies --per-user; default: every user)")
+    s.add_argument("--window", type=int, default=100, help="prequential window (samples, default 100)")
+    s.add_argument("--record-every", type=int, default=10, help="prequential record interval (samples, default 10)")
+    s.add_argument("--name", help="experiment name (default river_<scenario name>)")
+    s.add_argument("--first-index", type=int, default=0, help="sweep_index of the first run (default 0; the run "
+                                                               "count of a neural file to merge with keeps indexes distinct)")
+    s.add_argument("--overwrite", action="store_true", help="replace OUT.h5 if it exists")
+    s.set_defaults(fn=cmd_baselines)
+
     s = sub.add_parser("cards", help="reproduction cards (docs/reproductions/) from hsu_table (+ MNIST-1D) results")
     s.add_argument("file", help="results of Experiments/hsu_table.json")
     s.add_argument("--mnist1d", help="results of Experiments/mnist1d.json")
@@ -284,6 +310,10 @@ def main(argv=None):
     s.set_defaults(fn=cmd_pareto)
 
     a = p.parse_args(argv)
+    if a.command == "baselines":
+        # baselines reads a scenario or experiment file, not a results file.
+        if not os.path.exists(a.scenario):
+            p.error(f"no such file: {a.scenario}")
     inputs = _results_inputs(a)
     for path in inputs:
         if not os.path.exists(path):
@@ -305,7 +335,7 @@ def main(argv=None):
 
 def _results_inputs(a) -> list[str]:
     """The results files a command reads (datasets reads package data and scenario files)."""
-    if a.command == "datasets":
+    if a.command in ("datasets", "baselines"):
         return []
     paths = [getattr(a, name, None) for name in ("file", "a", "b", "equal", "mnist1d")]
     paths += list(getattr(a, "more", None) or []) + list(getattr(a, "other", None) or [])
