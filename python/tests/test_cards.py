@@ -113,3 +113,24 @@ def test_orderings_budget_follows_the_file():
     df = pd.DataFrame({"variant": ["a", "a", "b", "b"], "steps_per_experience": [375.0, 60.0, 375.0, 60.0]})
     assert C._ordering_budget(df, [375, 60]) == 375
     assert C._ordering_budget(df, [None]) is None
+
+
+def test_paper_value_rows_follow_their_method_and_are_judged_only_at_the_papers_memory(tmp_path):
+    """A `_paper` row (Hsu's own values) is shown under its method; a sized one is compared with
+    Hsu's number only at the paper's memory (rehearsal 1,100, GEM 4,400: cards.PAPER_MEMORY)."""
+    from conftest import write_results
+    runs = []
+    for v, a in {"naive_rehearsal_class": 80.0, "naive_rehearsal_1100_paper_class": 86.0,
+                 "naive_rehearsal_4400_paper_class": 87.0, "gem_1100_paper_class": 85.0}.items():
+        for k in range(1, 4):
+            runs.append(dict(name=f"{v}_seed={k}", variant=v, seed=k, R=np.full((5, 5), (a + k / 10) / 100)))
+    p = write_results(tmp_path / "mnist_split.h5", runs, name="mnist_split")
+    C.cards(p, str(tmp_path / "cards"))
+    replay = open(tmp_path / "cards" / "replay.md").read().splitlines()
+    rows = {line.split("|")[1].strip(): line for line in replay if line.startswith("| naive_rehearsal")}
+    assert list(rows) == ["naive_rehearsal", "naive_rehearsal_1100_paper", "naive_rehearsal_4400_paper"]
+    assert "not reproduced" in rows["naive_rehearsal_1100_paper"]        # 86.2 ± 0.1 vs 90.78
+    assert "90.78 ± 0.85" not in rows["naive_rehearsal_4400_paper"]      # no paper number at 4,400
+    gem = open(tmp_path / "cards" / "gem.md").read().splitlines()
+    row = [line for line in gem if line.startswith("| gem_1100_paper")]
+    assert len(row) == 1 and "92.20" not in row[0] and "reproduced" not in row[0]
