@@ -10,14 +10,14 @@ import Testing
 @Suite("Personalised federated methods")
 struct PersonalisedFederationTests {
     static func run(_ federation: String, optimizer: String = #"{"type": "sgd", "lr": 0.1}"#,
-                    strategy: String = #"["naive"]"#) throws -> ResolvedRun {
+                    strategy: String = #"["naive"]"#, training: String = #"{"batch_size": 16}"#) throws -> ResolvedRun {
         let json = """
         {"name": "fed", "seed": 5,
          "scenario": {"type": "habit_drift", "train_per_experience": 60, "test_per_experience": 20,
                       "phases": ["morning", "night", "morning"]},
          "population": {"users": 12, "quantiles": [0, 0.5, 1]},
          "model": {"hidden": [8]}, "optimizer": \(optimizer),
-         "training": {"batch_size": 16}, "strategy": \(strategy),
+         "training": \(training), "strategy": \(strategy),
          "federation": \(federation)}
         """
         return try ExperimentFile.parse(data: Data(json.utf8)).runs[0]

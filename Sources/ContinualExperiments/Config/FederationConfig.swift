@@ -612,6 +612,9 @@ public struct FederationConfig: Codable, Sendable, Equatable {
                 if momentum > 0 && proximalMu > 0 {
                     return ("proximal_mu", "fednova normalises plain, momentum or proximal local SGD, not momentum and a proximal term together")
                 }
+                if case .sgd(_, _, let decay, _) = optimizer, momentum > 0 && decay > 0 {
+                    return ("aggregation", "fednova's normaliser is defined for momentum SGD or SGD with weight decay, not both: set the optimizer's \"weight_decay\" to 0 or \"momentum\" to 0")
+                }
             default:
                 return ("aggregation", "fednova normalises by the local SGD steps (Wang et al. 2020); the run's optimizer must be \"sgd\"")
             }
@@ -619,19 +622,33 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         return nil
     }
 
+    /// The rule whose arithmetic takes one constant local learning rate (SCAFFOLD's
+    /// cᵢ⁺ = cᵢ − c + (x − y)/(Kη), FedNova's aᵢ, Ditto's proximal factor 1/(1 + ηλ)), named for
+    /// the refusal of `training.lr_schedule`; nil for the others.
+    public var constantRateRule: String? {
+        if aggregation == .scaffold { return "SCAFFOLD's control update cᵢ⁺ = cᵢ − c + (x − y)/(Kη)" }
+        if aggregation == .fednova { return "FedNova's normaliser aᵢ" }
+        if personal == .ditto { return "Ditto's proximal step 1/(1 + ηλ)" }
+        return nil
+    }
+
     /// FedNova's normaliser aᵢ of a client that ran `steps` local steps of `optimizer` (‖aᵢ‖₁
     /// in Wang et al. 2020): τ for plain SGD; [τ − ρ(1 − ρ^τ)/(1 − ρ)] / (1 − ρ) with momentum
-    /// ρ; [1 − (1 − ημ)^τ] / (ημ) with FedProx's proximal term μ at learning rate η.
+    /// ρ; [1 − (1 − ηc)^τ] / (ηc) with FedProx's proximal term μ and SGD's (coupled) weight
+    /// decay wd at learning rate η, c = μ + wd. `steps` counts the applied steps only (a
+    /// mixed-precision step skipped for overflow is not one).
     public func novaNormalizer(steps: Int, optimizer: OptimizerSpec) -> Double {
         let tau = Double(steps)
-        guard case .sgd(let lr, let momentum, _, _) = optimizer, steps > 0 else { return tau }
+        guard case .sgd(let lr, let momentum, let decay, _) = optimizer, steps > 0 else { return tau }
         if momentum > 0 {
             let rho = Double(momentum)
             return (tau - rho * (1 - pow(rho, tau)) / (1 - rho)) / (1 - rho)
         }
-        if proximalMu > 0 {
-            let eta = Double(lr) * proximalMu
-            return (1 - pow(1 - eta, tau)) / eta
+        // Weight decay and the proximal term both contract the local iterate by (1 − η(wd + μ))
+        // a step, so the step weights are that factor's powers (Wang et al. 2020, §4, FedProx case).
+        let contraction = Double(lr) * (proximalMu + Double(decay))
+        if contraction > 0 {
+            return (1 - pow(1 - contraction, tau)) / contraction
         }
         return tau
     }

@@ -224,6 +224,10 @@ public struct RunConfig: Codable, Sendable, Equatable {
         if let problem = federation.aggregationProblem(clients: population?.users ?? 0, optimizer: optimizer.spec) {
             return (["federation", problem.key], problem.message)
         }
+        if let schedule = training.learningRateSchedule, !schedule.isConstant, let rule = federation.constantRateRule {
+            return (["training", "lr_schedule"], "\(rule) assumes one local learning rate η for every step; "
+                + "a schedule changes η within the round: remove \"lr_schedule\"")
+        }
         if federation.evaluateClients > (population?.users ?? 0) {
             return (["federation", "evaluate_clients"], "\(federation.evaluateClients) clients, but the population has \(population?.users ?? 0) users")
         }

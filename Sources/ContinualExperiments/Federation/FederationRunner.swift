@@ -409,9 +409,11 @@ public enum FederationRunner {
                         }
                         if scaffold {
                             setControlCorrection(&c, [])
-                            if record.steps > 0 {
+                            // K counts the steps applied: a mixed-precision step skipped for overflow moved nothing.
+                            let applied = record.steps - record.skippedSteps
+                            if applied > 0 {
                                 let updated = Scaffold.clientControl(old: c.control, server: control, start: globalParameters,
-                                                                     end: c.trainer.model.parameters, steps: record.steps,
+                                                                     end: c.trainer.model.parameters, steps: applied,
                                                                      learningRate: config.optimizer.spec.learningRate)
                                 e.control = updated.indices.map { updated[$0] - (c.control.isEmpty ? 0 : c.control[$0]) }
                                 c.control = updated
@@ -434,7 +436,7 @@ public enum FederationRunner {
                         e.completed = true
                         e.samples = data.count
                         if fed.aggregation == .fednova {
-                            e.steps = fed.novaNormalizer(steps: record.steps, optimizer: config.optimizer.spec)
+                            e.steps = fed.novaNormalizer(steps: record.steps - record.skippedSteps, optimizer: config.optimizer.spec)
                         }
                         if fed.share != .none {
                             let (decoded, bytes) = encoding.encode(delta)
@@ -547,7 +549,9 @@ public enum FederationRunner {
                 let failed = all.filter { $0.dropped || $0.straggler }.count
                 let m = completed.count + failed
                 for i in all.indices where all[i].completed || all[i].dropped || all[i].straggler {
-                    all[i].bytesUp = 64 + (m - 1) * 80 + (all[i].completed ? 4 * sharedCount + failed * 32 : 0)
+                    // A survivor's masked upload: its update, and SCAFFOLD's Δcᵢ beside it (also summed by the server).
+                    let masked = 4 * sharedCount * (scaffold ? 2 : 1)
+                    all[i].bytesUp = 64 + (m - 1) * 80 + (all[i].completed ? masked + failed * 32 : 0)
                     all[i].bytesDown += (m - 1) * (64 + 80)
                 }
             }
