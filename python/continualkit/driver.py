@@ -21,6 +21,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+import warnings
 from contextlib import contextmanager
 from typing import Callable, Optional, Sequence, Union
 
@@ -141,7 +142,7 @@ def _validate(exe: str, path: str, shown: str) -> str:
     if p.returncode != 0:
         refusal = parse_refusal(p.stderr, path)
         raise ConfigError(refusal, shown, p.stderr.replace(path, shown))
-    return p.stdout
+    return p.stdout.replace(path, shown)
 
 
 def run(config: Config, output=None, *, binary: Optional[str] = None, overwrite: bool = False,
@@ -244,7 +245,9 @@ class _Follower:
         if self.progress is False or self.progress is None:
             return
         if self.progress is True:
-            from tqdm.auto import tqdm as factory
+            with warnings.catch_warnings():          # no ipywidgets in Jupyter: the text bar, quietly
+                warnings.simplefilter("ignore")
+                from tqdm.auto import tqdm as factory
         else:
             factory = self.progress
         self.bar = factory(total=total, desc=desc, unit="run")
@@ -254,9 +257,9 @@ class _Follower:
         if self.bar is not None:
             if self.bar.total != event.total:
                 self.bar.total = event.total
-            self.bar.update(event.done - self.bar.n)
             acc = f"ACC {event.acc * 100:.2f}%" if event.acc is not None else event.status
-            self.bar.set_postfix_str(f"{self.failed} failed · last {event.name} ({acc})")
+            self.bar.set_postfix_str(f"{self.failed} failed · last {event.name} ({acc})", refresh=False)
+            self.bar.update(event.done - self.bar.n)
         if self.live is not None and self.header is not None:
             self.live.log(os.path.join(self.cwd, self.header.path), event)
         if self.on_run is not None:

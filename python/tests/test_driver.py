@@ -11,14 +11,12 @@ import os
 import shutil
 import subprocess
 
-import pandas as pd
 import pytest
 from tqdm import tqdm
 
 import continualkit as ck
 from continualkit import cli_lines
-from continualkit.io import TIMING_COLUMNS
-from conftest import REPO, find_continual
+from conftest import REPO, assert_same_summary, find_continual
 
 QUICKSTART = os.path.join(REPO, "Experiments", "quickstart.json")
 TINY_SWEEP = os.path.join(REPO, "Experiments", "sweeps", "tiny_sweep.json")
@@ -43,13 +41,6 @@ def cli(binary, command, config_path, out, cwd):
                        cwd=cwd, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr
     return ck.load_summary(out)
-
-
-def same_table(a: pd.DataFrame, b: pd.DataFrame):
-    """Equal /summary tables, every column but the wall times (the only values two runs of one
-    config may differ in)."""
-    drop = [c for c in TIMING_COLUMNS if c in a.columns]
-    pd.testing.assert_frame_equal(a.drop(columns=drop), b.drop(columns=drop), check_exact=True)
 
 
 class Recorder(tqdm):
@@ -120,8 +111,8 @@ def test_run_from_dict_and_path_equal_the_cli(binary, tmp_path, monkeypatch):
     from_dict = ck.run(load(QUICKSTART), "dict.h5", binary=binary, progress=False)
     assert from_dict.attrs["path"] == str(tmp_path / "dict.h5")
     assert len(reference) == 2 and list(reference["status"]) == ["completed"] * 2
-    same_table(from_path, reference)
-    same_table(from_dict, reference)
+    assert_same_summary(from_path, reference)
+    assert_same_summary(from_dict, reference)
     assert not [n for n in os.listdir(tmp_path) if n.startswith(".continualkit-")]   # temp file removed
 
 
@@ -139,7 +130,7 @@ def test_sweep_jobs2_equals_the_cli(binary, tmp_path):
     reference = cli(binary, "sweep", TINY_SWEEP, str(tmp_path / "cli.h5"), REPO)
     df = ck.sweep(load(TINY_SWEEP), tmp_path / "py.h5", jobs=2, binary=binary, progress=False)
     assert len(df) == 24
-    same_table(df, reference)
+    assert_same_summary(df, reference)
 
 
 @pytest.mark.parametrize("config, key_path, keys", [
@@ -190,9 +181,9 @@ def test_relative_paths_resolve_against_base_dir(binary, tmp_path, monkeypatch):
         ck.run(config, "x.h5", binary=binary, progress=False)
     assert e.value.key_path == ".scenario.path"
     df = ck.run(config, "with_base.h5", binary=binary, progress=False, base_dir=data)   # … but there
-    same_table(df, reference)                                     # run ids too: the path hashes as written
+    assert_same_summary(df, reference)                                     # run ids too: the path hashes as written
     monkeypatch.chdir(data)                                       # default base_dir: the working directory
-    same_table(ck.run(config, "cwd.h5", binary=binary, progress=False), reference)
+    assert_same_summary(ck.run(config, "cwd.h5", binary=binary, progress=False), reference)
     assert not [n for n in os.listdir(data) if n.startswith(".continualkit-")]
     with pytest.raises(TypeError, match="base_dir"):
         ck.run(str(saved), binary=binary, base_dir=data)
@@ -239,7 +230,7 @@ def test_ctrl_c_keeps_finished_runs_and_resume_completes(binary, tmp_path):
     assert 2 <= len(kept) < 24 and set(kept["status"]) == {"completed"}
     full = ck.sweep(config, out, jobs=2, binary=binary, progress=False, resume=True)
     reference = cli(binary, "sweep", _saved(config, tmp_path), str(tmp_path / "ref.h5"), str(tmp_path))
-    same_table(full, reference)
+    assert_same_summary(full, reference)
 
 
 def _saved(config, directory):
