@@ -54,24 +54,28 @@ class LiveLogger:
             return
         for rid in ids:
             if rid not in self.logged:
-                self._log_one(results_path, rid)
+                self._log_one(results_path, rid, last_chance=True)
 
-    def _log_one(self, results_path: str, rid: str) -> None:
+    def _log_one(self, results_path: str, rid: str, last_chance: bool = False) -> None:
+        """Logs run `rid` from its journal entry, else (folded meanwhile: the entry is deleted
+        once the results file holds the run, possibly between two opens) from the results file."""
         self._read_header(results_path)
         entry = os.path.join(results_path + ".journal", rid + ".h5")
-        for source in (entry, results_path):             # folded in between: then it is in the file
+        problem = None
+        for source in (entry, results_path):
             try:
                 df = _one_run_summary(source, rid, self.swept or [])
-            except (OSError, KeyError):
+                if df is not None:                        # None: failed or diverged, nothing to plot
+                    self._export(source, df)
+            except (OSError, KeyError) as e:              # not (or no longer) in this file
+                problem = e
                 continue
-            self.logged.add(rid)
-            if df is None:                                # failed or diverged: nothing to plot
-                return
-            try:
-                self._export(source, df)
             except Exception as e:                        # noqa: BLE001 - logging must not stop a sweep
                 warnings.warn(f"live logging of run {rid} failed: {e}")
+            self.logged.add(rid)
             return
+        if last_chance:
+            warnings.warn(f"live logging of run {rid} failed: {problem}")
 
     def _read_header(self, results_path: str) -> None:
         if self.swept is not None:

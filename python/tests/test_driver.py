@@ -251,3 +251,27 @@ def test_live_tensorboard_logs_every_run(binary, tmp_path):
 def test_validate_lists_the_runs(binary):
     text = ck.validate(TINY_SWEEP, binary=binary)
     assert "24 run(s)" in text and "ca52a4137527a477" in text
+
+
+def test_live_wandb_logs_every_run_offline(binary, tmp_path):
+    pytest.importorskip("wandb")
+    import glob
+
+    import h5py
+    from continualkit.export import read_wandb_offline
+    df = ck.run(QUICKSTART, tmp_path / "q.h5", binary=binary, progress=False, wandb=tmp_path / "wb")
+    dirs = glob.glob(str(tmp_path / "wb" / "wandb" / "offline-run-*"))
+    assert len(dirs) == len(df) == 2
+    names = set()
+    for d in dirs:
+        (records,) = [read_wandb_offline(f) for f in glob.glob(os.path.join(d, "run-*.wandb"))]
+        run = next(r.run for k, r in records if k == "run")
+        assert run.project == "quickstart"
+        names.add(run.display_name)
+        rid = df.loc[df["name"] == run.display_name, "run_id"].item()
+        with h5py.File(df.attrs["path"], "r") as f:
+            last = f["runs"][rid]["accuracy_matrix"][()][-1].mean()
+        seen = [json.loads(i.value_json) for k, r in records if k == "history" for i in r.history.item
+                if (i.key or "/".join(i.nested_key)) == "accuracy/seen_mean"]
+        assert seen[-1] == pytest.approx(float(last), abs=1e-12)
+    assert names == {"naive", "joint"}
