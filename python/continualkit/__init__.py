@@ -1,5 +1,7 @@
 """ContinualKit analysis: results files (HDF5) as pandas/xarray, statistics over seeds, paired
-comparisons, publication figures, an HTML report and exports. See docs/analysis.md."""
+comparisons, publication figures, an HTML report and exports (docs/analysis.md); and running
+experiments from Python through the `continual` binary: `run`, `sweep`, `validate`
+(docs/python-driver.md)."""
 __version__ = "0.1.0"
 
 
@@ -18,3 +20,5 @@ from .io import (configuration_name, curves, experiment_json, federation, federa
 from .metrics import (acc, all_metrics, bwt, forgetting, forgetting_per_experience, fwt,  # noqa: F401
                       learning_accuracy)
 from .stats import METRICS, aggregate, aggregate_long, configurations, paired, seed_stats, t975  # noqa: F401
+from .driver import (ConfigError, ContinualError, ContinualNotFound, RunFailed, RunInterrupted,  # noqa: F401
+                     find_binary, run, sweep, validate)

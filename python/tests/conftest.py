@@ -151,6 +151,15 @@ def synthetic_population(tmp_path_factory):
 
 
 # --------------------------------------------------------------------------- the real CLI
+def assert_same_summary(a, b):
+    """Two `load_summary` tables equal in every column but the wall times (the only values two
+    runs of one config may differ in), exactly."""
+    import pandas as pd
+    from continualkit.io import TIMING_COLUMNS
+    drop = [c for c in TIMING_COLUMNS if c in a.columns]
+    pd.testing.assert_frame_equal(a.drop(columns=drop), b.drop(columns=drop), check_exact=True)
+
+
 def find_continual():
     env = os.environ.get("CONTINUAL_BIN")
     if env:
