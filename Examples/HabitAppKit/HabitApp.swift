@@ -3,6 +3,13 @@ import ContinualOnDevice
 import ContinualScenarios
 import ContinualStrategies
 import ContinualHabitEvents
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// What the app does at today's decision point.
 public enum ReminderDecision: String, Sendable, Equatable, CaseIterable {
@@ -131,7 +138,13 @@ public final class HabitApp {
     /// Launches the app on the database at `path` (created on the first launch): WAL journal,
     /// `synchronous = NORMAL` (see docs/on-device.md), the model restored from the stored
     /// checkpoint, the committed events read back into the feature extractor. Counts the launch.
+    /// Unless `configuration` holds an integrity key, the app's own `StateKey` seals the state:
+    /// made with the database, read back from `DATABASE.key` on every later launch.
     public static func launch(databasePath path: String, configuration: PersonalModel.Configuration) throws -> HabitApp {
+        var configuration = configuration
+        if configuration.integrityKey == nil {
+            configuration.integrityKey = try StateKey.load(forDatabase: path, create: access(path, F_OK) != 0)
+        }
         let db = try SQLiteDatabase(path: path)
         // WAL: a writer appends to the log and commits by a commit record, so a kill mid-write
         // leaves the database as of the last commit. NORMAL: WAL is synced at checkpoints only;

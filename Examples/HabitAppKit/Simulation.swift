@@ -113,6 +113,7 @@ public func simulateHabitApp(_ options: SimulationOptions) throws -> SimulationR
     let configuration = HabitApp.configuration(strategy: strategy, days: options.days, seed: options.seed)
     if !options.resume {
         for suffix in ["", "-wal", "-shm"] { unlink(options.databasePath + suffix) }
+        StateKey.remove(forDatabase: options.databasePath)
     }
     // Nights: an overnight charger, home Wi-Fi most nights (the background task's conditions).
     let nights = DeviceStateOptions(pattern: .overnight).makeDays(count: options.days, runSeed: options.seed)

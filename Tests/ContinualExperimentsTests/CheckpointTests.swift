@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import ContinualCore
+import ContinualHDF5
 import ContinualScenarios
 import ContinualStrategies
 @testable import ContinualExperiments
@@ -132,6 +133,24 @@ import ContinualStrategies
         } catch let error as CheckpointError {
             // The payload is sealed with SHA-256 (16-digit FNV-1a only in older checkpoints).
             #expect(error.description.contains("corrupt") && error.description.contains("SHA-256"), "\(error)")
+        }
+    }
+
+    /// Issue 41.5: a checkpoint sealed with a 16-digit FNV-1a checksum — an old file, or a forgery
+    /// whose editor recomputed it — is refused, although the checksum matches its payload.
+    @Test func fnvSealedCheckpointsAreRefusedEvenWhenTheChecksumMatches() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let (path, _) = try savedCheckpoint(dir)
+        do {
+            let file = try HDF5File.open(path: path, mode: .readWrite)
+            let payload = try file.root.openDataset("payload").read(as: UInt8.self)
+            try file.root.attributes.set("checksum", StableHash.hex(StableHash.fnv1a64(bytes: payload)))
+        }
+        #expect {
+            _ = try CheckpointFile.read(path: path)
+        } throws: { error in
+            "\(error)".contains("FNV-1a") && "\(error)".contains("not read")
         }
     }
 

@@ -14,7 +14,7 @@ import Testing
     }
 
     static func remove(_ path: String) {
-        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        for suffix in ["", "-wal", "-shm", ".key"] { try? FileManager.default.removeItem(atPath: path + suffix) }
     }
 
     static var root: URL {

@@ -4,8 +4,8 @@ import ContinualHDF5
 
 /// A `TrainerCheckpoint` in an HDF5 file: the byte encoding as dataset `payload` (uint8), with
 /// attributes `format` ("continualkit-checkpoint"), `version`, `checksum` (SHA-256 of the
-/// payload, 64 hex digits; checkpoints written before issue 26 hold FNV-1a 64, 16 digits, still
-/// read — it detects damage and edits by tools that do not recompute it, not a deliberate edit)
+/// payload, 64 hex digits; the 16-digit FNV-1a 64 of checkpoints written before issue 26 is
+/// refused: it can be recomputed after a deliberate edit)
 /// and `config_json`; parameters and the accuracy rows so far are also written as
 /// readable datasets (informational; loading uses only the payload).
 public enum CheckpointFile {
@@ -109,19 +109,17 @@ public enum CheckpointFile {
                 throw CheckpointError.truncated("\(path): \(error)")
             }
             guard let storedChecksum else { throw CheckpointError.mismatch("\(path) has no checksum attribute") }
-            if storedChecksum.count == 64 {
-                // SHA-256 (since issue 26).
-                let found = SHA256.hex(SHA256.hash(bytes))
-                guard found == storedChecksum else {
-                    throw CheckpointError.mismatch("\(path) is corrupt: the payload's SHA-256 \(found.prefix(16))… does not match the stored \(storedChecksum.prefix(16))…")
-                }
-            } else {
-                // FNV-1a 64 of checkpoints written before.
-                guard let expected = UInt64(storedChecksum, radix: 16) else {
-                    throw CheckpointError.mismatch("\(path) has no valid checksum attribute")
-                }
-                let found = StableHash.fnv1a64(bytes: bytes)
-                guard found == expected else { throw CheckpointError.checksumMismatch(expected: expected, found: found) }
+            // SHA-256 (since issue 26) only. A 16-digit FNV-1a 64 checksum (older checkpoints) is
+            // refused on every path that reads a checkpoint (--resume-from, init_from, export):
+            // anyone can recompute it after an edit, so it cannot tell a forgery (issue 41.5).
+            guard storedChecksum.count == 64 else {
+                throw CheckpointError.mismatch("\(path) is sealed with a 64-bit FNV-1a checksum (a checkpoint written before "
+                    + "SHA-256 seals, or a forgery): such a checksum can be recomputed after any edit, so the file is not read; "
+                    + "make a new checkpoint by running the experiment again with --checkpoint")
+            }
+            let found = SHA256.hex(SHA256.hash(bytes))
+            guard found == storedChecksum else {
+                throw CheckpointError.mismatch("\(path) is corrupt: the payload's SHA-256 \(found.prefix(16))… does not match the stored \(storedChecksum.prefix(16))…")
             }
             return try RunCheckpoint(decoding: bytes)
         }
