@@ -157,10 +157,12 @@ struct HostileInputRegressionTests {
         """)
         let refused = try Self.runLimited(["validate", warm], limit: 60)
         #expect(refused.status == 2 && (refused.stdout + refused.stderr).contains("damaged"), "\(refused.stdout) \(refused.stderr)")
-        // Re-sealed (a tool that recomputes the digest): the non-finite parameters are still refused.
+        // Re-sealed (a tool that recomputes the digest and the file's run manifest): the
+        // non-finite parameters are still refused.
         do {
             let f = try HDF5File.open(path: source, mode: .readWrite)
             try RunDigest.seal(try f.root.openGroup("runs/\(victim.runId)"))
+            try RunManifest.write(f.root)
             try f.close()
         }
         let r = try Self.runLimited(["run", warm, "-o", work.path("warm.h5"), "-q"], limit: 120)

@@ -1,6 +1,7 @@
 import ContinualHDF5
 import Foundation
 import Testing
+@testable import ContinualExperiments
 
 /// A results file swept from `tinyExperiment(name:extra:)` into `work` (`NAME.json` → `NAME.h5`):
 /// the starting point the integrity, crash-consistency, full-disk and hostile-input tests share.
@@ -30,6 +31,11 @@ enum RunDamage: String, CaseIterable {
     case changedAttribute
     /// The run's own summary row given another ACC.
     case changedSummaryRow
+    /// metrics/acc edited, then the run's `sha256` attribute deleted, which once made the run
+    /// "without a digest" instead of damaged (issue 41.5): the file's `RunManifest` still lists it.
+    case strippedDigest
+    /// metrics/acc edited and the run's digest recomputed: only the file's `RunManifest` disagrees.
+    case resealedDigest
 
     /// Applies this damage to run group `id` of `path`.
     func apply(to path: String, run id: String) throws {
@@ -62,6 +68,12 @@ enum RunDamage: String, CaseIterable {
             t.rows[0][i] = .double(0.123)
             try g.delete("summary_row")
             try g.write(t, name: "summary_row", compress: false, chunkRows: 1)
+        case .strippedDigest:
+            try g.openGroup("metrics").attributes.set("acc", 0.99)
+            try g.attributes.delete(RunDigest.attribute)
+        case .resealedDigest:
+            try g.openGroup("metrics").attributes.set("acc", 0.99)
+            try RunDigest.seal(g)
         }
     }
 

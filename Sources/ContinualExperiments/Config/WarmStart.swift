@@ -274,7 +274,7 @@ public struct WarmStart: Codable, Sendable, Equatable {
                     throw Failure(key: ".run", message: "\(matches.count) runs of \(results) are named \"\(run)\" (ids \(matches.prefix(4).joined(separator: ", "))): give a run id")
                 }
                 let g = try runs.openGroup(matches[0])
-                let integrity = RunDigest.verify(g)
+                let integrity = RunManifest.verify(g, id: matches[0], manifest: RunManifest.read(file.root))
                 guard !integrity.isDamaged else {
                     throw Failure(key: ".run", message: "run \"\(run)\" of \(results) is \(integrity.description); it is not used as a warm start")
                 }

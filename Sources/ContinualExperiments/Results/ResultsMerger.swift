@@ -99,8 +99,10 @@ public enum ResultsMerger {
                         let stored = try SweepWriter.storedRows(source.root, damaged: &damaged)
                         report.skippedIncomplete += try runs.childNames().count - stored.count - damaged.count
                         var good: [(id: String, row: [HDF5Value], columns: [HDF5Table.Column])] = []
+                        let manifest = RunManifest.read(source.root)
                         for entry in stored {
-                            let status = (try? runs.openGroup(entry.id)).map(RunDigest.verify) ?? .unreadable("cannot open")
+                            let status = (try? runs.openGroup(entry.id)).map { RunManifest.verify($0, id: entry.id, manifest: manifest) }
+                                ?? .unreadable("cannot open")
                             if status.isDamaged { damaged.append((entry.id, status.description)) } else { good.append(entry) }
                         }
                         for d in damaged {

@@ -144,14 +144,19 @@ extension ResultsReader {
                     throw HDF5Error(.notFound, "\(file) is not a results file (it has no /runs group)")
                 }
                 let runs = try f.root.openGroup("runs")
-                for id in try runs.childNames() {
+                let manifest = RunManifest.read(f.root), ids = try runs.childNames()
+                for id in ids {
                     do {
                         let g = try runs.openGroup(id)
                         out.append(Verification(runId: prefix + id, name: (try? g.attributes.string("name")) ?? "",
-                                                status: RunDigest.verify(g)))
+                                                status: RunManifest.verify(g, id: id, manifest: manifest)))
                     } catch {
                         out.append(Verification(runId: prefix + id, name: "", status: .unreadable("\(error)")))
                     }
+                }
+                for id in RunManifest.missing(manifest, present: ids) {
+                    out.append(Verification(runId: prefix + id, name: "",
+                                            status: .unlisted("listed in the file's run manifest, but its group is gone")))
                 }
             }
             try scan(path, prefix: "")

@@ -25,10 +25,13 @@ public enum RunDigest {
         case mismatch(stored: String, computed: String)
         /// The group cannot be read to the end.
         case unreadable(String)
+        /// The group disagrees with the file's `RunManifest` (digest removed or changed, run not
+        /// listed).
+        case unlisted(String)
 
         public var isDamaged: Bool {
             switch self {
-            case .mismatch, .unreadable: return true
+            case .mismatch, .unreadable, .unlisted: return true
             case .verified, .unsealed: return false
             }
         }
@@ -39,6 +42,7 @@ public enum RunDigest {
             case .unsealed: return "no digest (written by an older version)"
             case .mismatch(let s, let c): return "damaged: content SHA-256 \(c.prefix(12))… does not match the stored \(s.prefix(12))…"
             case .unreadable(let e): return "damaged: unreadable (\(e))"
+            case .unlisted(let reason): return "damaged: \(reason)"
             }
         }
     }

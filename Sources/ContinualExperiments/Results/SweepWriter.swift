@@ -66,6 +66,7 @@ public final class SweepWriter: @unchecked Sendable {
                     recoveredIds = result.added
                     journalDamage = result.damaged
                     let runs = try file.root.requireGroup("runs")
+                    let manifest = RunManifest.read(file.root)
                     var incomplete: [String] = []
                     for id in try runs.childNames() {
                         let columns: [HDF5Table.Column]
@@ -76,7 +77,7 @@ public final class SweepWriter: @unchecked Sendable {
                                 continue
                             }
                             columns = try g.openDataset("summary_row").readTable().columns
-                            let status = RunDigest.verify(g)
+                            let status = RunManifest.verify(g, id: id, manifest: manifest)
                             if status.isDamaged {
                                 journalDamage.append((id, status.description))
                                 incomplete.append(id)
@@ -206,6 +207,7 @@ public final class SweepWriter: @unchecked Sendable {
         if appendRows && !rows.isEmpty {
             try file.root.openDataset("summary").append(rows: rows)
         }
+        try RunManifest.write(file.root)  // in the same replace as the runs it now lists
         return (absorbed, added, damaged)
     }
 
@@ -490,5 +492,6 @@ public final class SweepWriter: @unchecked Sendable {
         try d.attributes.set("meaning", "one row per run, sorted by sweep_index; metrics as in /metric_definitions; fractions 0..1")
         try writeLayout(layout, to: d.attributes)
         try d.attributes.set("timing_columns_json", (try? JSONValue.encodeCanonicalText(ResultsSchema.timingColumns.sorted())) ?? "[]")
+        try RunManifest.write(root)
     }
 }
