@@ -34,6 +34,29 @@ enum UntrustedRead {
         ProcessInfo.processInfo.environment["CONTINUALKIT_READ_TIMEOUT"].flatMap(Double.init) ?? 10
     }
 
+    /// Seconds the whole read may take (600; `CONTINUALKIT_READ_TOTAL_TIMEOUT`): a file whose
+    /// objects each arrive in time but never end (a crafted link or chunk structure) still stops.
+    static func totalTimeLimit() -> Double {
+        ProcessInfo.processInfo.environment["CONTINUALKIT_READ_TOTAL_TIMEOUT"].flatMap(Double.init) ?? 600
+    }
+
+    /// The child's address-space limit (RLIMIT_AS) for a file of `size` bytes: 1 GiB + 8 × the
+    /// file's size, or `CONTINUALKIT_READ_MEMORY` bytes (`8G`, `512M` accepted). Reading a
+    /// dataset needs its decompressed size: real data compresses a few times at most, so the
+    /// margin passes any honest file, while a few-megabyte file that inflates to gigabytes (a
+    /// "gzip bomb") fails in the child instead of driving the machine into swap.
+    static func memoryLimit(fileSize size: Int) -> Int {
+        if let text = ProcessInfo.processInfo.environment["CONTINUALKIT_READ_MEMORY"],
+           let bytes = ResourceLimits.parseBytes(text), bytes >= 1, bytes < 9e18 {
+            return Int(bytes)
+        }
+        let (product, overflow) = size.multipliedReportingOverflow(by: 8)
+        return overflow ? Int.max : (1 << 30) + product
+    }
+
+    /// The child's variable carrying `memoryLimit` (bytes).
+    static let memoryVariable = "CONTINUALKIT_READ_CHECK_MEMORY"
+
     /// When the child last reported progress.
     final class Activity: @unchecked Sendable {
         private let lock = NSLock()
@@ -50,12 +73,15 @@ enum UntrustedRead {
         let known = checked.contains(key)
         lock.unlock()
         if known { return }
-        let limit = timeLimit()
+        let limit = timeLimit(), total = totalTimeLimit()
+        let memory = memoryLimit(fileSize: Int(st.st_size))
+        let started = Date()
         let child = Process()
         child.executableURL = URL(fileURLWithPath: executablePath())
         child.arguments = ["__read-check", path]
         var environment = ProcessInfo.processInfo.environment
         environment[childVariable] = "1"
+        environment[memoryVariable] = String(memory)
         child.environment = environment
         // The child writes a byte after each object it reads: the limit is on silence, so a big
         // file on a slow machine is not mistaken for a hang inside libhdf5.
@@ -75,18 +101,20 @@ enum UntrustedRead {
             return  // cannot isolate (e.g. no permission to execute): read in-process as before
         }
         while done.wait(timeout: .now() + 0.05) == .timedOut {
-            if activity.silence() > limit {
+            let silent = activity.silence() > limit, long = Date().timeIntervalSince(started) > total
+            if silent || long {
                 kill(child.processIdentifier, SIGKILL)
                 done.wait()
+                let why = silent ? "no progress for \(Int(limit)) s" : "not read to the end in \(Int(total)) s (CONTINUALKIT_READ_TOTAL_TIMEOUT)"
                 throw HDF5Error(.library, "the file is damaged: the HDF5 library timed out reading \(path) "
-                    + "(no progress for \(Int(limit)) s in a separate process; a damaged file can make libhdf5 loop forever)")
+                    + "(\(why) in a separate process; a damaged file can make libhdf5 loop forever\(Self.memoryNote(memory)))")
             }
         }
         if child.terminationReason == .uncaughtSignal {
             let signal = child.terminationStatus
             let name = String(cString: strsignal(signal))
             throw HDF5Error(.library, "the file is damaged: the HDF5 library crashed reading \(path) "
-                + "(signal \(signal), \(name), in a separate process; nothing was written)")
+                + "(signal \(signal), \(name), in a separate process; nothing was written\(Self.memoryNote(memory)))")
         }
         // The child could not open the file, or libhdf5 failed on an object outside a run group
         // (`/runs/<id>/…`) and `/summary`, so this process must not try: after such an error
@@ -105,6 +133,11 @@ enum UntrustedRead {
         lock.lock()
         checked.insert(key)
         lock.unlock()
+    }
+
+    /// The clause naming the child's memory limit, which a file that inflates past it also hits.
+    static func memoryNote(_ bytes: Int) -> String {
+        "; or it needs more than the reader's memory limit of \(bytes >> 20) MB (CONTINUALKIT_READ_MEMORY)"
     }
 
     /// This executable (Linux: /proc/self/exe, which survives a rename of the binary).
@@ -129,6 +162,12 @@ struct ReadCheckCommand: ParsableCommand {
     @Argument var files: [String]
 
     func run() throws {
+        // The caller's memory limit for this read (UntrustedRead.memoryLimit): an allocation past
+        // it fails here, in the child, and the caller reports the file.
+        if let text = ProcessInfo.processInfo.environment[UntrustedRead.memoryVariable], let bytes = rlim_t(text) {
+            var limit = rlimit(rlim_cur: bytes, rlim_max: bytes)
+            _ = setrlimit(Int32(RLIMIT_AS.rawValue), &limit)
+        }
         for path in files {
             let file: HDF5File
             do {

@@ -20,8 +20,10 @@ struct TemporaryDirectory {
 /// The package root (three levels above this file).
 let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-/// Runs the built `continual` executable (found next to the test bundle's build products).
-func runCLI(_ arguments: [String], in directory: URL? = nil) throws -> (status: Int32, stdout: String, stderr: String) {
+/// Runs the built `continual` executable (found next to the test bundle's build products), with
+/// `environment` added to this process's.
+func runCLI(_ arguments: [String], in directory: URL? = nil,
+            environment: [String: String] = [:]) throws -> (status: Int32, stdout: String, stderr: String) {
     let candidates = [".build/debug/continual", ".build/release/continual"].map { packageRoot.appendingPathComponent($0).path }
     guard let binary = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
         throw NSError(domain: "test", code: 1, userInfo: [NSLocalizedDescriptionKey: "continual binary not built"])
@@ -30,6 +32,9 @@ func runCLI(_ arguments: [String], in directory: URL? = nil) throws -> (status: 
     process.executableURL = URL(fileURLWithPath: binary)
     process.arguments = arguments
     process.currentDirectoryURL = directory ?? packageRoot
+    if !environment.isEmpty {
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+    }
     let out = Pipe(), err = Pipe()
     process.standardOutput = out
     process.standardError = err
