@@ -237,6 +237,15 @@ def _paper_value_variants(df, v) -> list[str]:
     return list(dict.fromkeys(n[: n.rindex("_")] for n in names if pat.match(n)))
 
 
+def _steps_text(df, v) -> str:
+    """The steps per experience row `v` ran at over its settings ("28", or "28 / 77"), "—" if none."""
+    if "steps_per_experience" not in df.columns:
+        return "—"
+    part = df[df["variant"].astype(str).isin([f"{v}_{s}" for s in SETTINGS])]["steps_per_experience"].dropna()
+    steps = sorted({int(round(x)) for x in part})
+    return " / ".join(str(x) for x in steps) or "—"
+
+
 def _judged(v, base, card) -> bool:
     """Whether row `v` (method `base`) is compared with the paper's number: the method has a
     Table 2 row, and a sized `_paper` row has the paper's memory size."""
@@ -260,7 +269,7 @@ def _hsu_block(df, card, budgets, paper_rows, source) -> tuple[list[str], list[s
     rows = [r for v, base in rows for r in [(v, base)] + [(pv, base) for pv in _paper_value_variants(df, v)]]
     for v, base in rows:
         for b in budgets:
-            cells = [v, "—" if b is None else str(b)]
+            cells = [v, _steps_text(df, v) if b is None else str(b)]
             for s in SETTINGS:
                 ours = _stats(df, f"{v}_{s}", b)
                 p = (paper_rows.get(base) or {}).get(s) if _judged(v, base, card) else None
@@ -348,7 +357,12 @@ def _overall(card, ctx, verdicts, summary) -> str:
 def cards(hsu_path: str, out_dir: str, mnist1d_path: str | None = None, other_paths: list[str] | None = None) -> list[str]:
     """Writes one card per strategy of `facts()` and an index README.md; returns the paths."""
     df = load_summary(hsu_path) if hsu_path is not None else pd.DataFrame({"variant": [], "status": [], "acc": []})
-    ctx = {"path": hsu_path, "df": df, "budgets": _budgets(df) if hsu_path is not None else [],
+    budgets = _budgets(df) if hsu_path is not None else []
+    # A file whose variants each ran at one budget (an epoch budget: joint's steps grow with the
+    # union) is shown one row per variant, at its own steps; a sweep over budgets one per budget.
+    if budgets and _ordering_budget(df, budgets) is None:
+        budgets = [None]
+    ctx = {"path": hsu_path, "df": df, "budgets": budgets,
            "paper_rows": {r["variant"]: r for r in paper_table()["rows"]},
            "mnist1d": load_summary(mnist1d_path) if mnist1d_path else None,
            "mnist1d_name": experiment_json(mnist1d_path).get("name", "mnist1d") if mnist1d_path else None,
