@@ -17,6 +17,9 @@ public struct CSVScenarioReader: Sendable {
     /// Key columns (user, session, time): never features; their values are returned per sample
     /// by `readWithKeys`. Each pairs the column name with the JSON key that named it, for errors.
     public var keyColumns: [(name: String, key: String)] = []
+    /// The feature columns, in this order (nil: every column not named above, in header order);
+    /// columns in neither are not read.
+    public var featureColumns: [String]?
 
     public init() {}
 
@@ -125,7 +128,16 @@ public struct CSVScenarioReader: Sendable {
             }
             kc.append(i)
         }
-        let featureColumns = header.indices.filter { $0 != ec && $0 != sc && $0 != lc && !kc.contains($0) }
+        let featureColumns = try self.featureColumns.map { listed in
+            try listed.map { name in
+                guard let i = firstColumn[name], ![ec, sc, lc].contains(i), !kc.contains(i) else {
+                    throw ScenarioError("\(path):\(headerIndex + 1): .scenario.feature_columns: \"\(name)\" is "
+                        + (firstColumn[name] == nil ? "not in the header (found: \(header.joined(separator: ", ")))"
+                                                    : "a declared column (experience, split, label, user, session or time)"))
+                }
+                return i
+            }
+        } ?? header.indices.filter { $0 != ec && $0 != sc && $0 != lc && !kc.contains($0) }
         guard !featureColumns.isEmpty else { throw ScenarioError("\(path):\(headerIndex + 1): no feature columns in the header") }
         let d = featureColumns.count
         let labelLimit = min(classes ?? DataLimits.maxClasses, DataLimits.maxClasses)

@@ -10,12 +10,13 @@ extension DatasetScenario {
             .compactMap { name, key in name.map { ($0, key) } }
     }
 
-    /// The stream as stored and, per experience, its key columns; checks `source_version`.
+    /// The stream as stored (its features as `feature_columns` says) and, per experience, its key
+    /// columns; checks `source_version` and that no undeclared feature looks like a time or an id.
     func readFile() throws -> (stream: ExperienceStream, keys: [SampleKeys]) {
         guard FileManager.default.fileExists(atPath: path) else {
             throw ScenarioError("\(path): no such file" + Self.missingFileHint(path))
         }
-        let result: (stream: ExperienceStream, keys: [SampleKeys])
+        var result: (stream: ExperienceStream, keys: [SampleKeys])
         if path.hasSuffix(".csv") {
             var reader = CSVScenarioReader()
             reader.experienceColumn = experienceColumn
@@ -24,9 +25,11 @@ extension DatasetScenario {
             reader.classes = classes
             reader.forceMulticlass = head == .multiclass
             reader.keyColumns = keyColumns
+            reader.featureColumns = featureColumns
             result = try reader.readWithKeys(path: path)
         } else {
             result = try ScenarioArchive.read(path: path, keyColumns: keyColumns)
+            result.stream = try selectingFeatures(result.stream)
         }
         if let sourceVersion {
             let found = result.stream.metadata["file_source_version"]
@@ -38,6 +41,7 @@ extension DatasetScenario {
                     + command)
             }
         }
+        try requireExplicitFeatures(result.stream, keys: result.keys)
         return result
     }
 
