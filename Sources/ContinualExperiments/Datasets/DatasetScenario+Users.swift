@@ -10,8 +10,9 @@ extension DatasetScenario {
             .compactMap { name, key in name.map { ($0, key) } }
     }
 
-    /// The stream as stored (its features as `feature_columns` says) and, per experience, its key
-    /// columns; checks `source_version` and that no undeclared feature looks like a time or an id.
+    /// The stream as stored (its features as `feature_columns` says, its experiences and splits
+    /// cut by time when the scenario says so) and, per experience, its key columns; checks
+    /// `source_version` and that no undeclared feature looks like a time or an id.
     func readFile() throws -> (stream: ExperienceStream, keys: [SampleKeys]) {
         guard FileManager.default.fileExists(atPath: path) else {
             throw ScenarioError("\(path): no such file" + Self.missingFileHint(path))
@@ -26,6 +27,8 @@ extension DatasetScenario {
             reader.forceMulticlass = head == .multiclass
             reader.keyColumns = keyColumns
             reader.featureColumns = featureColumns
+            reader.readsExperiences = experiences == nil
+            reader.readsSplits = test == nil
             result = try reader.readWithKeys(path: path)
         } else {
             result = try ScenarioArchive.read(path: path, keyColumns: keyColumns)
@@ -42,7 +45,7 @@ extension DatasetScenario {
             }
         }
         try requireExplicitFeatures(result.stream, keys: result.keys)
-        return result
+        return try cutByTime(result.stream, keys: result.keys)
     }
 
     /// For a missing file whose name is one of the importers' (`continualkit datasets …`), what to run.

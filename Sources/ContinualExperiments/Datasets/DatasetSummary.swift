@@ -29,7 +29,8 @@ public struct DatasetSummary: Equatable, Sendable {
             users = try scenario.forPopulation(users: population.users, seed: population.seed ?? config.seed).memberIds
         }
         return DatasetSummary(path: scenario.path, features: stream.featureNames, userColumn: scenario.userColumn,
-                              users: users, usersInFile: taking.count)
+                              users: users, usersInFile: taking.count,
+                              cuts: scenario.cutLines(experienceCount: stream.experiences.count).map(\.value))
     }
 
     /// Indented lines, none wider than `width` (a long list continues on further lines).
