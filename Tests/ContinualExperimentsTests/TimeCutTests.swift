@@ -1,4 +1,5 @@
 import ContinualCore
+import ContinualHDF5
 import Foundation
 import Testing
 @testable import ContinualExperiments
@@ -159,5 +160,34 @@ struct TimeCutTests {
         let resolved = try Self.experiment(Self.scenario(path)).runs[0].canonicalJSON
         #expect(resolved.contains(#""experiences":{"every":10,"unit":"days"}"#) && resolved.contains(#""test":{"last":3}"#), "\(resolved)")
         #expect(try !Self.experiment(Self.scenario(path, #""head": "auto""#)).runs[0].canonicalJSON.contains("experiences"))
+    }
+
+    @Test("HDF5: the stored experiences and splits are pooled and cut the same way; each user's stream equals the CSV's")
+    func hdf5() throws {
+        try withScenarioTempDir { dir in
+            let csv = try Self.dataset(Self.scenario(try Self.write(dir)))
+            let (stream, keys) = try csv.readFile()
+            let h5 = dir + "/days.h5"
+            try ScenarioArchive.write(stream, to: h5)
+            let file = try HDF5File.open(path: h5, mode: .readWrite)
+            for (i, k) in keys.enumerated() {
+                let g = try file.root.openGroup("experiences/" + ScenarioArchive.groupName(i, count: keys.count))
+                for (split, cols) in [("train", k.train), ("test", k.test)] {
+                    _ = try g.openGroup(split).write(cols["user"]!, name: "user")
+                    _ = try g.openGroup(split).write(cols["day"]!.map { Int64($0)! }, shape: [cols["day"]!.count], name: "day")
+                }
+            }
+            try file.close()
+            var h = csv
+            h.path = h5
+            for user in ["ben", "cy"] {
+                var a = csv, b = h
+                a.user = user
+                b.user = user
+                let x = try a.makeStream(seed: 0), y = try b.makeStream(seed: 0)
+                #expect(x.experiences.map(\.name) == y.experiences.map(\.name))
+                #expect(x.experiences.map(\.train) == y.experiences.map(\.train) && x.experiences.map(\.test) == y.experiences.map(\.test), "\(user)")
+            }
+        }
     }
 }
