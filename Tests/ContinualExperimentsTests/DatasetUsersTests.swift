@@ -194,6 +194,22 @@ struct DatasetUsersTests {
         }
     }
 
+    /// `stream` as an HDF5 scenario with its key columns as per-split datasets: `user` (text)
+    /// and the CSV's `day` as integers named `time`.
+    static func writeWithKeys(_ stream: ExperienceStream, _ keys: [SampleKeys], to h5: String, time: String) throws {
+        try ScenarioArchive.write(stream, to: h5)
+        let file = try HDF5File.open(path: h5, mode: .readWrite)
+        for (i, k) in keys.enumerated() {
+            let g = try file.root.openGroup("experiences/" + ScenarioArchive.groupName(i, count: keys.count))
+            for (split, cols) in [("train", k.train), ("test", k.test)] {
+                let s = try g.openGroup(split)
+                _ = try s.write(cols["user"]!, name: "user")
+                _ = try s.write(cols["day"]!.map { Int64($0)! }, shape: [cols["day"]!.count], name: time)
+            }
+        }
+        try file.close()
+    }
+
     @Test("HDF5 key columns: per-split user and time datasets pick and order each user's rows")
     func hdf5Keys() throws {
         try withScenarioTempDir { dir in
@@ -207,17 +223,7 @@ struct DatasetUsersTests {
             // The pooled CSV stream and its keys, written as an HDF5 scenario with key datasets.
             let (stream, keys) = try c.readFile()
             let h5 = dir + "/people.h5"
-            try ScenarioArchive.write(stream, to: h5)
-            let file = try HDF5File.open(path: h5, mode: .readWrite)
-            for (i, k) in keys.enumerated() {
-                let g = try file.root.openGroup("experiences/" + ScenarioArchive.groupName(i, count: keys.count))
-                for (split, cols) in [("train", k.train), ("test", k.test)] {
-                    let s = try g.openGroup(split)
-                    _ = try s.write(cols["user"]!, name: "user")
-                    _ = try s.write(cols["day"]!.map { Int64($0)! }, shape: [cols["day"]!.count], name: "time")
-                }
-            }
-            try file.close()
+            try Self.writeWithKeys(stream, keys, to: h5, time: "time")
             var h = DatasetScenario(path: h5)
             h.userColumn = "user"
             h.timeColumn = "time"

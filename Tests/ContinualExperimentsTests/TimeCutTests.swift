@@ -1,5 +1,4 @@
 import ContinualCore
-import ContinualHDF5
 import Foundation
 import Testing
 @testable import ContinualExperiments
@@ -168,16 +167,7 @@ struct TimeCutTests {
             let csv = try Self.dataset(Self.scenario(try Self.write(dir)))
             let (stream, keys) = try csv.readFile()
             let h5 = dir + "/days.h5"
-            try ScenarioArchive.write(stream, to: h5)
-            let file = try HDF5File.open(path: h5, mode: .readWrite)
-            for (i, k) in keys.enumerated() {
-                let g = try file.root.openGroup("experiences/" + ScenarioArchive.groupName(i, count: keys.count))
-                for (split, cols) in [("train", k.train), ("test", k.test)] {
-                    _ = try g.openGroup(split).write(cols["user"]!, name: "user")
-                    _ = try g.openGroup(split).write(cols["day"]!.map { Int64($0)! }, shape: [cols["day"]!.count], name: "day")
-                }
-            }
-            try file.close()
+            try DatasetUsersTests.writeWithKeys(stream, keys, to: h5, time: "day")
             var h = csv
             h.path = h5
             for user in ["ben", "cy"] {
