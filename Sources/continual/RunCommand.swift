@@ -33,7 +33,7 @@ struct RunCommand: ParsableCommand {
     @Flag(name: .shortAndLong, help: "Print only the comparison table and the results path.")
     var quiet = false
 
-    @Flag(help: "Print every run's accuracy matrix and measures (default: one progress line per run).")
+    @Flag(help: "Print a data file's features and users, and every run's accuracy matrix and measures (default: one progress line per run).")
     var verbose = false
 
     @Flag(help: "Plain log lines even on a terminal.")
@@ -128,7 +128,8 @@ struct RunCommand: ParsableCommand {
         // Everything checkable without training, before anything is written (exit 2 on a problem).
         if stopAfter == nil { try target.check() }
         try resources.applyThreads(experiment)
-        _ = try resources.preflight(runs, file: file)
+        let report = try resources.preflight(runs, file: file)
+        if verbose { for line in report.datasets.flatMap({ $0.lines() }) { writeOut(line + "\n") } }
         if !experiment.tuneTargets.isEmpty {
             guard !checkpointing else { throw CLIFailure.badInput("--stop-after and --resume-from do not combine with a \"tune\" block yet; run it whole") }
             if let variant { experiment.tuneTargets.removeAll { $0.variant != variant } }

@@ -43,7 +43,11 @@ struct ScenarioCommand: ParsableCommand {
                 print("""
                 Options: path (required, .h5 in the scenario layout or .csv), classes (default: from the file),
                 head ("auto" | "binary" | "multiclass", default "auto"), experience_column ("experience"),
-                split_column ("split"), label_column ("label"). See docs/scenarios.md.
+                split_column ("split"), label_column ("label"); user_column, session_column, time_column
+                (key columns, never features); feature_columns (the inputs; default: every undeclared
+                column, refusing one that looks like a time or an id); experiences ({"every": N, "unit":
+                "days"} or {"count": K}) and test ({"last": k}): cut by time_column, per user; users, user,
+                equalise_users, source_version. See docs/scenarios.md and docs/real-users.md.
                 """)
             } else {
                 print("This scenario has required options; see docs/scenarios.md.")

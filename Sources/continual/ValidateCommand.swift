@@ -11,8 +11,8 @@ struct ValidateCommand: ParsableCommand {
         before their first run: the JSON and every key, the files a scenario reads (relative \
         paths are relative to the experiment file) and their layout, that the model, heads, \
         labels, layer indices and plugins fit the data, and each run's estimated peak memory and \
-        work against this machine's memory (or --max-memory) and --max-work. Prints the runs with \
-        their ids and estimates; --resolved prints each run's full config with defaults. A sweep \
+        work against this machine's memory (or --max-memory) and --max-work. Prints a data file's \
+        features and users (a `dataset` scenario), the runs with their ids and estimates; --resolved prints each run's full config with defaults. A sweep \
         of more than \(ValidateCommand.expansionLimit) runs is counted, not expanded: validate \
         checks its first runs and every listed value of every swept key. Exit 2 on a problem, \
         naming the key path.
@@ -49,6 +49,8 @@ struct ValidateCommand: ParsableCommand {
                 + "of the training data, before the reported runs")
         }
         for n in experiment.notes { print("  note: \(n)") }
+        // A data file's features and users, so a column that became an input by omission shows.
+        for line in report.datasets.flatMap({ $0.lines() }) { print(line) }
         let shown = experiment.isSampled ? min(experiment.runs.count, 20) : experiment.runs.count
         for (r, e) in zip(experiment.runs, report.estimates).prefix(shown) {
             // Two lines per run, so an 80-column terminal does not wrap them: who, then how much.

@@ -109,6 +109,7 @@ struct DatasetUsersTests {
             try Self.csv(Self.rows(), withUser: true).write(toFile: all, atomically: true, encoding: .utf8)
             var s = DatasetScenario(path: all)
             s.userColumn = "user"
+            s.timeColumn = "day"
             let two = try s.forPopulation(users: 2, seed: 1)
             #expect(two.memberIds.count == 2 && Set(two.memberIds).isSubset(of: Self.people))
             #expect(try s.forPopulation(users: 2, seed: 1).memberIds == two.memberIds)  // deterministic
@@ -122,9 +123,14 @@ struct DatasetUsersTests {
             let stream = try one.makeStream(seed: 0)
             #expect(stream.experiences.map(\.train.count) == [12, 12])
             #expect(stream.experiences[0].metadata["user"] == "ben")
-            // Pooled: every user's rows, still without the user column as a feature.
-            let pooled = try s.makeStream(seed: 0)
-            // (`day` is a feature here: only columns named as keys are left out.)
+            // Pooled: every user's rows, still without the user column as a feature. An undeclared
+            // `day` is refused (it looks like a time); listing it in `feature_columns` keeps it.
+            var undeclared = s
+            undeclared.timeColumn = nil
+            #expect(throws: ScenarioError.self) { try undeclared.makeStream(seed: 0) }
+            var kept = undeclared
+            kept.featureColumns = ["day", "f0", "f1", "f2"]
+            let pooled = try kept.makeStream(seed: 0)
             #expect(pooled.featureNames == ["day", "f0", "f1", "f2"] && pooled.experiences.map(\.train.count) == [36, 36])
             // Equalised: every member truncated to the smallest member's sizes.
             var eq = s
@@ -154,6 +160,7 @@ struct DatasetUsersTests {
             // More members than users.
             var s = DatasetScenario(path: all)
             s.userColumn = "user"
+            s.timeColumn = "day"
             let m2 = message { _ = try s.forPopulation(users: 4, seed: 1) }
             #expect(m2.contains(".population.users") && m2.contains("3 users"))
             // A listed user not in the file.
@@ -187,6 +194,22 @@ struct DatasetUsersTests {
         }
     }
 
+    /// `stream` as an HDF5 scenario with its key columns as per-split datasets: `user` (text)
+    /// and the CSV's `day` as integers named `time`.
+    static func writeWithKeys(_ stream: ExperienceStream, _ keys: [SampleKeys], to h5: String, time: String) throws {
+        try ScenarioArchive.write(stream, to: h5)
+        let file = try HDF5File.open(path: h5, mode: .readWrite)
+        for (i, k) in keys.enumerated() {
+            let g = try file.root.openGroup("experiences/" + ScenarioArchive.groupName(i, count: keys.count))
+            for (split, cols) in [("train", k.train), ("test", k.test)] {
+                let s = try g.openGroup(split)
+                _ = try s.write(cols["user"]!, name: "user")
+                _ = try s.write(cols["day"]!.map { Int64($0)! }, shape: [cols["day"]!.count], name: time)
+            }
+        }
+        try file.close()
+    }
+
     @Test("HDF5 key columns: per-split user and time datasets pick and order each user's rows")
     func hdf5Keys() throws {
         try withScenarioTempDir { dir in
@@ -200,17 +223,7 @@ struct DatasetUsersTests {
             // The pooled CSV stream and its keys, written as an HDF5 scenario with key datasets.
             let (stream, keys) = try c.readFile()
             let h5 = dir + "/people.h5"
-            try ScenarioArchive.write(stream, to: h5)
-            let file = try HDF5File.open(path: h5, mode: .readWrite)
-            for (i, k) in keys.enumerated() {
-                let g = try file.root.openGroup("experiences/" + ScenarioArchive.groupName(i, count: keys.count))
-                for (split, cols) in [("train", k.train), ("test", k.test)] {
-                    let s = try g.openGroup(split)
-                    _ = try s.write(cols["user"]!, name: "user")
-                    _ = try s.write(cols["day"]!.map { Int64($0)! }, shape: [cols["day"]!.count], name: "time")
-                }
-            }
-            try file.close()
+            try Self.writeWithKeys(stream, keys, to: h5, time: "time")
             var h = DatasetScenario(path: h5)
             h.userColumn = "user"
             h.timeColumn = "time"

@@ -17,6 +17,14 @@ public struct CSVScenarioReader: Sendable {
     /// Key columns (user, session, time): never features; their values are returned per sample
     /// by `readWithKeys`. Each pairs the column name with the JSON key that named it, for errors.
     public var keyColumns: [(name: String, key: String)] = []
+    /// The feature columns, in this order (nil: every column not named above, in header order);
+    /// columns in neither are not read.
+    public var featureColumns: [String]?
+    /// False when experiences are cut by time (`DatasetScenario.experiences`): every row is read
+    /// into experience 0, and a column named `experienceColumn` is refused unless
+    /// `featureColumns` leaves it unread. `readsSplits` likewise for the split (every row trains).
+    public var readsExperiences = true
+    public var readsSplits = true
 
     public init() {}
 
@@ -102,30 +110,7 @@ public struct CSVScenarioReader: Sendable {
         let (headerFields, headerQuoted) = Self.fields(b, lines[headerIndex])
         if let q = headerQuoted { throw Self.quotedError(path: path, line: headerIndex + 1, column: q) }
         let header = headerFields.map(text)
-        var firstColumn: [String: Int] = [:]
-        for (i, h) in header.enumerated() {
-            if firstColumn[h] != nil { throw ScenarioError("\(path):\(headerIndex + 1): column \"\(h)\" appears more than once") }
-            firstColumn[h] = i
-        }
-        func column(_ name: String) throws -> Int {
-            guard let i = firstColumn[name] else {
-                throw ScenarioError("\(path):\(headerIndex + 1): missing column \"\(name)\" in the header (found: \(header.joined(separator: ", ")))")
-            }
-            return i
-        }
-        let ec = try column(experienceColumn), sc = try column(splitColumn), lc = try column(labelColumn)
-        var kc: [Int] = []
-        for (name, key) in keyColumns {
-            guard let i = firstColumn[name] else {
-                throw ScenarioError("\(path):\(headerIndex + 1): .scenario.\(key): no column \"\(name)\" in the header "
-                    + "(found: \(header.joined(separator: ", ")))")
-            }
-            guard ![ec, sc, lc].contains(i) else {
-                throw ScenarioError("\(path): .scenario.\(key): \"\(name)\" is already the experience, split or label column")
-            }
-            kc.append(i)
-        }
-        let featureColumns = header.indices.filter { $0 != ec && $0 != sc && $0 != lc && !kc.contains($0) }
+        let (ec, sc, lc, kc, featureColumns) = try columns(header, line: headerIndex + 1, path: path)
         guard !featureColumns.isEmpty else { throw ScenarioError("\(path):\(headerIndex + 1): no feature columns in the header") }
         let d = featureColumns.count
         let labelLimit = min(classes ?? DataLimits.maxClasses, DataLimits.maxClasses)
@@ -144,7 +129,9 @@ public struct CSVScenarioReader: Sendable {
                 throw ScenarioError("\(path):\(lineNumber): ragged row: expected \(header.count) columns as in the header, found \(f.count)")
             }
             func at(_ c: Int) -> String { "\(path):\(lineNumber), column \(c + 1) (\"\(header[c])\")" }
-            guard let e = Int(text(f[ec])) else { throw ScenarioError("\(at(ec)): expected an integer experience id, found \"\(text(f[ec]))\"") }
+            guard let e = ec < 0 ? 0 : Int(text(f[ec])) else {
+                throw ScenarioError("\(at(ec)): expected an integer experience id, found \"\(text(f[ec]))\"")
+            }
             guard let y64 = Int64(text(f[lc])) else {
                 throw ScenarioError("\(at(lc)): expected an integer class label, found \"\(text(f[lc]))\"")
             }
@@ -155,7 +142,7 @@ public struct CSVScenarioReader: Sendable {
             let y = Int32(y64)
             maxLabel = max(maxLabel, y)
             let isTest: Bool
-            if equals(f[sc], "train") {
+            if sc < 0 || equals(f[sc], "train") {
                 isTest = false
             } else if equals(f[sc], "test") {
                 isTest = true
@@ -199,6 +186,65 @@ public struct CSVScenarioReader: Sendable {
         let stream = ExperienceStream(name: "dataset", featureNames: featureColumns.map { header[$0] }, head: head,
                                       experiences: experiences, metadata: ["source": path, "format": "csv"])
         return (stream, byExperience.keys.sorted().map { keysByExperience[$0] ?? SampleKeys() })
+    }
+
+    /// The indices of the experience, split and label columns (−1 when not read), of the key
+    /// columns and of the features, from the header (`line` is its line number, for errors).
+    private func columns(_ header: [String], line: Int, path: String) throws
+        -> (experience: Int, split: Int, label: Int, keys: [Int], features: [Int]) {
+        var firstColumn: [String: Int] = [:]
+        for (i, h) in header.enumerated() {
+            if firstColumn[h] != nil { throw ScenarioError("\(path):\(line): column \"\(h)\" appears more than once") }
+            firstColumn[h] = i
+        }
+        func column(_ name: String) throws -> Int {
+            guard let i = firstColumn[name] else {
+                throw ScenarioError("\(path):\(line): missing column \"\(name)\" in the header (found: \(header.joined(separator: ", ")))")
+            }
+            return i
+        }
+        // A column not read is -1 (no field has that index).
+        func optional(_ name: String, reads: Bool, key: String, hint: String) throws -> Int {
+            if reads {
+                guard firstColumn[name] != nil else {
+                    throw ScenarioError("\(path):\(line): missing column \"\(name)\" in the header (found: "
+                        + "\(header.joined(separator: ", "))); without one, \(hint)")
+                }
+                return try column(name)
+            }
+            if firstColumn[name] != nil && self.featureColumns == nil {
+                throw ScenarioError("\(path):\(line): .scenario.\(key): the file has a column \"\(name)\", but \"\(key)\" "
+                    + "cuts by time; leave out the column or the key (or list \"feature_columns\", leaving it unread)")
+            }
+            return -1
+        }
+        let ec = try optional(experienceColumn, reads: readsExperiences, key: "experiences",
+                              hint: "cut experiences by time: \"experiences\": {\"every\": N, \"unit\": \"days\"} with \"time_column\"")
+        let sc = try optional(splitColumn, reads: readsSplits, key: "test",
+                              hint: "choose test rows by time: \"test\": {\"last\": k} with \"time_column\"")
+        let lc = try column(labelColumn)
+        var kc: [Int] = []
+        for (name, key) in keyColumns {
+            guard let i = firstColumn[name] else {
+                throw ScenarioError("\(path):\(line): .scenario.\(key): no column \"\(name)\" in the header "
+                    + "(found: \(header.joined(separator: ", ")))")
+            }
+            guard ![ec, sc, lc].contains(i) else {
+                throw ScenarioError("\(path): .scenario.\(key): \"\(name)\" is already the experience, split or label column")
+            }
+            kc.append(i)
+        }
+        let features = try self.featureColumns.map { listed in
+            try listed.map { name in
+                guard let i = firstColumn[name], ![ec, sc, lc].contains(i), !kc.contains(i) else {
+                    throw ScenarioError("\(path):\(line): .scenario.feature_columns: \"\(name)\" is "
+                        + (firstColumn[name] == nil ? "not in the header (found: \(header.joined(separator: ", ")))"
+                                                    : "a declared column (experience, split, label, user, session or time)"))
+                }
+                return i
+            }
+        } ?? header.indices.filter { $0 != ec && $0 != sc && $0 != lc && !kc.contains($0) }
+        return (ec, sc, lc, kc, features)
     }
 
     /// A number from a field's bytes (what `Float(String)` accepts).

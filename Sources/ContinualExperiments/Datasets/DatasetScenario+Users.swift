@@ -10,12 +10,14 @@ extension DatasetScenario {
             .compactMap { name, key in name.map { ($0, key) } }
     }
 
-    /// The stream as stored and, per experience, its key columns; checks `source_version`.
+    /// The stream as stored (its features as `feature_columns` says, its experiences and splits
+    /// cut by time when the scenario says so) and, per experience, its key columns; checks
+    /// `source_version` and that no undeclared feature looks like a time or an id.
     func readFile() throws -> (stream: ExperienceStream, keys: [SampleKeys]) {
         guard FileManager.default.fileExists(atPath: path) else {
             throw ScenarioError("\(path): no such file" + Self.missingFileHint(path))
         }
-        let result: (stream: ExperienceStream, keys: [SampleKeys])
+        var result: (stream: ExperienceStream, keys: [SampleKeys])
         if path.hasSuffix(".csv") {
             var reader = CSVScenarioReader()
             reader.experienceColumn = experienceColumn
@@ -24,9 +26,13 @@ extension DatasetScenario {
             reader.classes = classes
             reader.forceMulticlass = head == .multiclass
             reader.keyColumns = keyColumns
+            reader.featureColumns = featureColumns
+            reader.readsExperiences = experiences == nil
+            reader.readsSplits = test == nil
             result = try reader.readWithKeys(path: path)
         } else {
             result = try ScenarioArchive.read(path: path, keyColumns: keyColumns)
+            result.stream = try selectingFeatures(result.stream)
         }
         if let sourceVersion {
             let found = result.stream.metadata["file_source_version"]
@@ -38,7 +44,8 @@ extension DatasetScenario {
                     + command)
             }
         }
-        return result
+        try requireExplicitFeatures(result.stream, keys: result.keys)
+        return try cutByTime(result.stream, keys: result.keys)
     }
 
     /// For a missing file whose name is one of the importers' (`continualkit datasets …`), what to run.

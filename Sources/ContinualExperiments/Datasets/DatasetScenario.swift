@@ -27,6 +27,15 @@ public struct DatasetScenario: ScenarioOptions {
     /// stable); never features.
     public var sessionColumn: String?
     public var timeColumn: String?
+    /// The model's inputs, in this order (nil: every column not declared as user, session, time,
+    /// experience, split or label). Listing a column is the explicit opt-in for one that looks
+    /// like a time or an id (`FeatureColumnCheck`); other columns are not read.
+    public var featureColumns: [String]?
+    /// Experiences cut by `time_column` instead of read from an experience column (`TimeCut`).
+    public var experiences: TimeCut.Experiences?
+    /// Test rows chosen by `time_column` (the last time units of each user's experience) instead
+    /// of read from a split column.
+    public var test: TimeCut.Test?
     /// The users taking part, in this order (default: every user in the file, integer ids in
     /// numeric order, others in text order).
     public var users: [String]?
@@ -54,7 +63,7 @@ public struct DatasetScenario: ScenarioOptions {
     enum CodingKeys: String, CodingKey, CaseIterable {
         case path, classes, head, experienceColumn = "experience_column", splitColumn = "split_column"
         case labelColumn = "label_column", userColumn = "user_column", sessionColumn = "session_column"
-        case timeColumn = "time_column", users, user, equaliseUsers = "equalise_users", sourceVersion = "source_version"
+        case timeColumn = "time_column", featureColumns = "feature_columns", experiences, test, users, user, equaliseUsers = "equalise_users", sourceVersion = "source_version"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -68,6 +77,13 @@ public struct DatasetScenario: ScenarioOptions {
         userColumn = try c.decodeIfPresent(String.self, forKey: .userColumn)
         sessionColumn = try c.decodeIfPresent(String.self, forKey: .sessionColumn)
         timeColumn = try c.decodeIfPresent(String.self, forKey: .timeColumn)
+        featureColumns = try c.decodeIfPresent([String].self, forKey: .featureColumns)
+        experiences = try c.decodeIfPresent(TimeCut.Experiences.self, forKey: .experiences)
+        test = try c.decodeIfPresent(TimeCut.Test.self, forKey: .test)
+        for (key, column) in [(CodingKeys.experiences, CodingKeys.experienceColumn), (.test, .splitColumn)] where c.contains(key) {
+            try c.require(timeColumn != nil, key, "cuts by time, so it needs \"time_column\" (the column giving each row's time)")
+            try c.require(!c.contains(column), key, "cuts by time, so the file has no \"\(column.stringValue)\"; leave one of them out")
+        }
         users = try c.decodeIfPresent([String].self, forKey: .users)
         user = try c.decodeIfPresent(String.self, forKey: .user)
         equaliseUsers = try c.decode(.equaliseUsers, default: false)
@@ -81,6 +97,7 @@ public struct DatasetScenario: ScenarioOptions {
                       "\"\(user ?? "")\" is not among \"users\"")
         let named = [userColumn, sessionColumn, timeColumn].compactMap { $0 }
         try c.require(Set(named).count == named.count, .userColumn, "user, session and time columns must differ, got \(named)")
+        if let problem = featureColumnsProblem { try c.require(false, .featureColumns, problem) }
         try c.require(path.hasSuffix(".h5") || path.hasSuffix(".hdf5") || path.hasSuffix(".csv"), .path,
                       "must end in .h5, .hdf5 or .csv, got \"\(path)\"")
         try c.require(classes.map { $0 >= 2 && $0 <= DataLimits.maxClasses } ?? true, .classes,
@@ -100,6 +117,9 @@ public struct DatasetScenario: ScenarioOptions {
         try c.encodeIfPresent(userColumn, forKey: .userColumn)
         try c.encodeIfPresent(sessionColumn, forKey: .sessionColumn)
         try c.encodeIfPresent(timeColumn, forKey: .timeColumn)
+        try c.encodeIfPresent(featureColumns, forKey: .featureColumns)
+        try c.encodeIfPresent(experiences, forKey: .experiences)
+        try c.encodeIfPresent(test, forKey: .test)
         try c.encodeIfPresent(users, forKey: .users)
         try c.encodeIfPresent(user, forKey: .user)
         if equaliseUsers { try c.encode(equaliseUsers, forKey: .equaliseUsers) }

@@ -216,6 +216,8 @@ extension Preflight {
         public var estimates: [RunEstimate]
         public var peakMemory: Double { estimates.map(\.memoryBytes).max() ?? 0 }
         public var totalWork: Double { estimates.reduce(0) { $0 + $1.work } }
+        /// Each distinct `dataset` scenario's features and users (what `validate` prints).
+        public var datasets: [DatasetSummary] = []
     }
 
     /// `check` on every run; runs that differ only in name, seed and optimizer share the data and
@@ -225,10 +227,14 @@ extension Preflight {
         var done: [String: RunEstimate] = [:]
         var streams: [String: ExperienceStream] = [:]
         var estimates: [RunEstimate] = []
+        var summaries: [DatasetSummary] = []
+        var summarised = Set<String>()
         estimates.reserveCapacity(runs.count)
         for run in runs {
             var key = run.canonicalJSON
+            var dataKey = ""
             if case .object(var o)? = try? JSONDecoder().decode(JSONValue.self, from: Data(run.canonicalJSON.utf8)) {
+                dataKey = (o["scenario"] ?? .null).canonicalText() + (o["population"] ?? .null).canonicalText()
                 o["name"] = nil; o["seed"] = nil; o["optimizer"] = nil
                 key = JSONValue.object(o).canonicalText()
             }
@@ -236,7 +242,13 @@ extension Preflight {
             let e = try check(run, file: file, limits: limits, cores: cores, streams: &streams)
             done[key] = e
             estimates.append(e)
+            // Once per scenario and population; a file too large for `check` to build is not read.
+            let bytes = dataPath(run.config).flatMap { (try? FileManager.default.attributesOfItem(atPath: $0))?[.size] as? NSNumber }
+            if let bytes, bytes.doubleValue <= limits.memoryBytes / 4, summarised.insert(dataKey).inserted,
+               let summary = try? DatasetSummary.of(run.config), !summaries.contains(summary) {
+                summaries.append(summary)
+            }
         }
-        return Report(estimates: estimates)
+        return Report(estimates: estimates, datasets: summaries)
     }
 }
