@@ -128,7 +128,8 @@ struct RunCommand: ParsableCommand {
         // Everything checkable without training, before anything is written (exit 2 on a problem).
         if stopAfter == nil { try target.check() }
         try resources.applyThreads(experiment)
-        _ = try resources.preflight(runs, file: file)
+        let report = try resources.preflight(runs, file: file)
+        try resources.checkDisk(DiskEstimate(runs: runs.count, bytesPerRun: report.meanDiskBytes), output: target.path, experiment: experiment)
         if !experiment.tuneTargets.isEmpty {
             guard !checkpointing else { throw CLIFailure.badInput("--stop-after and --resume-from do not combine with a \"tune\" block yet; run it whole") }
             if let variant { experiment.tuneTargets.removeAll { $0.variant != variant } }
