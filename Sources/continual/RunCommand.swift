@@ -130,6 +130,7 @@ struct RunCommand: ParsableCommand {
         try resources.applyThreads(experiment)
         let report = try resources.preflight(runs, file: file)
         if verbose { for line in report.datasets.flatMap({ $0.lines() }) { writeOut(line + "\n") } }
+        try resources.checkDisk(DiskEstimate(runs: runs.count, bytesPerRun: report.meanDiskBytes), output: target.path, experiment: experiment)
         if !experiment.tuneTargets.isEmpty {
             guard !checkpointing else { throw CLIFailure.badInput("--stop-after and --resume-from do not combine with a \"tune\" block yet; run it whole") }
             if let variant { experiment.tuneTargets.removeAll { $0.variant != variant } }

@@ -45,8 +45,11 @@ struct SweepCommand: ParsableCommand {
 
     func run() throws {
         try FileChecks.requireExperimentJSON(file, command: "sweep")
+        // Counted first, expanded only when large sweeps fit (`diskFirst`).
         var experiment: ExperimentFile
-        do { experiment = try ExperimentFile.load(path: file) } catch let e as ConfigError { throw CLIFailure.badInput(e.description) }
+        do {
+            experiment = try ExperimentFile.load(path: file, expansionLimit: ExperimentValidation.expansionLimit)
+        } catch let e as ConfigError { throw CLIFailure.badInput(e.description) }
         Provenance.prefetch(experimentPath: experiment.path)   // overlaps validation below
         var selectedShard: SweepShard?
         if let shard {
@@ -57,9 +60,12 @@ struct SweepCommand: ParsableCommand {
         let path = output ?? Self.defaultOutput(experiment.output, shard: selectedShard)
         let target = ResultsOutput(path: path, resume: resume, resumeOrStart: resumeOrStart, overwrite: overwrite)
         try target.check()   // before tuning, which can take long
+        if experiment.isSampled { experiment = try diskFirst(experiment, shard: selectedShard, path: path) }
         // Everything checkable without training, before anything is written (exit 2 on a problem).
         try resources.applyThreads(experiment)
-        _ = try resources.preflight(SweepSession(experiment: experiment, shard: selectedShard).selected, file: file)
+        let selected = SweepSession(experiment: experiment, shard: selectedShard).selected
+        let disk = DiskEstimate(runs: selected.count, bytesPerRun: try resources.preflight(selected, file: file).meanDiskBytes)
+        try resources.checkDisk(disk, output: path, experiment: experiment)
         // Selection on validation data first (every shard tunes alike: the choice is deterministic).
         experiment = try TuningStage.apply(experiment, jobs: jobs)
         let session = SweepSession(experiment: experiment, shard: selectedShard)
@@ -69,6 +75,7 @@ struct SweepCommand: ParsableCommand {
 
         let shardText = selectedShard.map { " (shard \($0))" } ?? ""
         writeOut("sweep \(experiment.name)\(shardText): \(total) runs, \(writer.completedIds.count) already in \(path), jobs \(jobs)\n")
+        for line in try resources.diskLines(disk, output: path) { writeOut(line + "\n") }
         for n in experiment.notes { writeOut("note: \(n)\n") }
         let printer = ProgressPrinter(tty: tty)
         let outcome = try InterruptibleSession.run(session, writer: writer, jobs: jobs, path: path,
@@ -94,6 +101,16 @@ struct SweepCommand: ParsableCommand {
                 + outcome.failed.prefix(10).map { "\($0.name) (\($0.status.rawValue): \($0.message))" }.joined(separator: "; ")
                 + (outcome.failed.count > 10 ? "; …" : ""))
         }
+    }
+
+    /// A sweep too large to expand at once (`experiment` holds a sample of its runs): its results
+    /// file is estimated from the sample and refused over --max-disk before the expansion, which
+    /// for a million runs takes minutes; then the whole sweep is expanded.
+    func diskFirst(_ experiment: ExperimentFile, shard: SweepShard?, path: String) throws -> ExperimentFile {
+        let runs = shard.map { ($0.count - 1 - $0.index + experiment.totalRuns) / $0.count } ?? experiment.totalRuns
+        let sample = try resources.preflight(experiment.runs, file: file)
+        try resources.checkDisk(DiskEstimate(runs: runs, bytesPerRun: sample.meanDiskBytes), output: path, experiment: experiment)
+        do { return try ExperimentFile.load(path: file) } catch let e as ConfigError { throw CLIFailure.badInput(e.description) }
     }
 
     static func defaultOutput(_ output: String, shard: SweepShard?) -> String {

@@ -11,8 +11,10 @@ struct ValidateCommand: ParsableCommand {
         before their first run: the JSON and every key, the files a scenario reads (relative \
         paths are relative to the experiment file) and their layout, that the model, heads, \
         labels, layer indices and plugins fit the data, and each run's estimated peak memory and \
-        work against this machine's memory (or --max-memory) and --max-work. Prints a data file's \
-        features and users (a `dataset` scenario), the runs with their ids and estimates; --resolved prints each run's full config with defaults. A sweep \
+        work against this machine's memory (or --max-memory) and --max-work, and the results \
+        file's size on disk against --max-disk (default: the free space where it goes). Prints a \
+        data file's features and users (a `dataset` scenario), the runs with their ids and \
+        estimates; --resolved prints each run's full config with defaults. A sweep \
         of more than \(ValidateCommand.expansionLimit) runs is counted, not expanded: validate \
         checks its first runs and every listed value of every swept key. Exit 2 on a problem, \
         naming the key path.
@@ -74,6 +76,7 @@ struct ValidateCommand: ParsableCommand {
             + "of the process ≈ \(RunEstimate.bytes(report.peakMemory * Double(parallel) + writer))")
         print("    (\(parallel) run(s) at once + ≈ \(RunEstimate.bytes(writer)) writing the results of \(total) run(s))")
         print("  work ≈ \(RunEstimate.count(totalWork)) sample-steps\(experiment.isSampled ? " (extrapolated)" : "")")
+        for line in try resources.diskLines(ExperimentValidation.disk(experiment, report), output: experiment.output) { print("  " + line) }
         print("  limits: memory \(RunEstimate.bytes(limits.memoryBytes)), work \(RunEstimate.count(limits.work)), "
             + "\(RunEstimate.count(limits.flops)) FLOPs per run")
     }

@@ -64,6 +64,7 @@ public struct ExperimentFile: Sendable {
             throw ConfigError(file: path, location: "", message: "an HDF5 file (a results or scenario file), not an experiment "
                 + "JSON — to look at it: continual inspect \(path)")
         }
+        try JSONBudget.checkFileSize(path)   // before reading a hostile gigabyte
         guard let data = FileManager.default.contents(atPath: path) else {
             throw ConfigError(file: path, location: "", message: "cannot read the file")
         }

@@ -3,12 +3,15 @@ import Foundation
 /// A strict pass over experiment JSON before Foundation decodes it, for what Foundation accepts
 /// silently or reports without a position: trailing commas (`[1, 2,]`, `{"a": 1,}`), number
 /// literals beyond a Double (`1e400`), and syntax errors (line and column). Errors name the line,
-/// column and, where known, the key path. Linear in the text; nesting is capped so a hostile file
-/// cannot exhaust the stack.
+/// column and, where known, the key path. Linear in the text. The same pass enforces the size
+/// budget (`JSONBudget`: keys per object, values, nesting, string length), stopping at the first
+/// value over a limit, so a hostile file is refused before any slower step sees it.
 public enum JSONLint {
-    static let maximumDepth = 512
-
     public static func check(_ data: Data, file: String = "") -> ConfigError? {
+        guard data.count <= JSONBudget.maxFileBytes else {
+            return ConfigError(file: file, location: "", message: JSONBudget.message(
+                "the text has \(data.count) bytes (experiment files have a few kilobytes)", limit: "\(JSONBudget.maxFileBytes) bytes", name: "maxFileBytes"))
+        }
         var p = Parser(bytes: [UInt8](data), file: file)
         do {
             p.skipSpace()
@@ -27,6 +30,8 @@ public enum JSONLint {
         let bytes: [UInt8]
         let file: String
         var i = 0
+        /// Values seen so far (`JSONBudget.maxValues`).
+        var values = 0
 
         init(bytes: [UInt8], file: String) {
             self.bytes = bytes
@@ -51,6 +56,12 @@ public enum JSONLint {
             return ConfigError(file: file, location: path.isEmpty ? place : "\(path) (\(place))", message: message)
         }
 
+        /// A value over a `JSONBudget` limit, at the key path of the object or value (never a bare
+        /// line and column: the path says which part of the file to cut).
+        func overBudget(_ what: String, limit: String, name: String, path: String, at: Int) -> ConfigError {
+            error(JSONBudget.message(what, limit: limit, name: name), at: at, path: path.isEmpty ? "(top level)" : path)
+        }
+
         mutating func skipSpace() {
             while i < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[i]) { i += 1 }
         }
@@ -61,13 +72,20 @@ public enum JSONLint {
         }
 
         mutating func value(path: String, depth: Int) throws {
-            guard depth < JSONLint.maximumDepth else { throw error("nesting deeper than \(JSONLint.maximumDepth) levels") }
+            guard depth < JSONBudget.maxDepth else {
+                throw overBudget("nested too deeply", limit: "\(JSONBudget.maxDepth) levels", name: "maxDepth", path: path, at: i)
+            }
             guard i < bytes.count else { throw error("unexpected end of the file, expected a value") }
+            values += 1
+            guard values <= JSONBudget.maxValues else {
+                throw overBudget("too many values in the file", limit: "\(JSONBudget.maxValues) values", name: "maxValues", path: path, at: i)
+            }
             switch bytes[i] {
             case UInt8(ascii: "{"):
                 i += 1
                 skipSpace()
                 if i < bytes.count, bytes[i] == UInt8(ascii: "}") { i += 1; return }
+                var keys = 0
                 while true {
                     skipSpace()
                     guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else {
@@ -76,7 +94,12 @@ public enum JSONLint {
                         }
                         throw error(i < bytes.count ? "expected a key in double quotes" : "unexpected end of the file, expected a key")
                     }
-                    let key = try string()
+                    keys += 1
+                    guard keys <= JSONBudget.maxKeysPerObject else {
+                        throw overBudget("too many keys in this object", limit: "\(JSONBudget.maxKeysPerObject) keys per object",
+                                         name: "maxKeysPerObject", path: path, at: i)
+                    }
+                    let key = try string(path: path)
                     skipSpace()
                     try expect(UInt8(ascii: ":"), "\":\" after the key")
                     skipSpace()
@@ -106,7 +129,7 @@ public enum JSONLint {
                     throw error("expected \",\" or \"]\"")
                 }
             case UInt8(ascii: "\""):
-                _ = try string()
+                _ = try string(path: path)
             case UInt8(ascii: "t"): try literal("true")
             case UInt8(ascii: "f"): try literal("false")
             case UInt8(ascii: "n"): try literal("null")
@@ -133,11 +156,16 @@ public enum JSONLint {
             i += w.count
         }
 
-        mutating func string() throws -> String {
+        /// Reads the string at `i`; `path` is where it is, for the length limit's message.
+        mutating func string(path: String) throws -> String {
             let start = i
             i += 1
             var out: [UInt8] = []
             while i < bytes.count {
+                guard i - start <= JSONBudget.maxStringBytes + 1 else {
+                    throw overBudget("a string too long", limit: "\(JSONBudget.maxStringBytes) bytes per string",
+                                     name: "maxStringBytes", path: path, at: start)
+                }
                 let c = bytes[i]
                 if c == UInt8(ascii: "\"") { i += 1; return String(decoding: out, as: UTF8.self) }
                 if c < 0x20 { throw error("control character in a string (escape it, e.g. \\n)") }

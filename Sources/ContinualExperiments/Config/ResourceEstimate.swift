@@ -10,12 +10,16 @@ public struct ResourceLimits: Sendable, Equatable {
     public var flops: Double
     /// Where the memory limit comes from, for messages ("physical memory", "--max-memory").
     public var memorySource: String
+    /// Disk a results file may take at its peak (`DiskEstimate.peakBytes`); nil: the free space
+    /// of the file system it goes to (`DiskEstimate.limit`).
+    public var diskBytes: Double?
 
-    public init(memoryBytes: Double? = nil, work: Double? = nil, flops: Double? = nil) {
+    public init(memoryBytes: Double? = nil, work: Double? = nil, flops: Double? = nil, diskBytes: Double? = nil) {
         self.memoryBytes = memoryBytes ?? ResourceLimits.physicalMemory
         self.work = work ?? ResourceLimits.defaultWork
         self.flops = flops ?? ResourceLimits.defaultFLOPs
         self.memorySource = memoryBytes == nil ? "this machine's memory" : "--max-memory"
+        self.diskBytes = diskBytes
     }
 
     public static let defaultWork = 1e12
@@ -67,6 +71,8 @@ public struct RunEstimate: Sendable, Equatable {
     public var memoryKey = ""
     public var workKey = ""
     public var flopsKey = ""
+    /// Bytes the run adds to its results file (`DiskEstimate.runBytes`).
+    public var diskBytes: Double = 0
 
     /// What running any run adds to the process beyond the sizes the estimate counts: 10 MiB,
     /// measured on Linux x86_64 (glibc, libhdf5 1.10.8, release build) as the peak resident memory
@@ -249,12 +255,13 @@ extension RunEstimate {
         }
         // Plugin memories (replay buffers, episodic memories, per-experience gradients), as each
         // method's options describe them (`PluginOptions.plannedResources`), defaults included.
-        var replayRows = 0.0
+        var replayRows = 0.0, pluginBytes = 0.0
         let shape = PlannedRunShape(experiences: T, dimension: D, outputs: outputs, parameters: params,
                                     batchSize: Double(config.training.batchSize))
         for (i, entry) in config.strategy.enumerated() {
             let planned = entry.options.plannedResources(shape)
             for amount in planned.memory { memory.append((amount.value, ".strategy[\(i)]" + amount.key)) }
+            pluginBytes += planned.memory.reduce(0) { $0 + $1.value }
             replayRows += planned.extraRowsPerBatch
         }
         // Work: training rows (with replayed rows per batch), evaluations after every experience.
@@ -272,6 +279,7 @@ extension RunEstimate {
             work.append((size.train / Double(max(schedule.samplesPerDay, 1)) * 24, ".schedule.samples_per_day"))
         }
         var estimate = RunEstimate()
+        estimate.diskBytes = DiskEstimate.runBytes(config, size: size, parameters: params, epochs: epochs, pluginBytes: pluginBytes)
         estimate.memoryBytes = memory.reduce(0) { $0 + $1.0 }
         estimate.memoryKey = memory.max { $0.0 < $1.0 }?.1 ?? ""
         estimate.work = work.reduce(0) { $0 + $1.0 }
@@ -354,6 +362,7 @@ extension RunEstimate {
         if !estimate.memoryBytes.isFinite { estimate.memoryBytes = .infinity }
         if !estimate.work.isFinite { estimate.work = .infinity }
         if !estimate.flops.isFinite { estimate.flops = .infinity }
+        if !estimate.diskBytes.isFinite { estimate.diskBytes = .infinity }
         return estimate
     }
 }

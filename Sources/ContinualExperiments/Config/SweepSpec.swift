@@ -146,7 +146,8 @@ public struct SweepSpec: Sendable, Equatable {
                 guard a < b else { throw fail("\"range\": [\(a), \(b)] is empty (to is excluded)") }
                 // b − a overflows Int64 for ranges wider than Int64.max: such a range is too long anyway.
                 let (width, overflow) = b.subtractingReportingOverflow(a)
-                guard !overflow, width / step < Int64(maximumPoints) else { throw fail("the range has more than \(maximumPoints) values") }
+                // (width − 1) / step + 1 values: a range of exactly `maximumPoints` values is allowed.
+                guard !overflow, (width - 1) / step < Int64(maximumPoints) else { throw fail("the range has more than \(maximumPoints) values") }
                 return .values(stride(from: a, to: b, by: Int(step)).map { JSONValue.int($0) })
             }
             for key in ["uniform", "log_uniform"] {

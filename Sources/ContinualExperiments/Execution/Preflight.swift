@@ -131,15 +131,21 @@ public enum Preflight {
             }
         }
         // The plugins' checks depend on the layer structure (counts, heads, features), not on
-        // the widths: a very wide model is checked as a narrow one of the same shape, so that
-        // validate does not spend seconds initialising millions of weights.
-        if config.model.hidden.contains(where: { $0 > 1024 }) {
+        // the widths: a large model is checked as a narrower one of the same shape, so that
+        // validate does not spend minutes initialising its weights (issue 41: 256 layers of 1000
+        // units, 2.6 × 10^8 weights, took 227 s). The widths are capped so that the checked model
+        // has about `checkedWeights` weights (never below 64 units, never above 1024: plugins check
+        // ranks and sample sizes against the widths).
+        let cap = Self.checkedWidth(layers: config.model.hidden.count)
+        if config.model.hidden.contains(where: { $0 > cap }) {
             var narrow = config.model
-            narrow.hidden = narrow.hidden.map { min($0, 1024) }
+            narrow.hidden = narrow.hidden.map { min($0, cap) }
             spec = try modelSpec(narrow)
         }
         var rng = RandomSource(seed: config.seed, stream: "init")
-        var model = MLP(spec: spec, rng: &rng)
+        // Still large (thousands of thin layers): zero weights, a memset instead of a draw each.
+        var model = spec.parameterCount > 4 * Self.checkedWeights
+            ? MLP(spec: spec, parameters: [Float](repeating: 0, count: spec.parameterCount)) : MLP(spec: spec, rng: &rng)
         var plugins = config.strategy.map { $0.options.makePlugin() }
         for i in plugins.indices {
             let ctx = RunContext(seed: config.seed, pluginIndex: i, experienceCount: T, dimension: stream.dimension,
@@ -158,6 +164,16 @@ public enum Preflight {
             throw fail(".model.multi_head", "the model has \(model.routeCount) heads but the stream has \(T) experiences")
         }
         return estimate
+    }
+
+    /// Weights of the model `check` builds for the plugins' checks: about 4 million, a fraction
+    /// of a second to initialise.
+    static let checkedWeights = 1 << 22
+
+    /// The width the checked model's hidden layers are capped at for `layers` hidden layers:
+    /// √(checkedWeights / layers), within 64…1024.
+    static func checkedWidth(layers: Int) -> Int {
+        min(1024, max(64, Int(Double(checkedWeights / max(layers, 1)).squareRoot())))
     }
 
     /// The file a scenario reads (resolved), or nil for generated scenarios.
@@ -218,6 +234,8 @@ extension Preflight {
         public var totalWork: Double { estimates.reduce(0) { $0 + $1.work } }
         /// Each distinct `dataset` scenario's features and users (what `validate` prints).
         public var datasets: [DatasetSummary] = []
+        /// Mean bytes a run adds to the results file (a sampled sweep's runs stand for all).
+        public var meanDiskBytes: Double { estimates.isEmpty ? 0 : estimates.reduce(0) { $0 + $1.diskBytes } / Double(estimates.count) }
     }
 
     /// `check` on every run; runs that differ only in name, seed and optimizer share the data and
