@@ -49,6 +49,8 @@ FEDERATION_NOTE = (
 
 
 def _table_html(df) -> str:
+    if df.shape[1] == 0:
+        return ""   # a note without a table (its heading says why)
     return '<div class="tablewrap">' + df.to_html(index=False, escape=True, border=0, na_rep="—") + "</div>"
 
 

@@ -394,14 +394,22 @@ def experiment_tables(path, metrics=None, baseline=None, df=None) -> list[tuple[
     ok = df[df["status"] == "completed"] if "status" in df.columns else df
     federated = len(ok) > 0 and is_federated(path, ok["run_id"])
     paired_metrics = ("acc", "bwt")
+    wanted = repr(default_baseline) if default_baseline else None   # what the paired table would pair against
     if federated:
-        default_baseline = local_only_configuration(federation_runs(path, df)) or default_baseline
+        local = local_only_configuration(federation_runs(path, df))
+        default_baseline = local or default_baseline
+        wanted = repr(local) if local else "local-only (share: none)"
         paired_metrics = ("acc", "forgetting")
     out = []
     if metrics:
         out.append(("grouped metrics (mean ± std over seeds)", grouped(df, metrics)))
     elif federated:
         out.append(("federation (mean ± std over seeds)", federation_table(path, df=df)))
+        # Runs of the file that have no federation (a local baseline swept beside it) get the
+        # main table too, instead of vanishing behind the federated one (issue 41.8).
+        plain = df[~df["run_id"].isin(federation_runs(path, df)["run_id"])]
+        if len(plain[plain["status"] == "completed"] if "status" in plain.columns else plain):
+            out.append(("runs without a federation (mean ± std over seeds)", grouped(plain, DEFAULT_METRICS)))
     elif fn is not None:
         out.append((f"{name} (mean ± std over seeds)", fn(path, df=df)))
     else:
@@ -418,6 +426,11 @@ def experiment_tables(path, metrics=None, baseline=None, df=None) -> list[tuple[
     if base and base in set(df["configuration"]) and df["configuration"].nunique() > 1:
         pm = [m for m in (metrics or paired_metrics) if m in df.columns]
         out.append((f"paired by seed against {base}", paired_table(df, base, pm)))
+    elif wanted and not baseline and df["configuration"].nunique() > 1:
+        # The experiment's usual baseline is not in this file: say so rather than drop the table.
+        out.append((f"paired by seed: no table — this file has no {wanted} configuration to pair against "
+                    f"(pass --baseline NAME, one of: " + ", ".join(dict.fromkeys(df["configuration"])) + ")",
+                    pd.DataFrame()))
     elif baseline:
         raise KeyError(f"baseline {baseline!r} is not a configuration of {path}; have "
                        + ", ".join(dict.fromkeys(df["configuration"])))
@@ -426,6 +439,8 @@ def experiment_tables(path, metrics=None, baseline=None, df=None) -> list[tuple[
 
 # ----------------------------------------------------------------------------- rendering
 def render(table: pd.DataFrame, fmt: str = "markdown", caption: str | None = None) -> str:
+    if table.shape[1] == 0:
+        return ""   # a note without a table (its title says why)
     if fmt == "csv":
         return table.to_csv(index=False)
     cols = [str(c) for c in table.columns]

@@ -154,6 +154,18 @@ def test_table_command_prints_federation_table(fed):
     assert rows and rows[0].count("|") == 10                    # markdown row with all 9 columns
 
 
+def test_a_missing_default_baseline_is_said_not_skipped(fed):
+    """Issue 41.8: a federated file without its usual baseline (local-only) says there is no
+    paired table and which configurations --baseline could name, instead of printing nothing."""
+    titles = [title for title, _ in T.experiment_tables(fed["no_local"])]
+    note = [t for t in titles if t.startswith("paired by seed: no table")]
+    assert len(note) == 1 and "local-only (share: none)" in note[0] and "--baseline" in note[0], titles
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        assert cli(["table", fed["no_local"]]) == 0
+    assert "### paired by seed: no table" in buf.getvalue()
+
+
 def test_infinite_epsilon_is_shown_as_infinity(fed, tmp_path):
     """Clipping without noise gives ε = inf after every round: the table says ∞, not —."""
     p = str(tmp_path / "inf.h5")
@@ -199,7 +211,8 @@ def test_no_local_only_configuration(fed):
     from continualkit.report import figure_list
     ids = [fid for fid, *_ in figure_list(path, ck.load_summary(path))]
     assert "federation_rounds1" in ids and "personalisation_gain" not in ids
-    assert "paired by seed" not in " ".join(t for t, _ in T.experiment_tables(path))
+    # No paired table; the note saying why is test_a_missing_default_baseline_is_said_not_skipped's.
+    assert "paired by seed against" not in " ".join(t for t, _ in T.experiment_tables(path))
 
 
 def test_federation_rounds_figure(fed):
