@@ -23,7 +23,7 @@ public enum RunManifest {
             let runs = try root.openGroup("runs")
             for id in try runs.childNames() {
                 let digest = (try? runs.openGroup(id)).flatMap { try? $0.attributes.string(RunDigest.attribute) } ?? ""
-                entries[id] = .string(digest ?? "")
+                entries[id] = .string(digest)
             }
         }
         try root.attributes.set(attribute, JSONValue.object(entries).canonicalText())
