@@ -173,7 +173,7 @@ def run(args, rng, work):
         figures["runs_kept"] += n
         kept_hist.append(n)
         t = time.monotonic()
-        resume = subprocess.run(commands[which] + ["-o", out, "--resume"], stdout=subprocess.DEVNULL,
+        resume = subprocess.run(commands[which] + ["-o", out, "--resume-or-start"], stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE)
         figures["resume_seconds"] += time.monotonic() - t
         rerr = resume.stderr.decode(errors="replace")
