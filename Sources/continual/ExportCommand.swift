@@ -32,6 +32,9 @@ struct ExportCommand: ParsableCommand {
     @Option(help: "Export a checkpoint file (written by `continual run --checkpoint`) instead of a results file's run.")
     var checkpoint: String?
 
+    @Option(help: "For a population run: the person whose final model to export (their name in the data file's user column, or their user id).")
+    var user: String?
+
     @Option(help: "onnx, coreml or tflite (LiteRT).")
     var format: Format
 
@@ -171,13 +174,13 @@ struct ExportCommand: ParsableCommand {
     /// The exported model's source, as named in messages and metadata.
     func sourceName(_ stored: StoredModel) -> String {
         if let checkpoint { return "checkpoint \(checkpoint)" }
-        return "run \"\(stored.run)\" of \(results ?? "")"
+        return (stored.user.map { "user \"\($0)\" of " } ?? "") + "run \"\(stored.run)\" of \(results ?? "")"
     }
 
     func load() throws -> StoredModel {
         if let checkpoint {
-            guard results == nil, runName == nil else {
-                throw CLIFailure.badInput("give either a results file with --run, or --checkpoint, not both")
+            guard results == nil, runName == nil, user == nil else {
+                throw CLIFailure.badInput("give either a results file with --run (and --user), or --checkpoint, not both")
             }
             do { return try StoredModel.load(checkpoint: checkpoint) } catch { throw CLIFailure.badInput("\(error)") }
         }
@@ -192,7 +195,10 @@ struct ExportCommand: ParsableCommand {
             }
             name = runs[0].runId
         }
-        do { return try StoredModel.load(results: results, run: name!) } catch { throw CLIFailure.badInput("\(error)") }
+        do {
+            if let user { return try StoredModel.load(results: results, run: name!, user: user) }
+            return try StoredModel.load(results: results, run: name!)
+        } catch { throw CLIFailure.badInput("\(error)") }
     }
 
     /// The toolkit's outputs through `route` on every test set: the float model's own forward

@@ -28,6 +28,9 @@ struct InspectCommand: ParsableCommand {
     @Flag(help: "Check every run group against its SHA-256 digest and list the damaged ones (exit 2 if any).")
     var verify = false
 
+    @Flag(help: "For population runs, one row per user (name, status, ACC, BWT, forgetting).")
+    var users = false
+
     func run() throws {
         guard FileManager.default.fileExists(atPath: file) else {
             throw CLIFailure.badInput("\(file): no such file")
@@ -83,7 +86,7 @@ struct InspectCommand: ParsableCommand {
             print(SweepReport.text(groups, width: width))
             let federated = contents.runs.filter { $0.federation != nil && $0.status == "completed" }
             if !federated.isEmpty { print("\n" + Self.federationTable(federated)) }
-            if !runs { return }
+            if !runs { return populationLines(contents.runs) }
         }
         if !brief {
             for r in contents.runs {
@@ -96,6 +99,8 @@ struct InspectCommand: ParsableCommand {
                                  (m["forgetting"] ?? .nan) * 100))
                     if !r.steps.isEmpty { print(Self.budgetLine(r)) }
                 }
+                if let p = r.population { print(p.headline()) }
+                if users, let p = r.population { print(p.table()) }
             }
             print("")
         }
@@ -116,6 +121,20 @@ struct InspectCommand: ParsableCommand {
         }
         let federated = contents.runs.filter { $0.federation != nil && $0.status == "completed" }
         if !federated.isEmpty, a["kind"] != "sweep" { print("\n" + Self.federationTable(federated)) }
+        if brief { populationLines(contents.runs) }
+        else if users && !contents.runs.contains(where: { $0.population != nil }) { populationLines([]) }
+    }
+
+    /// Population runs' users where the per-run blocks are not printed (--brief, a sweep's
+    /// grouped view): each run's headline (count and names), and one row per user with --users.
+    func populationLines(_ runs: [ResultsReader.StoredRun]) {
+        let shown = runs.filter { $0.population != nil }
+        if !shown.isEmpty { print("") }
+        for r in shown {
+            print("\(r.name): " + r.population!.headline(width: 78 - r.name.count))
+            if users { print(r.population!.table()) }
+        }
+        if users && shown.isEmpty { printError("note: \(file) has no population run; --users lists a population run's users") }
     }
 
     /// Federated runs, one line per configuration (seeds pooled, sweep order): personal ACC (the

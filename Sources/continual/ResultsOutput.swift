@@ -6,7 +6,8 @@ import Foundation
 /// - `--resume` on a file that does not exist is refused (a mistyped path would otherwise redo
 ///   every run into a new file); `--resume-or-start` resumes a file that exists and starts one
 ///   that does not (for scripts that rerun the same command). Finished runs a killed process left
-///   only in the journal (`NAME.h5.journal/`) count as something to resume;
+///   only in the journal (`NAME.h5.journal/`), and finished selection runs of an interrupted
+///   tuning (`NAME.h5.tuning`, `TuningJournal`), count as something to resume;
 /// - a path holding something other than an HDF5 file (a text file, a JSON, a directory) is
 ///   refused even with `--overwrite`: the toolkit replaces only its own kind of file. An empty
 ///   file holds nothing to lose and counts as missing.
@@ -19,12 +20,28 @@ struct ResultsOutput {
     /// Whether an existing file's runs are kept (false: the file is new or replaced).
     var keepsRuns: Bool { resume || (resumeOrStart && hasRuns) }
 
-    /// The file exists, or a killed process left finished runs in its journal.
-    private var hasRuns: Bool { FileKind.of(path) == .hdf5 || !SweepWriter.journalEntries(path).isEmpty }
+    /// The file exists, or a killed process left finished runs in its journal or tuning journal.
+    private var hasRuns: Bool {
+        FileKind.of(path) == .hdf5 || !SweepWriter.journalEntries(path).isEmpty || !TuningJournal(results: path).entries().isEmpty
+    }
+
+    /// The tuning journal for this output, under the writer lock: kept with its entries when
+    /// resuming, started empty otherwise (a fresh start or --overwrite does not reuse it).
+    func tuningJournal() throws -> TuningJournal {
+        do { try WriterLock.acquire(path) } catch { throw CLIFailure.badInput("\(error)") }
+        try check(beforeTuning: true)
+        let journal = TuningJournal(results: path)
+        do { try journal.start(with: keepsRuns ? journal.entries() : [:]) } catch {
+            throw CLIFailure.badInput("cannot write the tuning journal \(journal.path): \(error)")
+        }
+        return journal
+    }
 
     /// Refuses a combination of flags and file that cannot be written (exit 2), before any work:
     /// called before tuning and preflight, and again by `openWriter` under the writer lock.
-    func check() throws {
+    /// `beforeTuning`: also refuse to start afresh over an interrupted tuning's journal (after
+    /// tuning, the journal is this command's own).
+    func check(beforeTuning: Bool = false) throws {
         let flags = [resume ? "--resume" : nil, resumeOrStart ? "--resume-or-start" : nil, overwrite ? "--overwrite" : nil]
             .compactMap { $0 }
         guard flags.count <= 1 else { throw CLIFailure.badInput("use only one of \(flags.joined(separator: ", "))") }
@@ -34,6 +51,11 @@ struct ResultsOutput {
                 throw CLIFailure.badInput("\(path) exists; use --resume to complete it or --overwrite to replace it")
             }
         case let kind where kind == .missing || kind == .empty:
+            let tuned = TuningJournal(results: path).entries().count
+            if beforeTuning && tuned > 0 && !resume && !resumeOrStart && !overwrite {
+                throw CLIFailure.badInput("\(TuningJournal(results: path).path) holds \(tuned) finished selection run(s) of an interrupted "
+                    + "tuning for \(path); use --resume to continue it or --overwrite to start again")
+            }
             if resume && !hasRuns {
                 throw CLIFailure.badInput("\(path) \(kind == .empty ? "is empty" : "does not exist"): there is nothing to resume. "
                     + "Drop --resume to start it, "

@@ -126,7 +126,7 @@ struct RunCommand: ParsableCommand {
             }
         }
         // Everything checkable without training, before anything is written (exit 2 on a problem).
-        if stopAfter == nil { try target.check() }
+        if stopAfter == nil { try target.check(beforeTuning: true) }
         try resources.applyThreads(experiment)
         let report = try resources.preflight(runs, file: file)
         if verbose { for line in report.datasets.flatMap({ $0.lines() }) { writeOut(line + "\n") } }
@@ -134,7 +134,9 @@ struct RunCommand: ParsableCommand {
         if !experiment.tuneTargets.isEmpty {
             guard !checkpointing else { throw CLIFailure.badInput("--stop-after and --resume-from do not combine with a \"tune\" block yet; run it whole") }
             if let variant { experiment.tuneTargets.removeAll { $0.variant != variant } }
-            experiment = try TuningStage.apply(experiment, jobs: jobs, quiet: quiet)
+            // Under MPI every rank tunes alike; no rank keeps a tuning journal (they would share it).
+            let journalled = mpi || MPIWorld.launchedUnderMPI() ? nil : target
+            experiment = try TuningStage.apply(experiment, jobs: jobs, output: journalled, quiet: quiet)
             runs = experiment.runs.filter { variant == nil || $0.config.name == variant }
         }
         if mpi || MPIWorld.launchedUnderMPI() {
@@ -189,6 +191,7 @@ struct RunCommand: ParsableCommand {
                 }
             }, tty: tty)
         printer.end()
+        TuningJournal(results: path).remove()   // every run is in the file, and its choices with them
         let results = collected.values.sorted { $0.run.sweepIndex < $1.run.sweepIndex }
         if session.selected.count > 12, let (table, by) = try? SweepReport.read(path: path) {
             // Many runs: one row per configuration (mean ± std over seeds), as `sweep` prints.
@@ -199,6 +202,9 @@ struct RunCommand: ParsableCommand {
         } else if !results.isEmpty {
             print(SummaryText.comparison(results, width: width))
             for r in results { if let line = SummaryText.federation(r) { print(line) } }
+            for r in results where r.federation == nil {
+                if let p = r.population { print("\(r.name): " + PopulationRows(p).headline(width: width - 2 - r.name.count)) }
+            }
             for r in results { if let line = SummaryText.fewShot(r) ?? SummaryText.poisoning(r) { print(line) } }
         }
         print("results: \(path) (\(outcome.written) written now, \(outcome.skipped) already there)")

@@ -59,7 +59,7 @@ struct SweepCommand: ParsableCommand {
         guard jobs >= 1 else { throw CLIFailure.badInput("--jobs must be ≥ 1") }
         let path = output ?? Self.defaultOutput(experiment.output, shard: selectedShard)
         let target = ResultsOutput(path: path, resume: resume, resumeOrStart: resumeOrStart, overwrite: overwrite)
-        try target.check()   // before tuning, which can take long
+        try target.check(beforeTuning: true)   // before tuning, which can take long
         if experiment.isSampled { experiment = try diskFirst(experiment, shard: selectedShard, path: path) }
         // Everything checkable without training, before anything is written (exit 2 on a problem).
         try resources.applyThreads(experiment)
@@ -67,7 +67,7 @@ struct SweepCommand: ParsableCommand {
         let disk = DiskEstimate(runs: selected.count, bytesPerRun: try resources.preflight(selected, file: file).meanDiskBytes)
         try resources.checkDisk(disk, output: path, experiment: experiment)
         // Selection on validation data first (every shard tunes alike: the choice is deterministic).
-        experiment = try TuningStage.apply(experiment, jobs: jobs)
+        experiment = try TuningStage.apply(experiment, jobs: jobs, output: target)
         let session = SweepSession(experiment: experiment, shard: selectedShard)
         let writer = try target.openWriter(session)
         let tty = isatty(STDOUT_FILENO) == 1 && !plain
@@ -81,6 +81,7 @@ struct SweepCommand: ParsableCommand {
         let outcome = try InterruptibleSession.run(session, writer: writer, jobs: jobs, path: path,
                                                    resumeCommand: ResumeHint.command(CommandLine.arguments), progress: { printer.show($0) }, tty: tty)
         printer.end()
+        TuningJournal(results: path).remove()   // every run is in the file, and its choices with them
         var earlierFailures = 0
         if let (table, by) = try? SweepReport.read(path: path) {
             writeOut(SweepReport.text(SweepReport.groups(table, by: by), width: tty ? ProgressPrinter.terminalWidth() : 80) + "\n")

@@ -4,23 +4,32 @@ import Foundation
 
 /// The `"tune"` stage of `run` and `sweep`: selects each tuned variant's values on validation
 /// data (`Tuner`), prints what it chose, and returns the experiment re-expanded with those values
-/// and carrying the records the results file stores under `/tuning`. Nothing is written before
-/// it ends, so an interruption during tuning loses no file content.
+/// and carrying the records the results file stores under `/tuning`. Nothing is written to the
+/// results file before it ends; each finished selection run goes to the output's tuning journal
+/// (`TuningJournal`), so a resumed command does not run it again.
 enum TuningStage {
-    static func apply(_ experiment: ExperimentFile, jobs: Int, quiet: Bool = false) throws -> ExperimentFile {
+    static func apply(_ experiment: ExperimentFile, jobs: Int, output: ResultsOutput?, quiet: Bool = false) throws -> ExperimentFile {
         guard !experiment.tuneTargets.isEmpty else { return experiment }
+        let journal = try output?.tuningJournal()
         let trials: [Tuner.Trial]
         do { trials = try Tuner.trials(experiment) } catch let e as ConfigError { throw CLIFailure.badInput(e.description) }
         if !quiet {
             writeOut("tuning \(experiment.tuneTargets.count) variant(s): \(trials.count) selection runs on validation splits of the "
                 + "training data (test sets not read)\n")
+            if let journal {
+                let known = journal.entries()
+                let kept = trials.filter { known[$0.run.runId] != nil }.count
+                writeOut(kept > 0 ? "  \(kept) of them finished before an interruption (\(journal.path)): not run again\n"
+                                  : "  (each finished one is kept in \(journal.path): an interrupted tuning continues with --resume)\n")
+            }
         }
         let box = ResultBox<[TuningRecord]>()
         let semaphore = DispatchSemaphore(value: 0)
         let every = max(1, trials.count / 10)
         Task.detached {
             do {
-                box.value = .success(try await Tuner.tune(experiment, trials: trials, jobs: jobs, progress: { done, total, _ in
+                box.value = .success(try await Tuner.tune(experiment, trials: trials, jobs: jobs, journal: journal,
+                                                          progress: { done, total in
                     if !quiet && (done % every == 0 || done == total) { writeOut("  tuning: \(done)/\(total) selection runs\n") }
                 }))
             } catch {

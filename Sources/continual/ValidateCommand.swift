@@ -58,6 +58,9 @@ struct ValidateCommand: ParsableCommand {
             // Two lines per run, so an 80-column terminal does not wrap them: who, then how much.
             print("  \(r.runId)  \(r.config.name)  strategy=\(r.config.strategyLabel)  seed=\(r.config.seed)")
             print("      \(e.summary)")
+            if let p = r.config.population, r.config.federation == nil {
+                print("      population: \(p.users) users, one model each" + (p.keepModels ? "" : " (their models not kept)"))
+            }
             if resolved { print("    " + r.canonicalJSON) }
         }
         if shown < experiment.runs.count || experiment.runs.count < total {

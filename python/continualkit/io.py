@@ -285,7 +285,9 @@ def prequential(path: str, summary: pd.DataFrame | None = None) -> xr.Dataset | 
 
 def population(path: str, run_id: str) -> xr.Dataset | None:
     """A population run's per-user data: `accuracy_matrices` (user, trained_through, evaluated)
-    when stored, per-user metrics (user), and the aggregate quantiles (metric, level).
+    when stored, per-user metrics (user), and the aggregate quantiles (metric, level). A
+    population read from a data file's user column also has the coordinate `user_name` (the
+    people's ids in that file, indexed: `ds.sel(user_name="alice")`).
     None for a run without a `population/` group."""
     with h5py.File(path, "r") as f:
         g = f["runs"][run_id]
@@ -314,6 +316,9 @@ def population(path: str, run_id: str) -> xr.Dataset | None:
             data["status"] = (("user",), np.array([_str(s) for s in p["status"][()]]))
         if "user" in p and n_users is not None and len(p["user"]) == n_users:
             coords["user"] = np.asarray(p["user"][()])   # the user (federated: client) ids
+        if "user_name" in p and n_users is not None and len(p["user_name"]) == n_users:
+            # A population read from a data file's user column: each index's name in that file.
+            coords["user_name"] = ("user", np.array([_str(s) for s in p["user_name"][()]], dtype=object))
         if "aggregate" in p:
             ag = p["aggregate"]
             if "metric" in ag and "quantiles" in ag and "quantile_levels" in ag:
@@ -326,6 +331,8 @@ def population(path: str, run_id: str) -> xr.Dataset | None:
                         data[k] = (("metric",), np.asarray(ag[k][()], dtype=float))
         names = _exp_names(g, data["accuracy_matrices"][1].shape[1]) if "accuracy_matrices" in data else None
     ds = xr.Dataset(data, coords=coords)
+    if "user_name" in ds.coords:
+        ds = ds.set_xindex("user_name")   # ds.sel(user_name="alice") picks a person by name
     if names:
         ds.attrs["experience_names"] = names
     return ds

@@ -58,6 +58,8 @@ public struct DiskEstimate: Sendable, Equatable {
         if let population = config.population {
             // Per user: metrics, final accuracies and (by default) the accuracy matrices.
             bytes += Double(population.users) * (T * T * 8 * (population.storeMatrices ? 1 : 0) + T * 8 + 256)
+            // Every user's final model (`keep_models`; a federation keeps its clients' elsewhere).
+            if population.keepModels && config.federation == nil { bytes += Double(population.users) * parameters * 4 }
         }
         if let federation = config.federation {
             // Per round ~16 series, per evaluation two accuracies, per client ~10 tallies.

@@ -17,11 +17,14 @@ public struct PopulationConfig: Codable, Sendable, Equatable {
     public var jobs = 0
     /// Also store every user's T×T accuracy matrix.
     public var storeMatrices = true
+    /// Also store every user's final model (`population/final_parameters`, users × parameters),
+    /// so `continual export --user NAME` can export one person's model.
+    public var keepModels = true
 
     public init(users: Int) { self.users = users }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case users, spread, seed, quantiles, jobs, storeMatrices = "store_matrices"
+        case users, spread, seed, quantiles, jobs, storeMatrices = "store_matrices", keepModels = "keep_models"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -32,6 +35,7 @@ public struct PopulationConfig: Codable, Sendable, Equatable {
         quantiles = try c.decode(.quantiles, default: [0.05, 0.25, 0.5, 0.75, 0.95])
         jobs = try c.decode(.jobs, default: 0)
         storeMatrices = try c.decode(.storeMatrices, default: true)
+        keepModels = try c.decode(.keepModels, default: true)
         // No upper bound here: the resource estimate refuses populations too large for the
         // machine, with the memory and work they would need (see Preflight).
         try c.require(users >= 1, .users, "must be ≥ 1, got \(users)")
@@ -48,5 +52,8 @@ public struct PopulationConfig: Codable, Sendable, Equatable {
         try c.encode(quantiles, forKey: .quantiles)
         // jobs does not change the numbers: not part of the resolved config (nor the run id).
         try c.encode(storeMatrices, forKey: .storeMatrices)
+        // Stored models change no number: written only when off, so the run ids of populations
+        // written before the key existed stay the same.
+        if !keepModels { try c.encode(keepModels, forKey: .keepModels) }
     }
 }

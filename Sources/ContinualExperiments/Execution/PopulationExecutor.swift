@@ -30,6 +30,9 @@ public struct PopulationOutcome: Sendable {
     public var userIds: [Int]? = nil
     /// The users' names in the data file, for a population read from a file's user column.
     public var userNames: [String]? = nil
+    /// Every user's final parameters (`keep_models`; empty for a user that did not complete,
+    /// and for federations, whose clients' models are not kept).
+    public var finalParameters: [[Float]] = []
 
     public var users: Int { status.count }
 }
@@ -51,6 +54,8 @@ public enum PopulationExecutor {
         var outcome: TrainingOutcome? = nil
         var costs: CostModel? = nil
         var stream: ExperienceStream? = nil
+        /// The final model's parameters (`keep_models`).
+        var finalParameters: [Float] = []
         /// The user's state when the run stopped early (or how its run ended before that).
         var checkpoint: RunCheckpoint.PopulationUserCheckpoint? = nil
     }
@@ -116,6 +121,7 @@ public enum PopulationExecutor {
             r.random = outcome.randomAccuracy
             r.processed = outcome.samplesProcessed
             r.status = .completed
+            if population.keepModels { r.finalParameters = outcome.finalModel.parameters }
             if keepDetails {
                 r.outcome = outcome
                 r.costs = costs
@@ -203,6 +209,7 @@ public enum PopulationExecutor {
             finalAccuracy: users.map { $0.matrix.last ?? [] }, matrices: population.storeMatrices ? users.map(\.matrix) : [],
             mean: [], std: [], quantiles: [], trainSeconds: users.map(\.trainSeconds))
         outcome.userIds = userIds
+        if users.contains(where: { !$0.finalParameters.isEmpty }) { outcome.finalParameters = users.map(\.finalParameters) }
         for m in names.indices {
             let v = ok.map { values[m][$0] }.filter { !$0.isNaN }.sorted()
             let mean = v.isEmpty ? .nan : v.reduce(0, +) / Double(v.count)

@@ -26,6 +26,8 @@ public enum ResultsReader {
         /// "375 steps/exp"; empty in files written before budgets were recorded).
         public var steps: [Int64] = []
         public var budget: String = ""
+        /// A population run's users (nil for other runs).
+        public var population: PopulationRows? = nil
     }
 
     public struct Contents: Sendable {
@@ -99,6 +101,7 @@ public enum ResultsReader {
                                           share == "all" ? (global ?? .nan) : .nan)
                     }
                     if g.exists("steps") { run.steps = try g.openDataset("steps").read() }
+                    run.population = try PopulationRows.read(g)
                     if let kind = try? a.string("training_budget"), let value = try? a.scalar("training_budget_value", as: Int64.self) {
                         run.budget = kind == "epochs" ? "\(value) epoch\(value == 1 ? "" : "s")/exp"
                             : kind == "flops_per_experience" ? String(format: "%.2g FLOPs/exp", Double(value)) : "\(value) steps/exp"

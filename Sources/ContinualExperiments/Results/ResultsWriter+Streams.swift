@@ -28,6 +28,18 @@ extension ResultsWriter {
         try s.attributes.set("meaning", "samples seen before each experience started")
     }
 
+    /// `population/final_parameters` (users × parameters): every user's final model, NaN rows for
+    /// users that did not complete (`keep_models`; `continual export --user` reads it).
+    static func writeUserModels(_ p: PopulationOutcome, into g: HDF5Group, scale user: HDF5Dataset) throws {
+        let n = p.users
+        guard p.finalParameters.count == n, let P = p.finalParameters.first(where: { !$0.isEmpty })?.count,
+              p.finalParameters.allSatisfy({ $0.isEmpty || $0.count == P }) else { return }
+        let rows = p.finalParameters.flatMap { $0.isEmpty ? [Float](repeating: .nan, count: P) : $0 }
+        let d = try g.write(rows, shape: [n, P], name: "final_parameters")
+        try d.attributes.set("meaning", "each user's final model, in the layout of the run's final_parameters (NaN: the user did not complete)")
+        try d.attachDimensionScale(user, toDimension: 0)
+    }
+
     /// `runs/<id>/population/`: per-user metrics and seeds, and the aggregate over users.
     static func writePopulation(_ p: PopulationOutcome, into run: HDF5Group) throws {
         let g = try run.createGroup("population")
@@ -50,6 +62,7 @@ extension ResultsWriter {
             let d = try g.write(names, name: "user_name")
             try d.attributes.set("meaning", "the user's id in the data file (its user column)")
         }
+        try writeUserModels(p, into: g, scale: user)
         try perUser(p.dataSeeds.map { Int64(bitPattern: $0) }, "data_seed", "seed of the user's generated data (int64 bit pattern)")
         try perUser(p.modelSeeds.map { Int64(bitPattern: $0) }, "model_seed", "seed of the user's model (int64 bit pattern)")
         try perUser(p.trainSeconds, "train_seconds", "training wall time of the user's model, seconds")

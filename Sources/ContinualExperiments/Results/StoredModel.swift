@@ -22,6 +22,8 @@ public struct StoredModel: Sendable {
     /// The results file and run group the model came from (nil for a checkpoint).
     public var resultsPath: String? = nil
     public var runId: String? = nil
+    /// For one person's model of a population run: their name (or user id).
+    public var user: String? = nil
 
     /// Why a stored model cannot be rebuilt (the message names the file and run).
     public struct Failure: Error, CustomStringConvertible, Sendable {
@@ -67,34 +69,36 @@ public struct StoredModel: Sendable {
 
     /// Rebuilds the network of `configJSON` exactly as the runner builds it (model spec from the
     /// stream's sizes, then every plugin's `prepare`) and loads `parameters` into it.
-    static func rebuild(configJSON: String, base: String, parameters: [Float], what: String, run: String) throws -> StoredModel {
+    /// `member`: for a population run, the index of the user whose parameters these are (their
+    /// stream and seed are rebuilt as the population executor made them); nil otherwise.
+    static func rebuild(configJSON: String, base: String, parameters: [Float], what: String, run: String,
+                        member: Int? = nil) throws -> StoredModel {
         let config: RunConfig
         do {
             config = try JSONDecoder().decode(RunConfig.self, from: Data(configJSON.utf8)).resolvingFiles(against: base)
         } catch {
             throw Failure(description: "\(what): its config_json does not decode with this toolkit version (\(error))")
         }
-        if config.population != nil {
-            // Each user trains on its own data; the file keeps user 0's final model only, and this
-            // stream is not that user's.
-            throw Failure(description: "\(what) is a population run: its final_parameters are user 0's model, trained on "
-                + "that user's own data; export a run without a population block (e.g. the global model)")
+        if let population = config.population, member == nil {
+            // Each user trains on its own data: run-level final_parameters are user 0's model.
+            throw Failure(description: "\(what) is a population run of \(population.users) users, one model each: "
+                + "choose whose with --user NAME (the names are in population/user_name, or the user ids in population/user)")
         }
         do {
-            let stream = try config.scenario.options.makeStream(seed: config.seed)
+            let (stream, seed) = try memberStream(config, member: member)
             let spec = try config.model.spec(inputs: stream.dimension, head: stream.head, experiences: stream.experiences.count)
             // A scheduled run trains sessions, not the stream's experiences (RunExecutor.executeScheduled).
             let T = config.schedule.map { schedule in
                 // Adaptive schedules prepare the plugins for one session per day (AdaptiveScheduledRunner).
                 { plan in schedule.isAdaptive ? max(1, plan.days.count) : plan.sessions.count }(
                     ScheduledRunner.plan(stream: stream, schedule: schedule, device: (config.device ?? DeviceConfig()).state,
-                                         seed: config.seed))
+                                         seed: seed))
             } ?? stream.experiences.count
-            var rng = RandomSource(seed: config.seed, stream: "init")
+            var rng = RandomSource(seed: seed, stream: "init")
             var model = MLP(spec: spec, rng: &rng)
             var plugins = config.strategy.map { $0.options.makePlugin() }
             for i in plugins.indices {
-                let context = RunContext(seed: config.seed, pluginIndex: i, experienceCount: T, dimension: stream.dimension,
+                let context = RunContext(seed: seed, pluginIndex: i, experienceCount: T, dimension: stream.dimension,
                                          head: stream.head, training: config.training.options, featureNames: stream.featureNames)
                 try plugins[i].prepare(model: &model, context: context)
             }

@@ -61,11 +61,14 @@ public enum Tuner {
     }
 
     /// Runs every selection run (at most `jobs` at once) and returns one record per target, in
-    /// target order. `progress` sees each finished selection run (done, total).
+    /// target order. `progress` sees the count of finished selection runs (done, total).
     /// `trials`: `trials(experiment)` when the caller resolved them already (nil: resolved here).
+    /// `journal`: selection runs it already holds are not run again (their entries fill the
+    /// records exactly as the runs did), and each run that finishes now is appended to it.
     public static func tune(_ experiment: ExperimentFile, trials given: [Trial]? = nil, jobs: Int,
+                            journal: TuningJournal? = nil,
                             shouldStop: @escaping @Sendable () -> Bool = { false },
-                            progress: (Int, Int, RunResult) -> Void = { _, _, _ in }) async throws -> [TuningRecord] {
+                            progress: (Int, Int) -> Void = { _, _ in }) async throws -> [TuningRecord] {
         let trials = try given ?? trials(experiment)
         var records = experiment.tuneTargets.map { target in
             let points = target.spec.grid.points(), p = points.count, s = target.spec.seeds.count
@@ -75,18 +78,34 @@ public enum Tuner {
                                 flops: Array(repeating: Array(repeating: 0, count: s), count: p),
                                 chosen: nil, wallSeconds: 0, json: target.spec.json)
         }
+        // Filled in trial order (not finishing order): the summed wall time is then the same
+        // Double however the runs interleave or were split between invocations.
+        var entries = [TuningJournal.Entry?](repeating: nil, count: trials.count)
+        let known = journal?.entries() ?? [:]
+        for (i, trial) in trials.enumerated() { entries[i] = known[trial.run.runId] }
+        var done = entries.filter { $0 != nil }.count
+        if done > 0 { progress(done, trials.count) }
         let index = Dictionary(uniqueKeysWithValues: trials.enumerated().map { ($1.run.runId, $0) })
-        var done = 0
-        try await SweepRunner.run(trials.map(\.run), jobs: jobs, shouldStop: shouldStop) { result in
+        let pending = trials.indices.filter { entries[$0] == nil }.map { trials[$0].run }
+        var journalError: (any Error)? = nil
+        try await SweepRunner.run(pending, jobs: jobs, shouldStop: shouldStop) { result in
             guard let i = index[result.runId] else { return }
-            let trial = trials[i]
-            records[trial.target].scores[trial.point][trial.seedIndex] = score(result)
-            records[trial.target].flops[trial.point][trial.seedIndex] = flops(result)
-            records[trial.target].wallSeconds += result.wallSeconds
+            let entry = TuningJournal.Entry(score: score(result), flops: flops(result), wallSeconds: result.wallSeconds)
+            entries[i] = entry
+            if let journal, journalError == nil {
+                do { try journal.append(runId: result.runId, entry) } catch { journalError = error }
+            }
             done += 1
-            progress(done, trials.count, result)
+            progress(done, trials.count)
         }
-        guard done == trials.count else { throw TuningInterrupted(done: done, total: trials.count) }
+        if let journalError { throw journalError }
+        guard done == trials.count else { throw TuningInterrupted(done: done, total: trials.count, journal: journal) }
+        for (trial, entry) in zip(trials, entries) {
+            guard let entry else { continue }
+            records[trial.target].scores[trial.point][trial.seedIndex] = entry.score
+            records[trial.target].flops[trial.point][trial.seedIndex] = entry.flops
+            records[trial.target].wallSeconds += entry.wallSeconds
+        }
         for i in records.indices { records[i].chosen = TuningRecord.best(records[i].meanScores) }
         return records
     }
@@ -117,9 +136,14 @@ public enum Tuner {
     }
 }
 
-/// Selection stopped before every run finished (Ctrl-C): nothing was chosen, nothing written.
+/// Selection stopped before every run finished (Ctrl-C): nothing was chosen and nothing written
+/// to the results file; the selection runs that finished are in the journal, if one was kept.
 public struct TuningInterrupted: Error, CustomStringConvertible {
     public var done: Int
     public var total: Int
-    public var description: String { "tuning interrupted after \(done) of \(total) selection runs; nothing was chosen or written" }
+    public var journal: TuningJournal? = nil
+    public var description: String {
+        "tuning interrupted after \(done) of \(total) selection runs; nothing was chosen or written to the results file"
+            + (journal.map { "; the finished selection runs are kept in \($0.path) and a resumed command (--resume) does not run them again" } ?? "")
+    }
 }
