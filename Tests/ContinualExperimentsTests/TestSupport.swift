@@ -1,4 +1,4 @@
-import ContinualExperiments
+@testable import ContinualExperiments
 import Foundation
 
 /// A fresh temporary directory, removed by `cleanup()`.
@@ -21,28 +21,35 @@ struct TemporaryDirectory {
 let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
 /// Runs the built `continual` executable (found next to the test bundle's build products), with
-/// `environment` added to this process's.
+/// `environment` added to this process's. Spawned like the toolkit's own children
+/// (`ChildProcessOutput.spawn`): the child inherits none of our descriptors, so a results file
+/// another test has open at that moment is not kept locked by it while it runs.
 func runCLI(_ arguments: [String], in directory: URL? = nil,
             environment: [String: String] = [:]) throws -> (status: Int32, stdout: String, stderr: String) {
     let candidates = [".build/debug/continual", ".build/release/continual"].map { packageRoot.appendingPathComponent($0).path }
     guard let binary = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
         throw NSError(domain: "test", code: 1, userInfo: [NSLocalizedDescriptionKey: "continual binary not built"])
     }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: binary)
-    process.arguments = arguments
-    process.currentDirectoryURL = directory ?? packageRoot
-    if !environment.isEmpty {
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+    var pipeEnds: [Int32] = [0, 0]
+    guard pipe(&pipeEnds) == 0 else { throw NSError(domain: "test", code: 2, userInfo: [NSLocalizedDescriptionKey: "pipe failed"]) }
+    // Standard error to a file: read after the exit, so neither stream can fill and block the child.
+    let errPath = FileManager.default.temporaryDirectory.appendingPathComponent("ck-stderr-\(UUID().uuidString)").path
+    let errFD = open(errPath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+    defer { unlink(errPath) }
+    let env = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+    let pid = ChildProcessOutput.spawn(binary, arguments, environment: env, output: pipeEnds[1], error: errFD,
+                                       directory: (directory ?? packageRoot).path, alsoClosing: [pipeEnds[0]])
+    close(pipeEnds[1])
+    guard let pid else {
+        close(pipeEnds[0])
+        close(errFD)
+        throw NSError(domain: "test", code: 3, userInfo: [NSLocalizedDescriptionKey: "cannot start \(binary)"])
     }
-    let out = Pipe(), err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    let o = out.fileHandleForReading.readAllRetryingInterrupts()
-    let e = err.fileHandleForReading.readAllRetryingInterrupts()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+    let o = FileHandle(fileDescriptor: pipeEnds[0], closeOnDealloc: true).readAllRetryingInterrupts()
+    let status = ChildProcessOutput.wait(pid)
+    close(errFD)
+    let e = FileManager.default.contents(atPath: errPath) ?? Data()
+    return (status, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
 }
 
 /// A small but complete experiment for tests.

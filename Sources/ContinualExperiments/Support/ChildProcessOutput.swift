@@ -29,13 +29,35 @@ enum ChildProcessOutput {
         var pipeEnds: [Int32] = [0, 0]
         guard pipe(&pipeEnds) == 0 else { return nil }
         let (readEnd, writeEnd) = (pipeEnds[0], pipeEnds[1])
+        let pid = spawn(program, arguments, environment: environment, output: writeEnd, error: nil, alsoClosing: [readEnd])
+        close(writeEnd)
+        guard let pid else {
+            close(readEnd)
+            return nil
+        }
+        let data = FileHandle(fileDescriptor: readEnd, closeOnDealloc: true).readAllRetryingInterrupts()
+        // Exited normally with status 0.
+        guard wait(pid) == 0 else { return nil }
+        return data
+    }
+
+    /// Starts `program` (searched on PATH) with standard input /dev/null, standard output
+    /// `output`, standard error `error` (nil: /dev/null), no other descriptor of ours, in
+    /// `directory` when given (glibc ≥ 2.29); nil when it cannot be started.
+    static func spawn(_ program: String, _ arguments: [String], environment: [String: String], output: Int32, error: Int32?,
+                      directory: String? = nil, alsoClosing: [Int32] = []) -> pid_t? {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, writeEnd, 1)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        closeInheritedDescriptors(&actions, alsoClosing: [readEnd, writeEnd])
+        posix_spawn_file_actions_adddup2(&actions, output, 1)
+        if let error { posix_spawn_file_actions_adddup2(&actions, error, 2) } else {
+            posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        }
+        closeInheritedDescriptors(&actions, alsoClosing: alsoClosing + [output] + (error.map { [$0] } ?? []))
+        if let directory {
+            guard let addChdir, addChdir(&actions, directory) == 0 else { return nil }
+        }
         let argv = ([program] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
@@ -43,19 +65,23 @@ enum ChildProcessOutput {
             for p in envp { free(p) }
         }
         var pid: pid_t = 0
-        let spawned = posix_spawnp(&pid, program, &actions, nil, argv, envp)
-        close(writeEnd)
-        guard spawned == 0 else {
-            close(readEnd)
-            return nil
-        }
-        let data = FileHandle(fileDescriptor: readEnd, closeOnDealloc: true).readAllRetryingInterrupts()
+        return posix_spawnp(&pid, program, &actions, nil, argv, envp) == 0 ? pid : nil
+    }
+
+    /// Waits for child `pid`: its exit status, or 128 + the signal that killed it.
+    static func wait(_ pid: pid_t) -> Int32 {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        // Exited normally with status 0 (WIFEXITED && WEXITSTATUS == 0).
-        guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else { return nil }
-        return data
+        return status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
     }
+
+    private typealias AddChdir = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32
+
+    /// glibc's `posix_spawn_file_actions_addchdir_np`, when this libc has it.
+    private static let addChdir: AddChdir? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addchdir_np") else { return nil }
+        return unsafeBitCast(symbol, to: AddChdir.self)
+    }()
 
     private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
 
