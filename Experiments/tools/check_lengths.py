@@ -70,6 +70,10 @@ def functions(text: str):
             continue
         depth, started, j = 0, False, i
         while j < len(code):
+            # A declaration without a body (protocol requirement, stored property) ends before the
+            # next declaration or the enclosing type's closing brace.
+            if not started and j > i and (DECLARATION.match(code[j]) or code[j].strip() == "}"):
+                break
             for ch in code[j]:
                 if ch == "{":
                     depth, started = depth + 1, True
@@ -77,11 +81,8 @@ def functions(text: str):
                     depth -= 1
             if started and depth <= 0:
                 break
-            # A declaration without a body (protocol requirement, stored property) ends before the
-            # next declaration or the enclosing type's closing brace.
-            if not started and (j == i and m.group(1).startswith("var") and "{" not in c
-                                or j > i and (DECLARATION.match(code[j]) or code[j].strip() == "}")):
-                break
+            if not started and j == i and m.group(1).startswith("var") and "{" not in c:
+                break   # a stored property
             j += 1
         if started:
             found.append((m.group(1).split("(")[0].rstrip(" :"), i + 1, j - i + 1))
