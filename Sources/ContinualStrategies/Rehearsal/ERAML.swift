@@ -107,15 +107,28 @@ public struct ERAML: BatchLossTerm {
     /// Draws each anchor's positive and negative, then adds L_AML's gradient into `gradient`.
     private mutating func metricLoss(_ rows: [Int], _ input: BatchLossInput, _ gradient: UnsafeMutablePointer<Float>) -> Double {
         var x: [Float] = [], y: [Int32] = [], pos: [Int] = [], neg: [Int] = []
+        // Stored slots by class, in slot order: a positive is the k-th slot of the row's class, a
+        // negative the k-th of the others (slots of the other classes, in slot order).
+        var byClass: [Int32: [Int]] = [:]
+        for (slot, label) in buffer.labels.enumerated() { byClass[label, default: []].append(slot) }
         for row in rows {
             let label = input.batch.labels[row]
-            let same = buffer.labels.indices.filter { buffer.labels[$0] == label }
-            let other = buffer.labels.indices.filter { buffer.labels[$0] != label }
-            guard !same.isEmpty, !other.isEmpty else { continue }
+            let same = byClass[label] ?? []
+            let others = buffer.count - same.count
+            guard !same.isEmpty, others > 0 else { continue }
             x += input.batch.row(row)
             y.append(label)
             pos.append(same[pairRNG.uniformInt(below: same.count)])
-            neg.append(other[pairRNG.uniformInt(below: other.count)])
+            var k = pairRNG.uniformInt(below: others)
+            var slot = 0
+            while true {
+                if buffer.labels[slot] != label {
+                    if k == 0 { break }
+                    k -= 1
+                }
+                slot += 1
+            }
+            neg.append(slot)
         }
         amlRows += y.count
         guard !y.isEmpty, var net = features, let ws = workspace else { return 0 }
