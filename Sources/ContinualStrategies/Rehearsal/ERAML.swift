@@ -155,21 +155,10 @@ public struct ERAML: BatchLossTerm {
         let norms = (0..<rows).map { r in (0..<w).reduce(0.0) { $0 + Double(u[r * w + $1]) * Double(u[r * w + $1]) }.squareRoot() }
         let h = (0..<(rows * w)).map { Double(u[$0]) / (norms[$0 / w] + 1e-5) }
         var dh = [Double](repeating: 0, count: rows * w)
-        var loss = 0.0
-        let factor = tau / baseTemperature / Double(m)
-        for i in 0..<m {
-            let s = (0..<(2 * m)).map { k in (0..<w).reduce(0.0) { $0 + h[i * w + $1] * h[(m + k) * w + $1] } / tau }
-            let top = s.max()!
-            let lse = top + _log(s.reduce(0.0) { $0 + _exp($1 - top) })
-            let positive = (0..<(2 * m)).filter { labels[m + $0] == labels[i] }
-            loss -= factor * (positive.reduce(0.0) { $0 + s[$1] } / Double(positive.count) - lse)
-            for k in 0..<(2 * m) {
-                // ∂ℓ/∂s_ik = −(τ/τ_b)/m · (1[k ∈ P_i]/|P_i| − softmax_k(s_i)), then s_ik = h_i·c_k/τ.
-                let d = -factor * ((labels[m + k] == labels[i] ? 1 / Double(positive.count) : 0) - _exp(s[k] - lse)) / tau
-                for j in 0..<w {
-                    dh[i * w + j] += d * h[(m + k) * w + j]
-                    dh[(m + k) * w + j] += d * h[i * w + j]
-                }
+        let loss = h.withUnsafeBufferPointer { hp in
+            dh.withUnsafeMutableBufferPointer { dp in
+                supervisedContrastive(h: hp.baseAddress!, labels: labels, anchors: m, width: w, temperature: tau,
+                                      baseTemperature: baseTemperature, gradient: dp.baseAddress!)
             }
         }
         // h = u / (n + ε): ∂/∂u = dh / (n + ε) − u (u·dh) / (n (n + ε)²); then through the activation.
@@ -183,6 +172,45 @@ public struct ERAML: BatchLossTerm {
         }
         u.withUnsafeBufferPointer { uu in dz.withUnsafeMutableBufferPointer { activation.backward(outputs: uu.baseAddress!, gradient: $0.baseAddress!, count: rows * w) } }
         dz.withUnsafeMutableBufferPointer { net.backward(logitGradient: $0.baseAddress!, count: rows, route: 0, workspace: ws, gradient: gradient) }
+        return loss
+    }
+
+    /// −(τ/τ_b)(1/m) Σ_i [mean_{k∈P_i} s_ik − log Σ_k exp(s_ik)] over anchors h[0..<m] and contrast
+    /// h[m..<3m] (rows of `width`), s_ik = h_i·c_k / τ; adds ∂/∂h into `gradient` (same layout).
+    static func supervisedContrastive(h: UnsafePointer<Double>, labels: [Int32], anchors m: Int, width w: Int,
+                                      temperature tau: Double, baseTemperature: Double,
+                                      gradient dh: UnsafeMutablePointer<Double>) -> Double {
+        let factor = tau / baseTemperature / Double(m)
+        var s = [Double](repeating: 0, count: 2 * m)
+        var loss = 0.0
+        for i in 0..<m {
+            let a = h + i * w
+            var top = -Double.infinity, positives = 0, positiveSum = 0.0
+            for k in 0..<(2 * m) {
+                let c = h + (m + k) * w
+                var dot = 0.0
+                for j in 0..<w { dot += a[j] * c[j] }
+                s[k] = dot / tau
+                top = max(top, s[k])
+                if labels[m + k] == labels[i] {
+                    positives += 1
+                    positiveSum += s[k]
+                }
+            }
+            var total = 0.0
+            for k in 0..<(2 * m) { total += _exp(s[k] - top) }
+            let lse = top + _log(total)
+            loss -= factor * (positiveSum / Double(positives) - lse)
+            for k in 0..<(2 * m) {
+                // ∂ℓ/∂s_ik = −(τ/τ_b)/m · (1[k ∈ P_i]/|P_i| − softmax_k(s_i)), then s_ik = h_i·c_k/τ.
+                let d = -factor * ((labels[m + k] == labels[i] ? 1 / Double(positives) : 0) - _exp(s[k] - lse)) / tau
+                let c = h + (m + k) * w, da = dh + i * w, dc = dh + (m + k) * w
+                for j in 0..<w {
+                    da[j] += d * c[j]
+                    dc[j] += d * a[j]
+                }
+            }
+        }
         return loss
     }
 
