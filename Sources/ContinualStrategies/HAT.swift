@@ -198,25 +198,7 @@ public struct HAT: ActivationGate, ParameterBlockOwner, ParameterPenalty, Gradie
 
     public mutating func predictions(model: MLP, samples: Samples, experienceIndex j: Int, workspace ws: Workspace) -> Predictions? {
         guard let gates = mask(task: j) else { return nil }
-        let n = samples.count
-        let route = model.routeCount > 1 ? j : 0
-        let binary = model.spec.head.logitCount == 1
-        var classes = [Int32](repeating: 0, count: n)
-        var scores = binary ? [Float](repeating: 0, count: n) : nil
-        let chunk = max(ws.capacity, 1)
-        samples.features.withUnsafeBufferPointer { xs in
-            classes.withUnsafeMutableBufferPointer { out in
-                var start = 0
-                while start < n {
-                    let m = min(chunk, n - start)
-                    model.forward(xs.baseAddress! + start * samples.dimension, count: m, route: route, workspace: ws, gates: gates)
-                    Loss.predictions(head: model.spec.head, logits: ws.logits, count: m, into: out.baseAddress! + start)
-                    if binary { for i in 0..<m { scores![start + i] = ws.logits[i] } }
-                    start += m
-                }
-            }
-        }
-        return Predictions(classes: classes, scores: scores)
+        return model.gatedPredictions(samples: samples, route: model.routeCount > 1 ? j : 0, gates: gates, workspace: ws)
     }
 
     public func report() -> PluginReport {

@@ -40,10 +40,17 @@ public struct BatchLossInput {
     /// "seen"); nil = every class. A term that replaces the task loss on some rows (ER-ACE,
     /// iCaRL) needs it to remove exactly the loop's gradient, scale · (softmax over these − onehot).
     public let activeClasses: [Bool]?
+    /// ∂(batch-mean loss)/∂θ of this pass, `model.parameterCount` values, into which the loop's
+    /// single backward pass will *add* the logits' share: a term on something other than the
+    /// logits (ER-AML's metric loss on the penultimate features) runs its own forward and backward
+    /// passes on its own `Workspace` and adds its gradient here. nil under mixed precision (the
+    /// loop's gradient is then formed in the low-precision format): such a term must refuse it.
+    public let parameterGradient: UnsafeMutablePointer<Float>?
 
     public init(batch: Batch, rows: ArraySlice<Int>, route: Int, logits: UnsafePointer<Float>,
                 logitGradient: UnsafeMutablePointer<Float>, logitCount: Int, scale: Float, model: MLP,
-                experienceIndex: Int, activeClasses: [Bool]? = nil) {
+                experienceIndex: Int, activeClasses: [Bool]? = nil, parameterGradient: UnsafeMutablePointer<Float>? = nil) {
+        self.parameterGradient = parameterGradient
         self.activeClasses = activeClasses
         self.batch = batch
         self.rows = rows

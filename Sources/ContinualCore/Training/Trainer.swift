@@ -598,7 +598,8 @@ public struct Trainer {
                                                 count: count, scale: scale)
                 let input = BatchLossInput(batch: batch, rows: rows, route: route, logits: UnsafePointer(copy.baseAddress!),
                                            logitGradient: ws.logits, logitCount: L, scale: scale, model: model,
-                                           experienceIndex: experience, activeClasses: work.active)
+                                           experienceIndex: experience, activeClasses: work.active,
+                                           parameterGradient: g.baseAddress!)
                 for k in terms { extra += plugins[k].callAddBatchLoss(input) }
                 return loss
             }

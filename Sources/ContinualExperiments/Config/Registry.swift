@@ -39,6 +39,11 @@ public enum Registry {
         Distillation.Options.self,
         LossFilter.Options.self,
         TrimmedLoss.Options.self,
+        RWalk.Options.self,
+        MaximallyInterferedRetrieval.Options.self,
+        ContextDependentGating.Options.self,
+        ERAML.Options.self,
+        SeparateNetworks.Options.self,
     ]
 
     public static let scenarios: [any ScenarioOptions.Type] = [

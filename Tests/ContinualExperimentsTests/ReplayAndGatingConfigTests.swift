@@ -1,0 +1,77 @@
+import ContinualCore
+import ContinualExperiments
+import ContinualStrategies
+import Foundation
+import Testing
+
+/// RWalk, MIR, XdG and ER-AML from experiment JSON (issue 46): bad options name their key path,
+/// composed lists run (XdG with SI, RWalk beside MIR), sole-rehearsal and gating limits are
+/// refused, and the protocol choice (task labels at test) is recorded.
+@Suite("Replay and gating config")
+struct ReplayAndGatingConfigTests {
+    static func experiment(_ strategy: String, scenario: String? = nil) -> Data {
+        Data("""
+        {"name": "issue46", "seed": 2, "allow_task_labels": true,
+         "scenario": \(scenario ?? #"{"type": "habit_drift", "train_per_experience": 96, "test_per_experience": 32, "phases": ["morning", "night", "weekend_only"]}"#),
+         "model": {"hidden": [8]}, "optimizer": {"type": "sgd", "lr": 0.05},
+         "training": {"epochs": 2, "batch_size": 16},
+         "strategy": \(strategy)}
+        """.utf8)
+    }
+
+    static func error(_ strategy: String) -> String? {
+        do {
+            _ = try ExperimentFile.parse(data: experiment(strategy))
+            return nil
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    @Test(arguments: [
+        (#"[{"type": "rwalk", "alpha": 0}]"#, ".strategy[0].alpha", "(0, 1]"),
+        (#"["naive", {"type": "rwalk", "score_interval": 0}]"#, ".strategy[1].score_interval", "1...1000000"),
+        (#"[{"type": "rwalk", "lambda": -1}]"#, ".strategy[0].lambda", "≥ 0"),
+        (#"[{"type": "rwalk", "eps": 1}]"#, ".strategy[0].eps", "unknown key"),
+        (#"[{"type": "mir", "replay_per_batch": 60}]"#, ".strategy[0].replay_per_batch", "1...candidates (50)"),
+        (#"[{"type": "mir", "virtual_lr": 0}]"#, ".strategy[0].virtual_lr", "> 0"),
+        (#"[{"type": "xdg", "gated_fraction": 1}]"#, ".strategy[0].gated_fraction", "[0, 1)"),
+        (#"[{"type": "er_aml", "temperature": 0}]"#, ".strategy[0].temperature", "> 0"),
+        (#"[{"type": "er_aml", "capacity": 0}]"#, ".strategy[0].capacity", "1...10000000"),
+    ])
+    func invalidOptionsNameTheirKeyPath(strategy: String, path: String, fragment: String) {
+        let e = Self.error(strategy)
+        #expect(e?.contains(path) == true && e?.contains(fragment) == true, "\(String(describing: e))")
+    }
+
+    @Test(arguments: [
+        (#"[{"type": "er_aml"}, {"type": "mir"}]"#, "cannot be combined with another method that stores samples (mir)"),
+        (#"[{"type": "er_aml"}, {"type": "er_ace"}]"#, "cannot be combined with another method that stores samples"),
+    ])
+    func refusedLists(_ strategy: String, _ reason: String) {
+        let e = Self.error(strategy)
+        #expect(e?.contains(reason) == true, "\(String(describing: e))")
+    }
+
+    /// XdG with SI and RWalk beside MIR run end to end; XdG records its protocol.
+    @Test(arguments: [#"[{"type": "xdg", "gated_fraction": 0.5}, {"type": "si", "c": 0.5}]"#,
+                      #"[{"type": "mir", "capacity": 50, "candidates": 20, "replay_per_batch": 5}, {"type": "rwalk", "lambda": 1}]"#,
+                      #"[{"type": "er_aml", "capacity": 50}, {"type": "ewc"}]"#])
+    func composedListsRun(_ strategy: String) throws {
+        let file = try ExperimentFile.parse(data: Self.experiment(strategy))
+        let result = RunExecutor.execute(file.runs[0])
+        #expect(result.status == .completed, "\(result.message)")
+        let outcome = try #require(result.outcome)
+        #expect(outcome.accuracy.joined().allSatisfy { $0.isFinite })
+        if let xdg = outcome.pluginReports.first(where: { $0.name == "xdg" }) {
+            #expect(xdg.report.attributes["protocol"] == .string("task-incremental: each experience is tested through its own gates (task label at test time)"))
+        }
+    }
+
+    /// Two gating plugins are refused (the loop gates through one), naming both.
+    @Test func xdgBesideHatIsRefused() throws {
+        let file = try ExperimentFile.parse(data: Self.experiment(#"[{"type": "xdg"}, {"type": "hat"}]"#))
+        let result = RunExecutor.execute(file.runs[0])
+        #expect(result.status != .completed)
+    }
+}
