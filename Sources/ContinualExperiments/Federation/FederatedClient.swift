@@ -14,7 +14,8 @@ struct FederatedClient {
     var personalLearner: Trainer? = nil
     /// Personal rounds that learner has trained (its loop's experience index).
     var personalLearnerRounds = 0
-    /// SCAFFOLD's client control variate cᵢ (empty = 0, and for other methods).
+    /// The client's vector state of its algorithm: SCAFFOLD's control variate cᵢ, FedDyn's
+    /// ∇Lₖ(θₖ) (empty = 0, and for other methods).
     var control: [Float] = []
     let modelSeed: UInt64
     /// When its training samples arrive (its own experience sizes).

@@ -60,9 +60,9 @@ protocol FederatedAlgorithm: Sendable {
     mutating func admit(_ invited: [Int]) -> [Int]
     /// Replaces the synchronous server step when it returns true (FedBuff's buffer).
     mutating func serverStep(round: Int, entries: [RoundEntry], server: inout ServerModel) throws -> Bool
-    /// Server state of a synchronous step (SCAFFOLD's c), from the completed entries.
+    /// Server state of a synchronous step (SCAFFOLD's c, FedDyn's h), from the completed entries.
     mutating func updateServerState(_ completed: [RoundEntry], clients: Int)
-    /// The server update applied for the rule's aggregate (pFedMe's β-mix).
+    /// The server update applied for the rule's aggregate (pFedMe's β-mix, FedDyn's −h/α).
     func transform(_ aggregate: [Float]) -> [Float]
     /// The model the phone predicts with at an evaluation; nil: the client's learner.
     func phoneModel(_ client: FederatedClient, global: MLP, round: Int, workspace: Workspace) -> PhoneModel?

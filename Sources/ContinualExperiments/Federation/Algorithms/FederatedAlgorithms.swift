@@ -1,7 +1,7 @@
 /// The registry of federated algorithms (`FederatedAlgorithm`): a new algorithm is one file
 /// and one line here. A run uses every algorithm whose `init?` accepts its config, in this
 /// order — the order their learner plugins join the strategy's and their hooks run (APFL's step
-/// recorder, then FLwF-2T's teacher, then FedProx's or SCAFFOLD's term, which stays last).
+/// recorder, then FLwF-2T's teacher, then FedProx's, SCAFFOLD's or FedDyn's term, which stays last).
 enum FederatedAlgorithms {
     static var registered: [any FederatedAlgorithm.Type] {
         [
@@ -18,6 +18,7 @@ enum FederatedAlgorithms {
             FedNova.self,
             QFedAvg.self,
             FedBuff.self,
+            FedDyn.self,
         ]
     }
 
