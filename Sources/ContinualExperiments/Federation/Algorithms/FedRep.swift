@@ -23,3 +23,32 @@ struct FedRep: FederatedAlgorithm {
                           period: round.period, round: round.round, scratch: &scratch)
     }
 }
+
+extension FederatedClient {
+    /// FedRep's round (Collins et al. 2021): `headPass` with only `head` trainable (the body
+    /// frozen), then `bodyPass` with only `body` trainable (the head frozen), each a pass of the
+    /// loop (its optimizer restarts; the head phase shuffles from its own stream). A phase of 0
+    /// epochs is skipped. Returns the two phases' work summed.
+    mutating func trainFedRep(on data: Samples, head: [Bool], body: [Bool], headPass: TrainingPass, bodyPass: TrainingPass,
+                              period: Int, round: Int, scratch: inout LoopScratch) throws -> ExperienceRecord {
+        let saved = trainer.model.trainable
+        defer { trainer.model.trainable = saved }
+        var total = ExperienceRecord()
+        for (part, pass, stream) in [(head, headPass, ".head"), (body, bodyPass, "")] where pass.epochs > 0 {
+            let mask = saved.map { s in s.indices.map { s[$0] && part[$0] } } ?? part
+            trainer.model.trainable = mask
+            let record = try trainRound(on: data, period: period, round: round, pass: pass, scratch: &scratch, stream: stream)
+            guard trainer.model.trainable == mask else {
+                throw TrainingError.invalid("a strategy plugin changed which parameters train; FedRep trains the head with the body frozen, then the body with the head frozen")
+            }
+            total.trainSetSize = record.trainSetSize
+            total.trainableParameters = max(total.trainableParameters, record.trainableParameters)
+            total.epochLosses += record.epochLosses
+            total.epochPenalties += record.epochPenalties
+            total.samplesProcessed += record.samplesProcessed
+            total.steps += record.steps
+            total.extraFLOPs += record.extraFLOPs
+        }
+        return total
+    }
+}

@@ -19,8 +19,12 @@ struct PFedMe: FederatedAlgorithm {
     }
 
     func localRound(_ c: inout FederatedClient, _ round: ClientRound, scratch: inout LoopScratch) throws -> ExperienceRecord? {
-        try c.trainPFedMe(on: round.data, method: method, batchSize: batchSize, pass: round.pass,
-                          period: round.period, round: round.round)
+        let steps = method.steps(samples: round.data.count, batchSize: batchSize, epochs: round.pass.epochs,
+                                 maxSteps: round.pass.maxSteps)
+        return try c.trainOwnLoop(on: round.data, period: round.period, round: round.round) { model, shuffle in
+            let r = method.train(&model, on: round.data, batchSize: batchSize, steps: steps, shuffle: &shuffle)
+            return (r.rows, r.steps, r.meanLoss)
+        }
     }
 
     func transform(_ aggregate: [Float]) -> [Float] {
