@@ -88,6 +88,9 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         /// q-FedAvg (Li et al. 2020): updates weighted by the clients' loss to the power q
         /// (`qfed_q`), normalised by the Lipschitz estimate `qfed_lipschitz` (see `AggregationRule.qFair`).
         case qfedavg
+        /// FedDyn (Acar et al. 2021): a dynamic regulariser on every client's objective and the
+        /// server's h; α = `feddyn_alpha` (see `FedDyn`).
+        case feddyn
     }
     public enum Server: String, Codable, CaseIterable, Sendable {
         case sgd, fedavgm, fedadam, fedyogi, fedadagrad
@@ -148,6 +151,8 @@ public struct FederationConfig: Codable, Sendable, Equatable {
     /// q-FedAvg's q and Lipschitz estimate L (nil: 1 / the local learning rate, as in the paper).
     public var qfedQ = 1.0
     public var qfedLipschitz: Double? = nil
+    /// FedDyn's α (`aggregation: "feddyn"`).
+    public var feddynAlpha = 0.01
     public var serverOptimizer: Server = .sgd
     public var serverLearningRate = 1.0
     public var serverBeta1 = 0.9
@@ -208,7 +213,7 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         case perFedAvgAlpha = "per_fedavg_alpha", perFedAvgVariant = "per_fedavg_variant", perFedAvgDelta = "per_fedavg_delta"
         case pfedmeLambda = "pfedme_lambda", pfedmeInnerSteps = "pfedme_inner_steps"
         case pfedmePersonalLearningRate = "pfedme_personal_lr", pfedmeBeta = "pfedme_beta"
-        case qfedQ = "qfed_q", qfedLipschitz = "qfed_lipschitz"
+        case qfedQ = "qfed_q", qfedLipschitz = "qfed_lipschitz", feddynAlpha = "feddyn_alpha"
         case serverOptimizer = "server_optimizer", serverLearningRate = "server_lr"
         case serverBeta1 = "server_beta1", serverBeta2 = "server_beta2", serverTau = "server_tau"
         case clipNorm = "clip_norm", noiseMultiplier = "noise_multiplier", delta, encoding, topKFraction = "top_k_fraction"
@@ -253,6 +258,7 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         pfedmeBeta = try c.decode(.pfedmeBeta, default: 1)
         qfedQ = try c.decode(.qfedQ, default: 1)
         qfedLipschitz = try c.decodeIfPresent(Double.self, forKey: .qfedLipschitz)
+        feddynAlpha = try c.decode(.feddynAlpha, default: 0.01)
         serverOptimizer = try c.decodeChoice(.serverOptimizer, default: .sgd)
         serverLearningRate = try c.decode(.serverLearningRate, default: serverOptimizer.isAdaptive ? 0.01 : 1)
         serverBeta1 = try c.decode(.serverBeta1, default: 0.9)
@@ -326,6 +332,8 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         for key in [CodingKeys.qfedQ, .qfedLipschitz] {
             try c.require(!c.contains(key) || aggregation == .qfedavg, key, "only with \"aggregation\": \"qfedavg\"")
         }
+        try c.require(!c.contains(.feddynAlpha) || aggregation == .feddyn, .feddynAlpha, "only with \"aggregation\": \"feddyn\"")
+        try c.require(feddynAlpha > 0 && feddynAlpha.isFinite, .feddynAlpha, "must be a finite number > 0, got \(feddynAlpha)")
         try c.require(personal != .fedrep || share == .core, .share,
                       "FedRep shares the body and keeps the head (the output layer) on the phone: use \"share\": \"core\" (the default with it)")
         try c.require(personal != .fedrep || localSteps == 0, .localSteps, "FedRep's head and body phases are counted in epochs (fedrep_head_epochs, local_epochs); remove local_steps")
@@ -445,6 +453,7 @@ public struct FederationConfig: Codable, Sendable, Equatable {
             try c.encode(qfedQ, forKey: .qfedQ)
             try c.encodeIfPresent(qfedLipschitz, forKey: .qfedLipschitz)
         }
+        if aggregation == .feddyn { try c.encode(feddynAlpha, forKey: .feddynAlpha) }
         try c.encode(serverOptimizer, forKey: .serverOptimizer)
         try c.encode(serverLearningRate, forKey: .serverLearningRate)
         if serverOptimizer != .sgd { try c.encode(serverBeta1, forKey: .serverBeta1) }
@@ -501,7 +510,7 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         case .krum, .multiKrum: return .krum(byzantine: byzantine, selected: krumSelected)
         case .bulyan: return .bulyan(byzantine: byzantine)
         case .fednova: return .normalized
-        case .scaffold: return .uniformMean
+        case .scaffold, .feddyn: return .uniformMean
         case .qfedavg: return .qFair(q: qfedQ, lipschitz: qfedLipschitz ?? 1)
         }
     }
@@ -581,7 +590,7 @@ public struct FederationConfig: Codable, Sendable, Equatable {
             guard case .sgd(_, let momentum, let decay, let nesterov) = optimizer, momentum == 0, decay == 0, !nesterov else {
                 return ("personal", "Per-FedAvg's meta-step is plain SGD at β = the run's learning rate: the run's optimizer must be \"sgd\" without momentum or weight decay")
             }
-            if aggregation == .scaffold || aggregation == .fednova {
+            if aggregation == .scaffold || aggregation == .fednova || aggregation == .feddyn {
                 return ("aggregation", "Per-FedAvg's local round is its own meta-step loop; \(aggregation.rawValue) corrects or normalises plain local SGD steps")
             }
             if proximalMu > 0 { return ("proximal_mu", "Per-FedAvg's meta-step has no proximal term") }
@@ -590,7 +599,7 @@ public struct FederationConfig: Codable, Sendable, Equatable {
             guard case .sgd(_, let momentum, let decay, let nesterov) = optimizer, momentum == 0, decay == 0, !nesterov else {
                 return ("personal", "pFedMe's local step w ← w − ηλ(w − θ) is plain SGD at η = the run's learning rate: the run's optimizer must be \"sgd\" without momentum or weight decay")
             }
-            if aggregation == .scaffold || aggregation == .fednova {
+            if aggregation == .scaffold || aggregation == .fednova || aggregation == .feddyn {
                 return ("aggregation", "pFedMe's local round is its own bi-level loop; \(aggregation.rawValue) corrects or normalises plain local SGD steps")
             }
             if proximalMu > 0 { return ("proximal_mu", "pFedMe's personal problem is already proximal (pfedme_lambda); remove proximal_mu") }
@@ -604,6 +613,10 @@ public struct FederationConfig: Codable, Sendable, Equatable {
             }
             if share != .all { return ("share", "SCAFFOLD corrects the whole model's gradient: use \"share\": \"all\"") }
             if proximalMu > 0 { return ("proximal_mu", "SCAFFOLD and FedProx's proximal term are two drift corrections; use one") }
+        }
+        if aggregation == .feddyn {
+            if share != .all { return ("share", "FedDyn regularises the whole model towards the server's: use \"share\": \"all\"") }
+            if proximalMu > 0 { return ("proximal_mu", "FedDyn's objective already holds the pull (alpha/2)||w - w_server||^2 (feddyn_alpha); remove proximal_mu") }
         }
         if aggregation == .fednova {
             switch optimizer {

@@ -14,7 +14,8 @@ struct FederatedClient {
     var personalLearner: Trainer? = nil
     /// Personal rounds that learner has trained (its loop's experience index).
     var personalLearnerRounds = 0
-    /// SCAFFOLD's client control variate cᵢ (empty = 0, and for other methods).
+    /// The client's vector state of its algorithm: SCAFFOLD's control variate cᵢ, FedDyn's
+    /// ∇Lₖ(θₖ) (empty = 0, and for other methods).
     var control: [Float] = []
     let modelSeed: UInt64
     /// When its training samples arrive (its own experience sizes).
@@ -161,68 +162,16 @@ struct FederatedClient {
         return try trainRound(on: data, period: period, round: round, pass: pass, scratch: &scratch)
     }
 
-    /// FedRep's round (Collins et al. 2021): `headPass` with only `head` trainable (the body
-    /// frozen), then `bodyPass` with only `body` trainable (the head frozen), each a pass of the
-    /// loop (its optimizer restarts; the head phase shuffles from its own stream). A phase of 0
-    /// epochs is skipped. Returns the two phases' work summed.
-    mutating func trainFedRep(on data: Samples, head: [Bool], body: [Bool], headPass: TrainingPass, bodyPass: TrainingPass,
-                              period: Int, round: Int, scratch: inout LoopScratch) throws -> ExperienceRecord {
-        let saved = trainer.model.trainable
-        defer { trainer.model.trainable = saved }
-        var total = ExperienceRecord()
-        for (part, pass, stream) in [(head, headPass, ".head"), (body, bodyPass, "")] where pass.epochs > 0 {
-            let mask = saved.map { s in s.indices.map { s[$0] && part[$0] } } ?? part
-            trainer.model.trainable = mask
-            let record = try trainRound(on: data, period: period, round: round, pass: pass, scratch: &scratch, stream: stream)
-            guard trainer.model.trainable == mask else {
-                throw TrainingError.invalid("a strategy plugin changed which parameters train; FedRep trains the head with the body frozen, then the body with the head frozen")
-            }
-            total.trainSetSize = record.trainSetSize
-            total.trainableParameters = max(total.trainableParameters, record.trainableParameters)
-            total.epochLosses += record.epochLosses
-            total.epochPenalties += record.epochPenalties
-            total.samplesProcessed += record.samplesProcessed
-            total.steps += record.steps
-            total.extraFLOPs += record.extraFLOPs
-        }
-        return total
-    }
-
-    /// Per-FedAvg's local round (`PerFedAvgRound`) on the learner's model, tallied like `trainRound`
-    /// (the loop's plugins do not run: the strategy is "naive").
-    mutating func trainPerFedAvg(on data: Samples, method: PerFedAvgRound, batchSize: Int, pass: TrainingPass,
-                                 period: Int, round: Int) throws -> ExperienceRecord {
+    /// A local round by an algorithm's own loop (Per-FedAvg's meta-steps, pFedMe's bi-level
+    /// steps) on the learner's model, tallied like `trainRound` (the loop's plugins do not run:
+    /// the strategy is "naive"). `train` moves the model with the round's shuffle and returns the
+    /// rows and steps it took and its mean loss.
+    mutating func trainOwnLoop(on data: Samples, period: Int, round: Int,
+                               _ train: (inout MLP, inout RandomSource) -> (rows: Int, steps: Int, meanLoss: Double)) throws -> ExperienceRecord {
         var shuffle = RandomSource(seed: modelSeed, stream: "federation.round.\(round)")
-        let metaSteps = method.steps(samples: data.count, batchSize: batchSize, epochs: pass.epochs, maxSteps: pass.maxSteps)
         let clock = ContinuousClock()
         let start = clock.now
-        let r = method.train(&trainer.model, on: data, batchSize: batchSize, steps: metaSteps, shuffle: &shuffle)
-        trainSeconds += (clock.now - start).seconds
-        guard trainer.model.parameters.allSatisfy({ $0.isFinite }) else {
-            throw TrainingError.diverged(experience: period, epoch: 0, loss: r.meanLoss)
-        }
-        var record = ExperienceRecord()
-        record.trainSetSize = data.count
-        record.trainableParameters = trainer.model.parameterCount
-        record.samplesProcessed = r.rows
-        record.steps = r.steps
-        if data.count > 0 {
-            record.epochLosses = [r.meanLoss]
-            record.epochPenalties = [0]
-        }
-        tally(record, period: period)
-        return record
-    }
-
-    /// pFedMe's local round (`PFedMeRound`) on the learner's model (the local model w), tallied
-    /// like `trainRound` (the loop's plugins do not run: the strategy is "naive").
-    mutating func trainPFedMe(on data: Samples, method: PFedMeRound, batchSize: Int, pass: TrainingPass,
-                              period: Int, round: Int) throws -> ExperienceRecord {
-        var shuffle = RandomSource(seed: modelSeed, stream: "federation.round.\(round)")
-        let localSteps = method.steps(samples: data.count, batchSize: batchSize, epochs: pass.epochs, maxSteps: pass.maxSteps)
-        let clock = ContinuousClock()
-        let start = clock.now
-        let r = method.train(&trainer.model, on: data, batchSize: batchSize, steps: localSteps, shuffle: &shuffle)
+        let r = train(&trainer.model, &shuffle)
         trainSeconds += (clock.now - start).seconds
         guard trainer.model.parameters.allSatisfy({ $0.isFinite }) else {
             throw TrainingError.diverged(experience: period, epoch: 0, loss: r.meanLoss)

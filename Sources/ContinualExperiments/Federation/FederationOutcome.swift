@@ -78,7 +78,8 @@ public struct FederationOutcome: Sendable, Equatable {
     public var partitionAttempts = 0
 
     /// SCAFFOLD: the server's control c after the last round, and the mean of all N clients'
-    /// controls cᵢ (equal to c up to rounding: the method's invariant). Empty otherwise.
+    /// controls cᵢ (equal to c up to rounding: the method's invariant); FedDyn: its h and the
+    /// mean of the clients' ∇Lₖ (equal likewise). Empty otherwise.
     public var serverControl: [Float] = []
     public var clientControlMean: [Double] = []
 
