@@ -4,8 +4,8 @@ import ContinualCore
 /// `user,day,features…,label` needs no experience or split column. Every row is pooled (CSV:
 /// read into one block; HDF5: the stored experiences and splits), then given its experience
 /// (`TimeCut.Experiences`, spans from each user's own first time) and its split
-/// (`TimeCut.Test`: the last time units of the user's experience are test), so no test row
-/// precedes a training row of its experience for its user.
+/// (`TimeCut.Test`: the last time units of the user's experience are test, so no test row
+/// precedes a training row of its experience for its user; or every n-th unit, interleaved).
 extension DatasetScenario {
     /// Whether the scenario cuts experiences or test rows by time.
     var cutsByTime: Bool { experiences != nil || test != nil }
@@ -36,10 +36,16 @@ extension DatasetScenario {
         }
         var isTest = rows.map(\.test)
         if let test {
-            // The user's last time in each experience; test rows are the last `test.last` units.
-            var last: [String: Double] = [:]
-            for (n, row) in rows.enumerated() { last["\(target[n]) \(row.user)"] = max(last["\(target[n]) \(row.user)"] ?? -.infinity, row.time) }
-            for (n, row) in rows.enumerated() { isTest[n] = row.time > last["\(target[n]) \(row.user)"]! - test.last }
+            // The user's first and last time in each experience decide its test rows.
+            var bounds: [String: (first: Double, last: Double)] = [:]
+            for (n, row) in rows.enumerated() {
+                let key = "\(target[n]) \(row.user)"
+                bounds[key] = bounds[key].map { (min($0.first, row.time), max($0.last, row.time)) } ?? (row.time, row.time)
+            }
+            for (n, row) in rows.enumerated() {
+                let b = bounds["\(target[n]) \(row.user)"]!
+                isTest[n] = test.isTest(row.time, first: b.first, last: b.last)
+            }
         }
         let count = experiences == nil ? stream.experiences.count : (target.max() ?? -1) + 1
         guard count <= Self.maxTimeCutExperiences else {
@@ -122,8 +128,9 @@ extension DatasetScenario {
         if let test {
             var unit = "time units"
             if case .every(_, let named?) = experiences { unit = named }
-            lines.append(("test_cut", "test: the last \(TimeCut.number(test.last)) \(unit) of each "
-                + (userColumn == nil ? "" : "user's ") + "experience (after all its train rows)"))
+            lines.append(("test_cut", "test: " + test.summary(unit: unit, perUser: userColumn != nil)))
+        } else if experiences != nil {
+            lines.append(("test_cut", "test: the rows marked \"test\" in column \"\(splitColumn)\" (a held-out column)"))
         }
         return lines
     }

@@ -67,24 +67,50 @@ public enum TimeCut {
         }
     }
 
-    /// `"test": {"last": k}`: in each user's experience, the rows of the last k time units (time
-    /// > that user's last time in the experience − k) are test; every other row trains.
+    /// Which rows of each user's experience are test (by `time_column`):
+    /// - `{"last": k}`: the rows of the last k time units (time > that user's last time in the
+    ///   experience − k), so no test row precedes a training row (forecasting; the default to use);
+    /// - `{"every": n}`: the rows of every n-th time unit counted from the user's first time in the
+    ///   experience (units n−1, 2n−1, …), interleaved with the training units (interpolation: a
+    ///   test day can precede training days, which leaks the future into training; say so when
+    ///   reporting it).
     public struct Test: Codable, Equatable, Sendable {
-        public var last: Double
+        public var last: Double?
+        public var every: Int?
 
         public init(last: Double) { self.last = last }
+        public init(every: Int) { self.every = every }
 
-        enum CodingKeys: String, CodingKey, CaseIterable { case last }
+        enum CodingKeys: String, CodingKey, CaseIterable { case last, every }
 
         public init(from decoder: any Decoder) throws {
             let c = try decoder.strictContainer(keyedBy: CodingKeys.self)
-            last = try c.decode(Double.self, forKey: .last)
-            try c.require(last.isFinite && last > 0, .last, "must be a positive number of time units, got \(last)")
+            last = try c.decodeIfPresent(Double.self, forKey: .last)
+            every = try c.decodeIfPresent(Int.self, forKey: .every)
+            try c.require((last == nil) != (every == nil), .last, "give exactly one of \"last\" (the last k time units) or \"every\" (every n-th time unit)")
+            if let last { try c.require(last.isFinite && last > 0, .last, "must be a positive number of time units, got \(last)") }
+            if let every { try c.require(every >= 2, .every, "must be ≥ 2 (every n-th time unit is test; 1 would leave nothing to train on), got \(every)") }
         }
 
         public func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(last, forKey: .last)
+            try c.encodeIfPresent(last, forKey: .last)
+            try c.encodeIfPresent(every, forKey: .every)
+        }
+
+        /// Whether a row at `time` is test, in an experience whose rows (of this user) span
+        /// `first`…`lastTime`.
+        func isTest(_ time: Double, first: Double, last lastTime: Double) -> Bool {
+            if let last { return time > lastTime - last }
+            let unit = Int((time - first).rounded(.down))
+            return (unit + 1) % every! == 0
+        }
+
+        /// What `validate` prints after "test: ".
+        func summary(unit: String, perUser: Bool) -> String {
+            let whose = perUser ? "user's " : ""
+            if let last { return "the last \(TimeCut.number(last)) \(unit) of each \(whose)experience (after all its train rows)" }
+            return "every \(every!)th of the \(unit) of each \(whose)experience (interleaved: test rows can precede train rows)"
         }
     }
 
