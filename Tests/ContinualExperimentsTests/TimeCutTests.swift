@@ -82,6 +82,31 @@ struct TimeCutTests {
         }
     }
 
+    @Test("every n-th day of each user's experience is test (interleaved), counted from the user's first day in it")
+    func everyNth() throws {
+        try withScenarioTempDir { dir in
+            let s = try Self.dataset(Self.scenario(try Self.write(dir), #""experiences": {"every": 10, "unit": "days"}, "test": {"every": 4}"#))
+            let (_, keys) = try s.readFile()
+            let expected = Self.rows()
+            for user in ["ana", "ben", "cy"] {
+                let mine = expected.filter { $0.user == user }
+                let first = mine.map(\.day).min()!
+                for (k, key) in keys.enumerated() {
+                    let days = { (cols: [String: [String]]) in zip(cols["user"]!, cols["day"]!).filter { $0.0 == user }.map { Int($0.1)! } }
+                    let inSpan = mine.filter { ($0.day - first) / 10 == k }.map(\.day)
+                    guard let start = inSpan.min() else { continue }
+                    // Days start+3, start+7, … (the 4th, 8th, … day from the user's first day in the span).
+                    #expect(days(key.test).sorted() == inSpan.filter { ($0 - start + 1) % 4 == 0 }.sorted(), "\(user) experience \(k)")
+                    #expect(!days(key.train).isEmpty)
+                }
+            }
+            let m = #expect(throws: (any Error).self) { _ = try Self.dataset(Self.scenario("x.csv", #""test": {"every": 1}"#)) }
+            #expect("\(m!)".contains(".scenario.test.every"))
+            let both = #expect(throws: (any Error).self) { _ = try Self.dataset(Self.scenario("x.csv", #""test": {"every": 3, "last": 2}"#)) }
+            #expect("\(both!)".contains("exactly one"))
+        }
+    }
+
     @Test("count: each user's first-to-last time in K equal spans; it runs as a population and pooled")
     func countRunsPerUserAndPooled() throws {
         try withScenarioTempDir { dir in
