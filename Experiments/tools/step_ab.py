@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """One model's training step, two `continual` binaries alternated, beside the machine's sgemm peak.
 
-    python3 Experiments/bench/step_ab.py --base /path/old/continual --new .build/release/continual \\
+    python3 Experiments/tools/step_ab.py --base /path/old/continual --new .build/release/continual \\
         --repeats 3 -- --hidden 16,8 --inputs 10 --classes 2 --batch 32 --steps 100000
 
 Each repetition prints the load average, measures numpy/OpenBLAS sgemm (1024³, one thread,
