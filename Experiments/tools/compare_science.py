@@ -30,7 +30,9 @@ import numpy as np
 TIMING = ("seconds", "per_second", "wall", "time", "created", "version", "commit", "hostname", "elapsed",
           # A run group's content digest (RunDigest) covers its wall times too, so two runs of the
           # same science differ in it; `inspect --verify` checks it, this comparison does not.
-          "sha256")
+          "sha256",
+          # Threads a run's products could use and used (issue 45.4): execution, not science.
+          "kernel_threads")
 # Dimension-scale bookkeeping: object references, compared through the datasets they point to.
 REFERENCES = ("DIMENSION_LIST", "REFERENCE_LIST")
 

@@ -17,13 +17,30 @@
 #ifndef CK_LD
 #define CK_LD(p) ({ v8 v_; __builtin_memcpy(&v_, (p), sizeof v_); v_; })
 #define CK_ST(p, v) do { v8 w_ = (v); __builtin_memcpy((p), &w_, sizeof w_); } while (0)
+/* Epilogues a tile applies to its values as it stores them (selections only, so the bits of a
+   separate ck_relu_forward / ck_relu_backward pass): none; ReLU (v <= 0 ? +0 : v); the mask of
+   the ReLU below (m > 0 ? v : +0, m read at the element's place in a matrix of row stride ldm). */
+#define CK_EP_NONE 0
+#define CK_EP_RELU 1
+#define CK_EP_MASK 2
+#define CK_EPV(v, ep, mp) ((ep) == CK_EP_RELU ? (v8)((v8i)(v) & ~((v) <= 0)) \
+    : (ep) == CK_EP_MASK ? (v8)((v8i)(v) & (CK_LD(mp) > 0)) : (v))
+#define CK_EPS(v, ep, mp) ((ep) == CK_EP_RELU ? ((v) <= 0 ? 0.0f : (v)) \
+    : (ep) == CK_EP_MASK ? (*(mp) > 0 ? (v) : 0.0f) : (v))
 #endif
 
 /// C[r, 0..<8·NV] chains over p with a(r, p) = A[r·ars + p·aps], b(p) = B[p·ldb ..].
 /// `init` (when not null) replaces C's values as every row's start: the bias, or zeros.
+/// `ep` (CK_EP_*) is applied as C is stored; `em`, `ldm`: the mask matrix of CK_EP_MASK, at C's place.
+/// `sum` (when not null): sum[0..<8·NV] += Σ_p B[p, ·] as one chain of additions per element in
+/// p order (the bias gradient, Σ_s dz[s], from the B rows the tile loads anyway).
 KINL void KFN(tile)(const int MR, const int NV, long P, const float *A, long ars, long aps,
-                    const float *B, long ldb, float *C, long ldc, const float *init) {
+                    const float *B, long ldb, float *C, long ldc, const float *init,
+                    int ep, const float *em, long ldm, float *sum) {
     v8 acc[8][2];
+    v8 sv[2] = {0, 0};
+    if (sum)
+        for (int v = 0; v < NV; v++) sv[v] = CK_LD(sum + 8 * v);
     for (int r = 0; r < MR; r++)
         for (int v = 0; v < NV; v++) acc[r][v] = init ? CK_LD(init + 8 * v) : CK_LD(C + r * ldc + 8 * v);
     for (long p = 0; p < P; p++) {
@@ -36,14 +53,21 @@ KINL void KFN(tile)(const int MR, const int NV, long P, const float *A, long ars
             acc[r][0] = MADDV(a, b0, acc[r][0]);
             if (NV > 1) acc[r][1] = MADDV(a, b1, acc[r][1]);
         }
+        if (sum) {
+            sv[0] = sv[0] + b0;
+            if (NV > 1) sv[1] = sv[1] + b1;
+        }
     }
+    if (sum)
+        for (int v = 0; v < NV; v++) CK_ST(sum + 8 * v, sv[v]);
     for (int r = 0; r < MR; r++)
-        for (int v = 0; v < NV; v++) CK_ST(C + r * ldc + 8 * v, acc[r][v]);
+        for (int v = 0; v < NV; v++) CK_ST(C + r * ldc + 8 * v, CK_EPV(acc[r][v], ep, em + r * ldm + 8 * v));
 }
 
 /// The same chains for fewer than 8 columns (NC ≤ 4), scalar: MR·NC independent chains.
 KINL void KFN(stile)(const int MR, const int NC, long P, const float *A, long ars, long aps,
-                     const float *B, long ldb, float *C, long ldc, const float *init) {
+                     const float *B, long ldb, float *C, long ldc, const float *init,
+                     int ep, const float *em, long ldm) {
     float acc[8][4];
     for (int r = 0; r < MR; r++)
         for (int c = 0; c < NC; c++) acc[r][c] = init ? init[c] : C[r * ldc + c];
@@ -58,13 +82,13 @@ KINL void KFN(stile)(const int MR, const int NC, long P, const float *A, long ar
         }
     }
     for (int r = 0; r < MR; r++)
-        for (int c = 0; c < NC; c++) C[r * ldc + c] = acc[r][c];
+        for (int c = 0; c < NC; c++) C[r * ldc + c] = CK_EPS(acc[r][c], ep, em + r * ldm + c);
 }
 
 /// Fewer than 8 columns when A's rows are adjacent in memory (ars = 1: the weight gradient, where
 /// C's rows are inputs): 8 rows in one vector per column, the same chains as `stile`.
 KINL void KFN(ttile)(const int NC, long P, const float *A, long aps, const float *B, long ldb,
-                     float *C, long ldc, const float *init) {
+                     float *C, long ldc, const float *init, int ep, const float *em, long ldm) {
     v8 acc[4];
     for (int c = 0; c < NC; c++) {
         if (init) {
@@ -79,13 +103,15 @@ KINL void KFN(ttile)(const int NC, long P, const float *A, long aps, const float
         for (int c = 0; c < NC; c++) acc[c] = MADDV(a, (v8)(bp[c]), acc[c]);
     }
     for (int c = 0; c < NC; c++)
-        for (int r = 0; r < 8; r++) C[r * ldc + c] = acc[c][r];
+        for (int r = 0; r < 8; r++) C[r * ldc + c] = CK_EPS(acc[c][r], ep, em + r * ldm + c);
 }
 
 /// Rows [0, M) of one column strip: full tiles of R rows, then one tile of the remaining rows.
-#define KROWS(R, CALL)                                                                     \
+#define KROWS(R, CALL) KROWS_FROM(0, R, CALL)
+/// Rows [I0, M) of one column strip, the same way.
+#define KROWS_FROM(I0, R, CALL)                                                            \
     do {                                                                                   \
-        long i = 0;                                                                        \
+        long i = (I0);                                                                     \
         for (; i + (R) <= M; i += (R)) CALL((R), i);                                       \
         switch (M - i) {                                                                   \
         case 7: if ((R) > 7) CALL(7 % (R), i); break;                                      \
@@ -99,17 +125,40 @@ KINL void KFN(ttile)(const int NC, long P, const float *A, long aps, const float
         }                                                                                  \
     } while (0)
 
-/// C[i, j] for i < M, j in [j0, j1): chains over p < P of A(i, p)·B[p, j], unpacked.
-static KATTR __attribute__((noinline)) void KFN(gemm_direct)(long M, long j0, long j1, long P,
-        const float *A, long ars, long aps, const float *B, long ldb, float *C, long ldc, const float *init) {
+/// C[i, j] for i < M, j in [j0, j1): chains over p < P of A(i, p)·B[p, j], unpacked, stored
+/// through the epilogue `ep` (mask matrix `em`, row stride `ldm`, indexed like C).
+/// `colsum` (when not null): colsum[j] += Σ_p B[p, j] for the columns of whole 8-column strips
+/// (j < j0 + 8·⌊(j1 − j0)/8⌋), one chain per column in p order, by the tiles of row 0.
+static KATTR __attribute__((noinline)) void KFN(gemm_direct_ep)(long M, long j0, long j1, long P,
+        const float *A, long ars, long aps, const float *B, long ldb, float *C, long ldc, const float *init,
+        int ep, const float *em, long ldm, float *colsum) {
+#define KEM(i, j) (em ? em + (i) * ldm + (j) : 0)
     long j = j0;
+    // Rows in tiles of KMR, or of 4 where that leaves no tail and KMR would (32 rows: 8 × 4
+    // instead of 5 × 6 + a 2-row tile whose 4 chains wait on the FMA latency; measured 1.4× on the
+    // seed model's 32 × 10 → 16 forward).
+    const int four = KMR > 4 && M % KMR != 0 && M % 4 == 0;  // (the rows after a column-sum tile too)
     for (; j + 16 <= j1; j += 16) {
-#define KCALL(R, i) KFN(tile)((R), 2, P, A + (i) * ars, ars, aps, B + j, ldb, C + (i) * ldc + j, ldc, init ? init + j : 0)
-        KROWS(KMR, KCALL);
+        long i0 = 0;
+        if (colsum) {
+            // The column sums ride on a tile of at most 4 rows: its 8 accumulators and 2 sums
+            // fit the 16 vector registers (with 6 rows they spilled: 1.8× slower).
+#define KSUM(R) KFN(tile)((R), 2, P, A, ars, aps, B + j, ldb, C + j, ldc, init ? init + j : 0, ep, KEM(0, j), ldm, colsum + j)
+            const long sr = M < (KMR < 4 ? KMR : 4) ? M : (KMR < 4 ? KMR : 4);  // generic: KMR = 2
+            switch (sr) { case 4: KSUM(4); break; case 3: KSUM(3); break; case 2: KSUM(2); break; case 1: KSUM(1); break; }
+#undef KSUM
+            i0 = sr;
+        }
+#define KCALL(R, i) KFN(tile)((R), 2, P, A + (i) * ars, ars, aps, B + j, ldb, C + (i) * ldc + j, ldc, init ? init + j : 0, ep, KEM(i, j), ldm, 0)
+        if (four) KROWS_FROM(i0, 4, KCALL);
+        else KROWS_FROM(i0, KMR, KCALL);
 #undef KCALL
     }
     if (j + 8 <= j1) {
-#define KCALL(R, i) KFN(tile)((R), 1, P, A + (i) * ars, ars, aps, B + j, ldb, C + (i) * ldc + j, ldc, init ? init + j : 0)
+#define KCALL(R, i) do { /* separate copies with and without the sum: no spill in the plain one */ \
+        if ((i) == 0 && colsum) KFN(tile)((R), 1, P, A, ars, aps, B + j, ldb, C + j, ldc, init ? init + j : 0, ep, KEM(0, j), ldm, colsum + j); \
+        else KFN(tile)((R), 1, P, A + (i) * ars, ars, aps, B + j, ldb, C + (i) * ldc + j, ldc, init ? init + j : 0, ep, KEM(i, j), ldm, 0); \
+    } while (0)
         KROWS(KMR1, KCALL);
 #undef KCALL
         j += 8;
@@ -122,17 +171,17 @@ static KATTR __attribute__((noinline)) void KFN(gemm_direct)(long M, long j0, lo
                 const float *in = init ? init + j : 0;
                 float *c = C + i * ldc + j;
                 switch (nc) {
-                case 4: KFN(ttile)(4, P, A + i, aps, B + j, ldb, c, ldc, in); break;
-                case 3: KFN(ttile)(3, P, A + i, aps, B + j, ldb, c, ldc, in); break;
-                case 2: KFN(ttile)(2, P, A + i, aps, B + j, ldb, c, ldc, in); break;
-                default: KFN(ttile)(1, P, A + i, aps, B + j, ldb, c, ldc, in); break;
+                case 4: KFN(ttile)(4, P, A + i, aps, B + j, ldb, c, ldc, in, ep, KEM(i, j), ldm); break;
+                case 3: KFN(ttile)(3, P, A + i, aps, B + j, ldb, c, ldc, in, ep, KEM(i, j), ldm); break;
+                case 2: KFN(ttile)(2, P, A + i, aps, B + j, ldb, c, ldc, in, ep, KEM(i, j), ldm); break;
+                default: KFN(ttile)(1, P, A + i, aps, B + j, ldb, c, ldc, in, ep, KEM(i, j), ldm); break;
                 }
             }
             for (; i < M; i++) {
                 for (long c = 0; c < nc; c++) {
                     float acc = init ? init[j + c] : C[i * ldc + j + c];
                     for (long p = 0; p < P; p++) acc = MADDS(A[i + p * aps], B[p * ldb + j + c], acc);
-                    C[i * ldc + j + c] = acc;
+                    C[i * ldc + j + c] = CK_EPS(acc, ep, KEM(i, j + c));
                 }
             }
             j += nc;
@@ -142,22 +191,28 @@ static KATTR __attribute__((noinline)) void KFN(gemm_direct)(long M, long j0, lo
     while (j < j1) {
         long nc = j1 - j;
         if (nc >= 4) {
-#define KCALL(R, i) KFN(stile)((R), 4, P, A + (i) * ars, ars, aps, B + j, ldb, C + (i) * ldc + j, ldc, init ? init + j : 0)
+#define KCALL(R, i) KFN(stile)((R), 4, P, A + (i) * ars, ars, aps, B + j, ldb, C + (i) * ldc + j, ldc, init ? init + j : 0, ep, KEM(i, j), ldm)
             KROWS(2, KCALL);
 #undef KCALL
             j += 4;
         } else if (nc >= 2) {
-#define KCALL(R, i) KFN(stile)((R), 2, P, A + (i) * ars, ars, aps, B + j, ldb, C + (i) * ldc + j, ldc, init ? init + j : 0)
+#define KCALL(R, i) KFN(stile)((R), 2, P, A + (i) * ars, ars, aps, B + j, ldb, C + (i) * ldc + j, ldc, init ? init + j : 0, ep, KEM(i, j), ldm)
             KROWS(4, KCALL);
 #undef KCALL
             j += 2;
         } else {
-#define KCALL(R, i) KFN(stile)((R), 1, P, A + (i) * ars, ars, aps, B + j, ldb, C + (i) * ldc + j, ldc, init ? init + j : 0)
+#define KCALL(R, i) KFN(stile)((R), 1, P, A + (i) * ars, ars, aps, B + j, ldb, C + (i) * ldc + j, ldc, init ? init + j : 0, ep, KEM(i, j), ldm)
             KROWS(8, KCALL);
 #undef KCALL
             j += 1;
         }
     }
+#undef KEM
+}
+
+static KATTR void KFN(gemm_direct)(long M, long j0, long j1, long P, const float *A, long ars, long aps,
+                                   const float *B, long ldb, float *C, long ldc, const float *init) {
+    KFN(gemm_direct_ep)(M, j0, j1, P, A, ars, aps, B, ldb, C, ldc, init, CK_EP_NONE, 0, 0, 0);
 }
 
 /// A's rows [ic, ic + mn) × steps [pc, pc + pn) in panels of KMR rows: a(ic + q·KMR + r, pc + p)
@@ -185,7 +240,7 @@ KINL void KFN(pack_b)(float *pack, const float *B, long ldb, long pc, long pn, l
 /// tile; `start` (when not null) replaces C's values as the chains' start.
 KINL void KFN(packed_block)(const float *apack, const float *pack, long M, long pn, float *C, long ldc,
                             const float *start) {
-#define KCALL(R, i) KFN(tile)((R), 2, pn, apack + ((i) / KMR) * KMR * pn, 1, KMR, pack, 16, C + (i) * ldc, ldc, start)
+#define KCALL(R, i) KFN(tile)((R), 2, pn, apack + ((i) / KMR) * KMR * pn, 1, KMR, pack, 16, C + (i) * ldc, ldc, start, CK_EP_NONE, 0, 0, 0)
     KROWS(KMR, KCALL);
 #undef KCALL
 }
@@ -223,7 +278,7 @@ static KATTR __attribute__((noinline)) void KFN(gemm)(long M, long j0, long j1, 
                 long pn = P - pc < CK_PB ? P - pc : CK_PB;
                 KFN(pack_b)(pack, B, ldb, pc, pn, j);
                 const float *Ap = A + pc * aps;
-#define KCALL(R, i) KFN(tile)((R), 2, pn, Ap + (i) * ars, ars, aps, pack, 16, C + (i) * ldc + j, ldc, (pc == 0 && init) ? init + j : 0)
+#define KCALL(R, i) KFN(tile)((R), 2, pn, Ap + (i) * ars, ars, aps, pack, 16, C + (i) * ldc + j, ldc, (pc == 0 && init) ? init + j : 0, CK_EP_NONE, 0, 0, 0)
                 KROWS(KMR, KCALL);
 #undef KCALL
             }
@@ -275,6 +330,8 @@ static KATTR void KFN(weight_gradient)(const float *x, const float *xt, const fl
     }
 }
 
+#include "Transpose8.h"
+
 /// dx = dz·wᵀ for batch ≤ 4 (EWC's per-sample Fisher, one-sample training): eight rows of w are
 /// loaded at a time and transposed in registers 8 × 8, so each dx[s, k..k+7] is one vector of the
 /// same chains (from 0, over the outputs in order); packing wᵀ cost more than the products here.
@@ -286,37 +343,9 @@ KINL void KFN(input_gradient_small)(const float *dz, const float *w, float *dx,
         const float *wk = w + k * outputs;
         long j = 0;
         for (; j + 8 <= outputs; j += 8) {
-            v8 r0 = CK_LD(wk + j), r1 = CK_LD(wk + outputs + j);
-            v8 r2 = CK_LD(wk + 2 * outputs + j), r3 = CK_LD(wk + 3 * outputs + j);
-            v8 r4 = CK_LD(wk + 4 * outputs + j), r5 = CK_LD(wk + 5 * outputs + j);
-            v8 r6 = CK_LD(wk + 6 * outputs + j), r7 = CK_LD(wk + 7 * outputs + j);
-            v8 t0 = __builtin_shufflevector(r0, r1, 0, 8, 1, 9, 4, 12, 5, 13);
-            v8 t1 = __builtin_shufflevector(r0, r1, 2, 10, 3, 11, 6, 14, 7, 15);
-            v8 t2 = __builtin_shufflevector(r2, r3, 0, 8, 1, 9, 4, 12, 5, 13);
-            v8 t3 = __builtin_shufflevector(r2, r3, 2, 10, 3, 11, 6, 14, 7, 15);
-            v8 t4 = __builtin_shufflevector(r4, r5, 0, 8, 1, 9, 4, 12, 5, 13);
-            v8 t5 = __builtin_shufflevector(r4, r5, 2, 10, 3, 11, 6, 14, 7, 15);
-            v8 t6 = __builtin_shufflevector(r6, r7, 0, 8, 1, 9, 4, 12, 5, 13);
-            v8 t7 = __builtin_shufflevector(r6, r7, 2, 10, 3, 11, 6, 14, 7, 15);
-            v8 u0 = __builtin_shufflevector(t0, t2, 0, 1, 8, 9, 4, 5, 12, 13);
-            v8 u1 = __builtin_shufflevector(t0, t2, 2, 3, 10, 11, 6, 7, 14, 15);
-            v8 u2 = __builtin_shufflevector(t1, t3, 0, 1, 8, 9, 4, 5, 12, 13);
-            v8 u3 = __builtin_shufflevector(t1, t3, 2, 3, 10, 11, 6, 7, 14, 15);
-            v8 u4 = __builtin_shufflevector(t4, t6, 0, 1, 8, 9, 4, 5, 12, 13);
-            v8 u5 = __builtin_shufflevector(t4, t6, 2, 3, 10, 11, 6, 7, 14, 15);
-            v8 u6 = __builtin_shufflevector(t5, t7, 0, 1, 8, 9, 4, 5, 12, 13);
-            v8 u7 = __builtin_shufflevector(t5, t7, 2, 3, 10, 11, 6, 7, 14, 15);
             // column c of the block: w[k + 0..7, j + c]
-            v8 c[8] = {
-                __builtin_shufflevector(u0, u4, 0, 1, 2, 3, 8, 9, 10, 11),
-                __builtin_shufflevector(u1, u5, 0, 1, 2, 3, 8, 9, 10, 11),
-                __builtin_shufflevector(u2, u6, 0, 1, 2, 3, 8, 9, 10, 11),
-                __builtin_shufflevector(u3, u7, 0, 1, 2, 3, 8, 9, 10, 11),
-                __builtin_shufflevector(u0, u4, 4, 5, 6, 7, 12, 13, 14, 15),
-                __builtin_shufflevector(u1, u5, 4, 5, 6, 7, 12, 13, 14, 15),
-                __builtin_shufflevector(u2, u6, 4, 5, 6, 7, 12, 13, 14, 15),
-                __builtin_shufflevector(u3, u7, 4, 5, 6, 7, 12, 13, 14, 15),
-            };
+            v8 c[8];
+            KFN(transpose8)(wk + j, outputs, c);
             for (long s = 0; s < batch; s++) {
                 const float *d = dz + s * outputs + j;
                 v8 a = acc[s];
@@ -364,5 +393,7 @@ static KATTR void KFN(input_gradient)(const float *dz, const float *w, float *dx
         }
     }
 }
+
+#include "NarrowBody.h"
 
 #undef KINL

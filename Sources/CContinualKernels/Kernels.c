@@ -7,6 +7,7 @@
 #pragma clang fp contract(off)
 
 typedef float v8 __attribute__((ext_vector_type(8)));
+typedef int v8i __attribute__((ext_vector_type(8)));
 
 // ---- generic path: every CPU, no fused multiply-add ----
 #define KATTR
@@ -106,8 +107,25 @@ int ck_set_path(int path) {
 }
 
 static int thread_count = 1;
-int ck_threads(void) { return __atomic_load_n(&thread_count, __ATOMIC_RELAXED); }
+// Per-thread thread counts (ck_set_thread_threads) and the most threads a product started on this
+// thread ran on (ck_threads_used). Read from thread-local storage only while some thread has its
+// own count set (as for the paths above: a TLS read per product costs a call in PIC code).
+static _Thread_local int thread_threads = 0;
+static _Thread_local int threads_used = 1;
+static int thread_threads_set = 0;
+int ck_threads(void) {
+    if (__atomic_load_n(&thread_threads_set, __ATOMIC_RELAXED) > 0 && thread_threads > 0) return thread_threads;
+    return __atomic_load_n(&thread_count, __ATOMIC_RELAXED);
+}
 void ck_set_threads(int threads) { __atomic_store_n(&thread_count, threads < 1 ? 1 : threads, __ATOMIC_RELAXED); }
+void ck_set_thread_threads(int threads) {
+    int t = threads < 1 ? 0 : threads;
+    if ((thread_threads > 0) != (t > 0)) __atomic_add_fetch(&thread_threads_set, t > 0 ? 1 : -1, __ATOMIC_SEQ_CST);
+    thread_threads = t;
+}
+int ck_threads_used(void) { return threads_used; }
+void ck_reset_threads_used(void) { threads_used = 1; }
+static void note_threads_used(int t) { if (t > threads_used) threads_used = t; }
 
 #ifdef CK_FUSED_PATH
 #define CK_DISPATCH(path, name, ...) \
@@ -163,7 +181,12 @@ static void run(ck_job job, long columns) {
             jobs[i].c0 = i * per * 16 < columns ? i * per * 16 : columns;
             jobs[i].c1 = (i + 1) * per * 16 < columns ? (i + 1) * per * 16 : columns;
         }
-        for (long i = 1; i < t; i++) started[i] = pthread_create(&ids[i], 0, thread_main, &jobs[i]) == 0;
+        int running = 1;
+        for (long i = 1; i < t; i++) {
+            started[i] = pthread_create(&ids[i], 0, thread_main, &jobs[i]) == 0;
+            running += started[i];
+        }
+        note_threads_used(running);
         run_job(&jobs[0]);
         for (long i = 1; i < t; i++) {
             if (started[i]) pthread_join(ids[i], 0);
@@ -241,8 +264,19 @@ void ck_dense_input_gradient(const float *dz, const float *w, float *dx,
     run(j, inputs);
 }
 
+// ---- whole networks of dense ReLU/identity layers (NarrowBody.h) ----
+void ck_mlp_forward(const float *params, const ck_layer *layers, long count, float *const *acts, long batch) {
+    if (batch <= 0) return;
+    CK_DISPATCH(ck_path(), mlp_forward, params, layers, count, acts, batch);
+}
+
+void ck_mlp_backward(const float *params, const ck_layer *layers, long count, float *const *acts,
+                     float *delta, float *bufA, float *bufB, float *grad, float *input_grad, long batch) {
+    if (batch <= 0) return;
+    CK_DISPATCH(ck_path(), mlp_backward, params, layers, count, acts, delta, bufA, bufB, grad, input_grad, batch);
+}
+
 // ---- ReLU: selects only (no arithmetic), so one version serves every path ----
-typedef int v8i __attribute__((ext_vector_type(8)));
 
 void ck_relu_forward(float *v, long n) {
     long i = 0;

@@ -44,6 +44,12 @@ public enum Kernels {
         get { Int(ck_threads()) }
         set { ck_set_threads(Int32(clamping: max(1, newValue))) }
     }
+
+    /// The most threads one dense product started on the calling thread ran on since that
+    /// thread's `resetThreadsUsed()`: 1 when every product was below the size where a second
+    /// thread pays, whatever `threads` allows.
+    public static var threadsUsed: Int { Int(ck_threads_used()) }
+    public static func resetThreadsUsed() { ck_reset_threads_used() }
 }
 
 extension Kernels {
@@ -55,4 +61,26 @@ extension Kernels {
         defer { ck_set_thread_path(Int32(CK_PATH_AUTO)) }
         return try body()
     }
+}
+
+extension Kernels {
+    /// Runs `body` with products started on the calling thread split over `threads` threads (as
+    /// `Kernels.threads` would, for this thread only); other threads keep the process-wide count.
+    public static func withThreads<R>(_ threads: Int, _ body: () throws -> R) rethrows -> R {
+        ck_set_thread_threads(Int32(clamping: max(1, threads)))
+        defer { ck_set_thread_threads(0) }
+        return try body()
+    }
+
+    /// y = b + x·w on the path in use (x [batch × inputs], w [inputs × outputs], row-major), for
+    /// benchmarks that time the dense kernels alone (`continual bench --peak` times a large square
+    /// product as the toolkit's own sgemm peak).
+    public static func forwardProduct(x: UnsafePointer<Float>, w: UnsafePointer<Float>, b: UnsafePointer<Float>,
+                                      y: UnsafeMutablePointer<Float>, batch: Int, inputs: Int, outputs: Int) {
+        DenseKernels.forward(x: x, w: w, b: b, y: y, batch: batch, inputs: inputs, outputs: outputs)
+    }
+
+    /// Runs `rounds` rounds of twelve independent 8-lane multiply-add chains in registers and
+    /// returns the floating-point operations done: timed, the core's vector arithmetic peak.
+    public static func fmaPeakRounds(_ rounds: Int) -> Int { ck_fma_peak_rounds(rounds) }
 }

@@ -11,6 +11,9 @@ public struct MLP: Sendable, Equatable {
     /// `nil`: every parameter trains. Otherwise `trainable[i] == false` freezes parameter i:
     /// optimizers leave it, and its optimizer state, bit-identical.
     public var trainable: [Bool]?
+    /// Every layer dense (no LoRA) with ReLU or no activation: forward and backward then run as one
+    /// C call each (`MLP+DenseChain.swift`), same bits.
+    let isDenseChain: Bool
 
     /// A freshly initialised network (see `Initialization` for the draws). Dense layers draw
     /// first, in the plain network's order, so an extended spec's dense weights equal the plain
@@ -39,6 +42,7 @@ public struct MLP: Sendable, Equatable {
         }
         self.parameters = parameters
         self.trainable = nil
+        self.isDenseChain = Self.denseChain(self.layers)
         if spec.isExtended { initializeExtensions(rng: &rng) }
     }
 
@@ -52,6 +56,7 @@ public struct MLP: Sendable, Equatable {
         parameters.replaceSubrange(0..<base.parameterCount, with: base.parameters)
         self.parameters = parameters
         self.trainable = nil
+        self.isDenseChain = Self.denseChain(self.layers)
         initializeExtensions(rng: &rng)
     }
 
@@ -90,6 +95,7 @@ public struct MLP: Sendable, Equatable {
         precondition(parameters.count == spec.parameterCount, "parameter count does not match the spec")
         self.parameters = parameters
         self.trainable = nil
+        self.isDenseChain = Self.denseChain(self.layers)
     }
 
     public var parameterCount: Int { parameters.count }
@@ -130,6 +136,9 @@ public struct MLP: Sendable, Equatable {
                         gates: UnitGates? = nil) {
         ws.reserve(rows: count)
         ws.activation(0).update(from: input, count: count * spec.inputs)
+        if gates == nil && isDenseChain && ws.layerCount == layers.count {
+            return denseChainForward(count: count, route: route, workspace: ws)
+        }
         parameters.withUnsafeBufferPointer { p in
             let base = p.baseAddress!
             for (l, layer) in layers.enumerated() {
@@ -163,6 +172,10 @@ public struct MLP: Sendable, Equatable {
                          workspace ws: Workspace, gradient: UnsafeMutablePointer<Float>,
                          gates: UnitGates? = nil, gateGradient: UnsafeMutablePointer<Float>? = nil,
                          inputGradient: UnsafeMutablePointer<Float>? = nil) {
+        if gates == nil && isDenseChain && ws.layerCount == layers.count {
+            return denseChainBackward(logitGradient: logitGradient, count: count, route: route, workspace: ws,
+                                      gradient: gradient, inputGradient: inputGradient)
+        }
         parameters.withUnsafeBufferPointer { p in
             let base = p.baseAddress!
             var (bufA, bufB) = ws.deltas

@@ -1,3 +1,5 @@
+import CContinualKernels
+
 /// Preallocated scratch buffers for forward and backward passes of one `MLP`.
 ///
 /// A reference type on purpose: scratch memory has no value worth copying, and a training step
@@ -11,7 +13,14 @@ public final class Workspace {
     /// Rows the buffers currently hold; grows on demand.
     @exclusivity(unchecked) public private(set) var capacity: Int
     private let widths: [Int]      // widths[0] = inputs, widths[l+1] = outputs of layer l
-    @exclusivity(unchecked) private var activations: [UnsafeMutablePointer<Float>]
+    @exclusivity(unchecked) private var activations: [UnsafeMutablePointer<Float>] {
+        didSet { for (l, a) in activations.enumerated() { table[l] = a } }
+    }
+    /// The activations' addresses as a C array (for `ck_mlp_forward` / `ck_mlp_backward`).
+    private let table: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>
+    /// One `ck_layer` per layer (`layerCount` of them), filled per call by `MLP`'s dense chain.
+    let plan: UnsafeMutablePointer<ck_layer>
+    let layerCount: Int
     @exclusivity(unchecked) private var deltaA: UnsafeMutablePointer<Float>
     @exclusivity(unchecked) private var deltaB: UnsafeMutablePointer<Float>
     @exclusivity(unchecked) private var maxWidth: Int
@@ -31,7 +40,11 @@ public final class Workspace {
         self.widths = widths
         self.capacity = max(capacity, 1)
         self.maxWidth = max(widths.max() ?? 1, 1)
+        self.table = .allocate(capacity: widths.count)
+        self.plan = .allocate(capacity: max(layers.count, 1))
+        self.layerCount = layers.count
         self.activations = widths.map { UnsafeMutablePointer<Float>.allocate(capacity: max($0, 1) * max(capacity, 1)) }
+        for (l, a) in activations.enumerated() { table[l] = a }
         self.deltaA = .allocate(capacity: maxWidth * max(capacity, 1))
         self.deltaB = .allocate(capacity: maxWidth * max(capacity, 1))
         let innerWidths = layers.map { max($0.bottleneck, $0.lowRank?.rank ?? 0) }
@@ -45,6 +58,8 @@ public final class Workspace {
 
     deinit {
         for a in activations { a.deallocate() }
+        table.deallocate()
+        plan.deallocate()
         deltaA.deallocate()
         deltaB.deallocate()
         for a in inners { a?.deallocate() }
@@ -77,6 +92,9 @@ public final class Workspace {
 
     /// Activations entering layer `l` (index 0 is the input copy), [rows × widths[l]].
     @inline(__always) func activation(_ l: Int) -> UnsafeMutablePointer<Float> { activations[l] }
+
+    /// Every activation buffer's address, entering layer 0 first (a C array of `widths.count`).
+    @inline(__always) var activationTable: UnsafePointer<UnsafeMutablePointer<Float>?> { UnsafePointer(table) }
 
     /// The network's logits after `forward`.
     public var logits: UnsafeMutablePointer<Float> { activations[activations.count - 1] }

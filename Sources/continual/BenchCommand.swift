@@ -31,6 +31,9 @@ struct BenchCommand: ParsableCommand {
     @Option(help: "Threads per dense product (results do not depend on it).")
     var threads = 1
 
+    @Flag(help: "Also measure this core's peaks in the same run (the toolkit's fastest path on a 1024³ product, and FMA chains in registers) and print each step's share of them.")
+    var peak = false
+
     func run() throws {
         guard (1...ExperimentFile.maximumThreads).contains(threads) else {
             throw CLIFailure.badInput("--threads: expected an integer from 1 to \(ExperimentFile.maximumThreads), got \(threads)")
@@ -41,6 +44,12 @@ struct BenchCommand: ParsableCommand {
         print("warning: debug build — numbers are not representative (use swift run -c release continual bench)")
         #endif
         print("dense kernels: \(Kernels.path) path, numerics version \(Kernels.numericsVersion), \(Kernels.threads) thread(s)")
+        print("machine: \(MachineInfo.current().summary)")
+        let peaks = peak ? PeakProbe.measure() : nil
+        if let peaks {
+            print(pad("peak, one core: toolkit sgemm \(peaks.size)³ (\(peaks.path))") + String(format: "%10.1f GFLOP/s", peaks.sgemmGFLOPS))
+            print(pad("peak, one core: FMA chains in registers") + String(format: "%10.1f GFLOP/s", peaks.fmaGFLOPS))
+        }
         let seed = MLPSpec(inputs: 10, hidden: [16, 8], activation: .relu, head: .binary)
         let sgd = OptimizerSpec.sgd(learningRate: 0.05, momentum: 0.9)
         for m in [
@@ -49,7 +58,12 @@ struct BenchCommand: ParsableCommand {
             Benchmarks.trainingThroughput(spec: MLPSpec(inputs: 64, hidden: [128, 64], head: .multiclass(classes: 10)),
                                           batch: 64, optimizer: sgd, steps: max(steps / 50, 100)),
         ] {
-            print(pad(m.name) + String(format: "%10.2f M samples/s   (%@)", m.value / 1e6, m.detail as NSString))
+            var line = pad(m.name) + String(format: "%10.2f M samples/s   (%@", m.value / 1e6, m.detail as NSString)
+            if let g = m.gflopsPerCore {
+                line += String(format: "; dense products %.1f GFLOP/s per core", g)
+                if let peaks { line += ", " + peaks.shares(g) }
+            }
+            print(line + ")")
         }
         let latency = Benchmarks.predictionLatency(spec: seed, calls: 1_000_000)
         print(pad(latency.name) + String(format: "%10.1f ns           (%@)", latency.value * 1e9, latency.detail as NSString))
@@ -84,9 +98,10 @@ struct BenchCommand: ParsableCommand {
 
 extension BenchCommand {
     /// One model's SGD training step (forward, loss, backward, step) on one fixed batch: the best
-    /// of 5 repetitions of `--steps` steps, wall time and the calling thread's CPU time, and the
-    /// dense products' floating-point operations per second (by CPU time). For
-    /// Experiments/bench/width_batch.py.
+    /// of 5 repetitions of `--steps` steps by wall time and by CPU time (the process's, every
+    /// thread; and the calling thread's), the dense products' GFLOP/s per core (by process CPU
+    /// time) and in total (by wall time), the machine, and with `--peak` the peaks measured in
+    /// this run and the step's share of them. For Experiments/bench/width_batch.py.
     func single(_ hidden: String) throws {
         let widths = hidden.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
         guard !widths.isEmpty, widths.allSatisfy({ ($0 ?? 0) >= 1 && ($0 ?? 0) <= 65_536 }) else {
@@ -97,14 +112,19 @@ extension BenchCommand {
         }
         let spec = MLPSpec(inputs: inputs, hidden: widths.map { $0! }, activation: .relu,
                            head: classes == 2 ? .binary : .multiclass(classes: classes))
+        Kernels.resetThreadsUsed()
         let t = Benchmarks.trainingStep(spec: spec, batch: batch, optimizer: .sgd(learningRate: 0.01, momentum: 0),
                                         steps: steps)
-        let json: [String: Any] = [
+        var json: [String: Any] = [
             "kernel_path": Kernels.path, "numerics_version": Kernels.numericsVersion, "threads": Kernels.threads,
+            "threads_used": Kernels.threadsUsed,
             "inputs": inputs, "hidden": widths.map { $0! }, "classes": classes, "batch": batch, "steps": steps,
-            "wall_seconds_per_step": t.wall, "cpu_seconds_per_step": t.cpu, "flops_per_step": t.flops,
-            "gflops": t.flops / t.cpu / 1e9,
+            "wall_seconds_per_step": t.wall, "cpu_seconds_per_step": t.processCPU,
+            "thread_cpu_seconds_per_step": t.threadCPU, "flops_per_step": t.flops,
+            "gflops": t.gflopsPerCore, "gflops_per_core": t.gflopsPerCore, "gflops_total": t.gflopsTotal,
         ]
+        json.merge(MachineInfo.current().json) { a, _ in a }
+        if peak { json.merge(PeakProbe.measure().json(step: t.gflopsPerCore)) { a, _ in a } }
         let data = try JSONSerialization.data(withJSONObject: json, options: [.sortedKeys])
         print(String(decoding: data, as: UTF8.self))
     }

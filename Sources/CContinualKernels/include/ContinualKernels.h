@@ -43,6 +43,12 @@ void ck_set_thread_path(int path);
 /// The bits do not depend on it.
 int ck_threads(void);
 void ck_set_threads(int threads);
+/// Threads for products started on the calling thread only (0: back to ck_set_threads' count).
+void ck_set_thread_threads(int threads);
+/// The most threads one product started on the calling thread ran on since that thread's last
+/// `ck_reset_threads_used` (1 when every product was too small to split).
+int ck_threads_used(void);
+void ck_reset_threads_used(void);
 
 /// y[s, j] = b[j] + Σ_k x[s, k]·w[k, j].
 /// x: [batch × inputs], w: [inputs × outputs], y: [batch × outputs], all row-major.
@@ -58,6 +64,27 @@ void ck_dense_weight_gradient(const float *x, const float *dz, float *dw, float 
 void ck_dense_input_gradient(const float *dz, const float *w, float *dx,
                              long batch, long inputs, long outputs);
 
+/// One dense layer of a network for ck_mlp_forward / ck_mlp_backward: its sizes, the offsets of
+/// its weights [inputs × outputs] and biases in the parameter vector, and whether ReLU follows
+/// it (else the identity).
+typedef struct {
+    long inputs, outputs, weights, bias;
+    int relu;
+} ck_layer;
+
+/// The forward pass of `count` dense layers: acts[0] holds the input [batch × layers[0].inputs],
+/// layer l writes acts[l + 1] = act(b + acts[l]·w) [batch × outputs]. The bits of
+/// ck_dense_forward followed by ck_relu_forward, layer by layer (narrow layers fused in one call).
+void ck_mlp_forward(const float *params, const ck_layer *layers, long count, float *const *acts, long batch);
+
+/// The backward pass after ck_mlp_forward: `delta` ([batch × last outputs], the loss's gradient
+/// by the last layer's output; overwritten) through every layer, each layer's ReLU derivative
+/// (ck_relu_backward) applied, ∂/∂w and ∂/∂b added into `grad` (ck_dense_weight_gradient), the
+/// hidden deltas in bufA/bufB (each [batch × widest layer]), ∂/∂input written to `input_grad`
+/// when it is not null. The bits of those products and selections in MLP.backward's order.
+void ck_mlp_backward(const float *params, const ck_layer *layers, long count, float *const *acts,
+                     float *delta, float *bufA, float *bufB, float *grad, float *input_grad, long batch);
+
 /// v[i] = v[i] <= 0 ? +0 : v[i] for i < n: exactly Swift's `max(v[i], 0)` (NaN stays NaN, −0
 /// becomes +0), eight lanes at a time with a mask instead of a branch per value.
 void ck_relu_forward(float *v, long n);
@@ -66,6 +93,12 @@ void ck_relu_forward(float *v, long n);
 /// with a mask instead of a branch per value: a data-dependent branch mispredicts on about half
 /// of the units and cost more than the rest of a small model's backward pass.
 void ck_relu_backward(const float *y, float *g, long n);
+
+/// Runs `rounds` rounds of twelve independent 8-lane multiply-add chains held in registers (AVX2
+/// FMA in inline assembly where the CPU has it; else the same in C) and returns the floating-point
+/// operations done (192 per round). Timed by the caller's thread CPU clock, it measures the core's
+/// vector arithmetic peak, which no honest GFLOP/s per core can exceed.
+long ck_fma_peak_rounds(long rounds);
 
 #ifdef __cplusplus
 }

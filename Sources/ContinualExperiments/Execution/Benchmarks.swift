@@ -15,42 +15,21 @@ public enum Benchmarks {
         public var value: Double
         public var unit: String
         public var detail: String
+        /// The dense products' GFLOP/s per core, where the measurement is a training step.
+        public var gflopsPerCore: Double? = nil
     }
 
-    /// Training throughput of forward + backward + optimizer step on one batch, in samples/s.
+    /// Training throughput of forward + backward + optimizer step on one batch, in samples/s (by
+    /// wall time), with the dense products' GFLOP/s per core (by the process's CPU time).
     public static func trainingThroughput(spec: MLPSpec, batch: Int, optimizer: OptimizerSpec,
                                           steps: Int, repetitions: Int = 5) -> Measurement {
-        var rng = RandomSource(seed: 42, stream: "bench")
-        var model = MLP(spec: spec, rng: &rng)
-        var opt = Optimizer(spec: optimizer, parameterCount: model.parameterCount)
-        let ws = model.makeWorkspace(capacity: batch)
-        let x = (0..<(batch * spec.inputs)).map { _ in Float(rng.normal()) }
-        let y = (0..<batch).map { _ in Int32(rng.uniformInt(below: spec.head.classCount)) }
-        var g = [Float](repeating: 0, count: model.parameterCount)
-        let clock = ContinuousClock()
-        var best = Duration.seconds(1_000_000)
-        var sink = 0.0
-        for rep in 0...repetitions {
-            let start = clock.now
-            for _ in 0..<(rep == 0 ? steps / 10 : steps) {
-                g.withUnsafeMutableBufferPointer { gp in
-                    gp.update(repeating: 0)
-                    sink += model.lossAndGradient(features: x, labels: y, count: batch, route: 0,
-                                                  scale: 1 / Float(batch), workspace: ws, gradient: gp.baseAddress!)
-                }
-                g.withUnsafeBufferPointer { gp in
-                    opt.step(parameters: &model.parameters, gradient: gp.baseAddress!, trainable: nil)
-                }
-            }
-            if rep > 0 { best = min(best, clock.now - start) }
-        }
-        let seconds = best.seconds
-        let perStep = seconds / Double(steps)
+        let t = trainingStep(spec: spec, batch: batch, optimizer: optimizer, steps: steps, repetitions: repetitions)
         let sizes = ([spec.inputs] + spec.hidden + [spec.head.logitCount]).map(String.init).joined(separator: "→")
         // The optimizer is part of the label: the SGD and Adam lines would otherwise read the same.
         return Measurement(name: "training throughput \(sizes), batch \(batch), \(optimizerLabel(optimizer))",
-                           value: Double(batch * steps) / seconds, unit: "samples/s",
-                           detail: String(format: "%.2f µs per step (loss sink %.1f)", perStep * 1e6, sink.truncatingRemainder(dividingBy: 10)))
+                           value: Double(batch) / t.wall, unit: "samples/s",
+                           detail: String(format: "%.2f µs per step, %.2f CPU-µs", t.wall * 1e6, t.processCPU * 1e6),
+                           gflopsPerCore: t.gflopsPerCore)
     }
 
     /// CPU time of the calling thread, in seconds: on a shared machine it leaves out the time the
@@ -58,6 +37,15 @@ public enum Benchmarks {
     public static func threadCPUSeconds() -> Double {
         var t = timespec()
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
+        return Double(t.tv_sec) + Double(t.tv_nsec) * 1e-9
+    }
+
+    /// CPU time of the whole process (every thread: the helper threads of `Kernels.threads` too),
+    /// in seconds. GFLOP/s per core divide by this; dividing by one thread's time overstated them
+    /// by the thread count (issue 45.5).
+    public static func processCPUSeconds() -> Double {
+        var t = timespec()
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t)
         return Double(t.tv_sec) + Double(t.tv_nsec) * 1e-9
     }
 
@@ -73,11 +61,25 @@ public enum Benchmarks {
         return total
     }
 
+    /// One training step's times (seconds per step, each the best of the repetitions) and its dense
+    /// products' floating-point operations.
+    public struct StepTiming: Sendable {
+        public var wall: Double
+        /// The calling thread's CPU time only.
+        public var threadCPU: Double
+        /// The process's CPU time: every thread, helpers included.
+        public var processCPU: Double
+        public var flops: Double
+        /// Per core: operations ÷ process CPU time (all threads' work over all threads' time).
+        public var gflopsPerCore: Double { flops / processCPU / 1e9 }
+        /// In total: operations ÷ wall time (all cores together).
+        public var gflopsTotal: Double { flops / wall / 1e9 }
+    }
+
     /// Seconds per training step (forward, loss, backward, optimizer step on one fixed batch),
-    /// best of `repetitions` × `steps` by wall time and by the thread's CPU time, and the dense
-    /// products' floating-point operations per step.
+    /// best of `repetitions` × `steps` by wall time, by the thread's and by the process's CPU time.
     public static func trainingStep(spec: MLPSpec, batch: Int, optimizer: OptimizerSpec, steps: Int,
-                                    repetitions: Int = 5) -> (wall: Double, cpu: Double, flops: Double) {
+                                    repetitions: Int = 5) -> StepTiming {
         var rng = RandomSource(seed: 42, stream: "bench")
         var model = MLP(spec: spec, rng: &rng)
         var opt = Optimizer(spec: optimizer, parameterCount: model.parameterCount)
@@ -86,9 +88,10 @@ public enum Benchmarks {
         let y = (0..<batch).map { _ in Int32(rng.uniformInt(below: spec.head.classCount)) }
         var g = [Float](repeating: 0, count: model.parameterCount)
         let clock = ContinuousClock()
-        var bestWall = Double.infinity, bestCPU = Double.infinity
+        var best = StepTiming(wall: .infinity, threadCPU: .infinity, processCPU: .infinity,
+                              flops: denseFlopsPerStep(spec: spec, batch: batch))
         for rep in 0...repetitions {
-            let start = clock.now, cpu = threadCPUSeconds()
+            let start = clock.now, cpu = threadCPUSeconds(), process = processCPUSeconds()
             for _ in 0..<(rep == 0 ? max(steps / 10, 1) : steps) {
                 g.withUnsafeMutableBufferPointer { gp in
                     gp.update(repeating: 0)
@@ -100,11 +103,12 @@ public enum Benchmarks {
                 }
             }
             if rep > 0 {
-                bestWall = min(bestWall, (clock.now - start).seconds / Double(steps))
-                bestCPU = min(bestCPU, (threadCPUSeconds() - cpu) / Double(steps))
+                best.wall = min(best.wall, (clock.now - start).seconds / Double(steps))
+                best.threadCPU = min(best.threadCPU, (threadCPUSeconds() - cpu) / Double(steps))
+                best.processCPU = min(best.processCPU, (processCPUSeconds() - process) / Double(steps))
             }
         }
-        return (bestWall, bestCPU, denseFlopsPerStep(spec: spec, batch: batch))
+        return best
     }
 
     /// "SGD", "SGD momentum 0.9", "Adam", "AdamW": what a benchmark line trained with.

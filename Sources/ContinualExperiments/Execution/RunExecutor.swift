@@ -19,6 +19,14 @@ public enum RunExecutor {
     /// Like `execute(_:)` with checkpoints of any kind of run (a population checkpoint for
     /// populations, a trainer checkpoint otherwise).
     public static func execute(_ run: ResolvedRun, resumingFrom runCheckpoint: RunCheckpoint?, stopAfter: Int?) -> RunResult {
+        Kernels.resetThreadsUsed()
+        var result = executeRun(run, resumingFrom: runCheckpoint, stopAfter: stopAfter)
+        result.kernelThreads = Kernels.threads
+        result.kernelThreadsUsed = Kernels.threadsUsed
+        return result
+    }
+
+    private static func executeRun(_ run: ResolvedRun, resumingFrom runCheckpoint: RunCheckpoint?, stopAfter: Int?) -> RunResult {
         if let problem = run.config.consistencyProblem() {
             return RunResult(run: run, status: .failed, message: "." + problem.path.joined(separator: ".") + ": " + problem.message,
                              outcome: nil, metrics: nil, costs: nil, experienceNames: [], experienceMetadata: [],

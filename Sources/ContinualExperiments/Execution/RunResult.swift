@@ -26,6 +26,10 @@ public struct RunResult: Sendable {
     public var streamMetadata: [String: String]
     /// Wall time of the whole run including data generation, seconds.
     public var wallSeconds: Double
+    /// Threads one dense product of this run could use (`Kernels.threads`) and the most one used:
+    /// products below the size where a second thread pays run on one thread by themselves
+    /// (products started on the run's own thread; a population's or federation's workers not counted).
+    public var kernelThreads = 1, kernelThreadsUsed = 1
     /// Prequential mode: the online accuracy curve.
     public var prequential: PrequentialCurve? = nil
     /// Population runs: every user's metrics and the aggregate.

@@ -173,6 +173,8 @@ public enum ResultsWriter {
         try ca.set("flops_per_training_sample", Int64(c.flopsPerTrainingSample))
         try ca.set("flops_per_optimizer_step", Int64(c.flopsPerOptimizerStep))
         try ca.set("train_seconds", o.trainSeconds)
+        try ca.set("kernel_threads", Int64(r.kernelThreads))
+        try ca.set("kernel_threads_used", Int64(r.kernelThreadsUsed))
         try ca.set("eval_seconds", o.evalSeconds)
         let processed = o.samplesProcessed.reduce(0, +)
         try ca.set("training_samples_per_second", o.trainSeconds > 0 ? Double(processed) / o.trainSeconds : 0)

@@ -1,0 +1,157 @@
+// A whole dense network's forward and backward pass in one call (ck_mlp_forward /
+// ck_mlp_backward, Kernels.c), compiled once per kernel path like KernelBody.h, which includes
+// this file (no include guard on purpose). Narrow layers (both sides ≤ CK_NARROW) run here on the
+// register tiles of KernelBody.h with their ReLU applied before the tile is stored, and the
+// input gradient masked by the layer below's ReLU the same way; wider layers take the public
+// products (blocking, threads). Every element is the same one chain as in the separate products,
+// and the ReLU selections are those of ck_relu_forward / ck_relu_backward, so the bits are theirs.
+
+#ifndef CK_NARROW
+#define CK_NARROW 64  /* widths up to this run on the narrow kernels (wᵀ ≤ 16 kB on the stack) */
+#endif
+
+/// y[s, c] = act(b[c] + Σ_k x[s, k]·w[k, c]) for NC < 8 columns and rows [0, 8·⌊batch/8⌋): eight
+/// rows per vector (x's 8 × 8 blocks transposed in registers), so the few columns do not leave
+/// the vector lanes empty; each element is still one chain over k in order from its bias.
+KINL void KFN(narrow_columns)(const int NC, const float *x, const float *w, const float *b, float *y,
+                              long batch, long inputs, int ep) {
+    for (long s0 = 0; s0 + 8 <= batch; s0 += 8) {
+        v8 acc[8];
+        for (int c = 0; c < NC; c++) acc[c] = (v8)(b[c]);
+        const float *xs = x + s0 * inputs;
+        long k = 0;
+        for (; k + 8 <= inputs; k += 8) {
+            v8 xk[8];
+            KFN(transpose8)(xs + k, inputs, xk);
+            for (int q = 0; q < 8; q++)
+                for (int c = 0; c < NC; c++) acc[c] = MADDV(xk[q], (v8)(w[(k + q) * NC + c]), acc[c]);
+        }
+        for (; k < inputs; k++) {
+            v8 xk;
+            for (int r = 0; r < 8; r++) xk[r] = xs[r * inputs + k];
+            for (int c = 0; c < NC; c++) acc[c] = MADDV(xk, (v8)(w[k * NC + c]), acc[c]);
+        }
+        for (int c = 0; c < NC; c++)
+            for (int r = 0; r < 8; r++) {
+                float v = acc[c][r];
+                y[(s0 + r) * NC + c] = ep == CK_EP_RELU && v <= 0 ? 0.0f : v;  // ck_relu_forward's selection
+            }
+    }
+}
+
+/// y = b + x·w for a narrow layer, then ReLU when `relu`, as its tiles are stored.
+KINL void KFN(narrow_forward)(const float *x, const float *w, const float *b, float *y,
+                              long batch, long inputs, long outputs, int relu) {
+    int ep = relu ? CK_EP_RELU : CK_EP_NONE;
+    long done = 0;
+    if (outputs < 8 && batch >= 8) {
+        switch (outputs) {
+        case 1: KFN(narrow_columns)(1, x, w, b, y, batch, inputs, ep); break;
+        case 2: KFN(narrow_columns)(2, x, w, b, y, batch, inputs, ep); break;
+        case 3: KFN(narrow_columns)(3, x, w, b, y, batch, inputs, ep); break;
+        case 4: KFN(narrow_columns)(4, x, w, b, y, batch, inputs, ep); break;
+        case 5: KFN(narrow_columns)(5, x, w, b, y, batch, inputs, ep); break;
+        case 6: KFN(narrow_columns)(6, x, w, b, y, batch, inputs, ep); break;
+        default: KFN(narrow_columns)(7, x, w, b, y, batch, inputs, ep); break;
+        }
+        done = batch / 8 * 8;
+        if (done == batch) return;
+    }
+    KFN(gemm_direct_ep)(batch - done, 0, outputs, inputs, x + done * inputs, inputs, 1, w, outputs,
+                        y + done * outputs, outputs, b, ep, 0, 0, 0);
+}
+
+/// dx = dz·wᵀ for a narrow layer (from zero, over the outputs in order), masked by `below > 0`
+/// when `below` (the layer's input, a ReLU's output) is given. One output: dx[s] = dz[s]·w, one
+/// multiply-add per element; more: wᵀ packed whole on the stack (8 × 8 blocks in registers).
+KINL void KFN(narrow_input_gradient)(const float *dz, const float *w, float *dx, const float *below,
+                                     long batch, long inputs, long outputs) {
+    int ep = below ? CK_EP_MASK : CK_EP_NONE;
+    if (outputs == 1) {
+        for (long s = 0; s < batch; s++) {
+            v8 d = (v8)(dz[s]);
+            long k = 0;
+            for (; k + 8 <= inputs; k += 8)
+                CK_ST(dx + s * inputs + k, CK_EPV(MADDV(d, CK_LD(w + k), (v8)(0.0f)), ep, below + s * inputs + k));
+            for (; k < inputs; k++) dx[s * inputs + k] = CK_EPS(MADDS(dz[s], w[k], 0.0f), ep, below + s * inputs + k);
+        }
+        return;
+    }
+    static const float zeros[CK_NARROW] = {0};
+    float wt[CK_NARROW * CK_NARROW];
+    long k = 0;
+    for (; k + 8 <= inputs; k += 8) {
+        long j = 0;
+        for (; j + 8 <= outputs; j += 8) {
+            v8 t[8];
+            KFN(transpose8)(w + k * outputs + j, outputs, t);
+            for (int c = 0; c < 8; c++) CK_ST(wt + (j + c) * inputs + k, t[c]);
+        }
+        for (; j < outputs; j++)
+            for (int r = 0; r < 8; r++) wt[j * inputs + k + r] = w[(k + r) * outputs + j];
+    }
+    for (; k < inputs; k++)
+        for (long j = 0; j < outputs; j++) wt[j * inputs + k] = w[k * outputs + j];
+    KFN(gemm_direct_ep)(batch, 0, inputs, outputs, dz, outputs, 1, wt, inputs, dx, inputs, zeros, ep, below, inputs, 0);
+}
+
+/// dw += xᵀ·dz and db += Σ_s dz[s] for a narrow layer (chains over the batch in order): the
+/// bias gradient of whole 8-column strips summed by the tiles of the first rows, from the dz rows
+/// they load anyway (a separate pass was a chain of `batch` dependent additions per strip).
+KINL void KFN(narrow_weight_gradient)(const float *x, const float *dz, float *dw, float *db,
+                                      long batch, long inputs, long outputs) {
+    KFN(gemm_direct_ep)(inputs, 0, outputs, batch, x, 1, inputs, dz, outputs, dw, outputs, 0, CK_EP_NONE, 0, 0,
+                        inputs > 0 ? db : 0);
+    for (long j = inputs > 0 ? outputs / 8 * 8 : 0; j < outputs; j++) {
+        float acc = db[j];
+        for (long s = 0; s < batch; s++) acc = acc + dz[s * outputs + j];
+        db[j] = acc;
+    }
+}
+
+static KATTR void KFN(mlp_forward)(const float *params, const ck_layer *layers, long count,
+                                   float *const *acts, long batch) {
+    for (long l = 0; l < count; l++) {
+        const ck_layer *L = layers + l;
+        const float *w = params + L->weights, *b = params + L->bias;
+        if (L->inputs <= CK_NARROW && L->outputs <= CK_NARROW) {
+            KFN(narrow_forward)(acts[l], w, b, acts[l + 1], batch, L->inputs, L->outputs, L->relu);
+        } else {
+            ck_dense_forward(acts[l], w, b, acts[l + 1], batch, L->inputs, L->outputs);
+            if (L->relu) ck_relu_forward(acts[l + 1], batch * L->outputs);
+        }
+    }
+}
+
+/// The backward pass of MLP.backward for dense ReLU/identity layers: `delta` (the logits'
+/// gradient, scratch) through every layer, the parameters' gradient added into `grad`, the
+/// input's gradient written to `input_grad` when given; bufA/bufB hold the hidden deltas.
+static KATTR void KFN(mlp_backward)(const float *params, const ck_layer *layers, long count,
+                                    float *const *acts, float *delta, float *bufA, float *bufB,
+                                    float *grad, float *input_grad, long batch) {
+    int masked = 0;  // delta already carries this layer's ReLU derivative (fused in the layer above)
+    for (long l = count - 1; l >= 0; l--) {
+        const ck_layer *L = layers + l;
+        long n = L->inputs, m = L->outputs;
+        if (L->relu && !masked) ck_relu_backward(acts[l + 1], delta, batch * m);
+        const float *x = acts[l];
+        int narrow = n <= CK_NARROW && m <= CK_NARROW;
+        if (narrow) KFN(narrow_weight_gradient)(x, delta, grad + L->weights, grad + L->bias, batch, n, m);
+        else ck_dense_weight_gradient(x, delta, grad + L->weights, grad + L->bias, batch, n, m);
+        float *dx = l > 0 ? bufA : input_grad;
+        masked = 0;
+        if (dx) {
+            const float *below = l > 0 && layers[l - 1].relu ? x : 0;
+            if (narrow && batch > 4) {
+                KFN(narrow_input_gradient)(delta, params + L->weights, dx, below, batch, n, m);
+                masked = below != 0;
+            } else {
+                ck_dense_input_gradient(delta, params + L->weights, dx, batch, n, m);
+            }
+        }
+        if (l > 0) {
+            delta = bufA;
+            float *t = bufA; bufA = bufB; bufB = t;
+        }
+    }
+}

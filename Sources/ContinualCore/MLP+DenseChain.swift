@@ -1,0 +1,45 @@
+import CContinualKernels
+
+/// Networks of dense layers with ReLU or no activation (the seed model, most MLPs of the
+/// experiments): forward and backward each as one C call (`ck_mlp_forward`, `ck_mlp_backward`),
+/// so narrow layers run fused — ReLU applied as a tile is stored, the input gradient masked by the
+/// ReLU below as it is stored, no per-layer trip through Swift and the product dispatcher — while
+/// wide layers still take the blocked, threaded products. Every element gets the chain and the
+/// selection of the per-layer path (`KernelPathTests.denseChainMatchesTheLayerByLayerPath`), so
+/// results are bit-identical to it (issue 45.3).
+extension MLP {
+    static func denseChain(_ layers: [Layer]) -> Bool {
+        layers.allSatisfy { $0.kind == .dense && $0.lowRank == nil && ($0.activation == .relu || $0.activation == .identity) }
+    }
+
+    /// The C plan of the layers for `route`, in the workspace's plan buffer. (Not a temporary
+    /// allocation with a closure: capturing `self` there copied the model, retaining its arrays,
+    /// 15 % of a seed-model step.)
+    @inline(__always)
+    private func plan(route: Int, workspace ws: Workspace) -> UnsafeMutablePointer<ck_layer> {
+        let plan = ws.plan
+        var l = 0
+        for layer in layers {
+            plan[l] = ck_layer(inputs: layer.inputs, outputs: layer.outputs, weights: layer.weightOffset(route: route),
+                               bias: layer.biasOffset(route: route), relu: layer.activation == .relu ? 1 : 0)
+            l &+= 1
+        }
+        return plan
+    }
+
+    /// `forward` after the input was copied into the workspace.
+    func denseChainForward(count: Int, route: Int, workspace ws: Workspace) {
+        let plan = plan(route: route, workspace: ws), n = layers.count, acts = ws.activationTable
+        parameters.withUnsafeBufferPointer { p in ck_mlp_forward(p.baseAddress!, plan, n, acts, count) }
+    }
+
+    /// `backward` without gates.
+    func denseChainBackward(logitGradient: UnsafeMutablePointer<Float>, count: Int, route: Int, workspace ws: Workspace,
+                            gradient: UnsafeMutablePointer<Float>, inputGradient: UnsafeMutablePointer<Float>?) {
+        let plan = plan(route: route, workspace: ws), n = layers.count, acts = ws.activationTable
+        let (bufA, bufB) = ws.deltas
+        parameters.withUnsafeBufferPointer { p in
+            ck_mlp_backward(p.baseAddress!, plan, n, acts, logitGradient, bufA, bufB, gradient, inputGradient, count)
+        }
+    }
+}
