@@ -17,10 +17,13 @@ struct RunCommand: ParsableCommand {
         130 interrupted.
 
         Checkpoints (the on-device pattern: the app is killed, training resumes at next launch): \
-        `--stop-after K --checkpoint CK.h5` trains one run through experience K and saves the \
-        full learner state (model, optimizer, plugin state, results so far); `--resume-from \
-        CK.h5` finishes it, bit-identical to a run that never stopped. Both need a single run: \
-        pick a variant with --variant when the file has several.
+        `--stop-after K --checkpoint CK.h5` trains one run through experience K (round K of a \
+        federated run) and saves the full learner state (model, optimizer, plugin state, results \
+        so far; every client and the server of a federated run); `--resume-from CK.h5` finishes \
+        it, bit-identical to a run that never stopped. A federated run also saves itself every N \
+        rounds with `--checkpoint-every N --checkpoint CK.h5`; killed, it continues with the \
+        same command plus `--resume --resume-from CK.h5` (printed when it is interrupted). All \
+        need a single run: pick a variant with --variant when the file has several.
         """
     )
 
@@ -54,14 +57,18 @@ struct RunCommand: ParsableCommand {
     @Flag(help: "Replace an existing results file (never a file that is not HDF5).")
     var overwrite = false
 
-    @Option(help: "Stop after this experience (0-based) and save a checkpoint (needs --checkpoint).")
+    @Option(help: "Stop after this experience (0-based; a round for a federated run) and save a checkpoint (needs --checkpoint).")
     var stopAfter: Int?
 
     @Option(help: "Where --stop-after writes the checkpoint (HDF5).")
     var checkpoint: String?
 
-    @Option(help: "Resume the run from a checkpoint written by --stop-after.")
+    @Option(help: "Resume the run from a checkpoint written by --stop-after or --checkpoint-every.")
     var resumeFrom: String?
+
+    @Option(help: ArgumentHelp("Federated runs: save the run to --checkpoint every N rounds while it goes on.",
+                               discussion: "Each save replaces the last durably; a killed run continues with the same command plus --resume-from PATH (the interrupted run prints it)."))
+    var checkpointEvery: Int?
 
     @OptionGroup var resources: ResourceOptions
 
@@ -92,39 +99,8 @@ struct RunCommand: ParsableCommand {
                     + experiment.runs.map(\.config.name).joined(separator: ", "))
             }
         }
-        let checkpointing = stopAfter != nil || resumeFrom != nil
-        if checkpointing {
-            guard runs.count == 1 else {
-                throw CLIFailure.badInput("--stop-after and --resume-from need a single run; pick one with --variant ("
-                    + runs.map(\.config.name).joined(separator: ", ") + ")")
-            }
-            if stopAfter != nil && checkpoint == nil { throw CLIFailure.badInput("--stop-after needs --checkpoint PATH") }
-            if let k = stopAfter, k < 0 { throw CLIFailure.badInput("--stop-after must be ≥ 0, got \(k)") }
-        }
-        var resume: RunCheckpoint? = nil
-        if let resumeFrom {
-            guard FileManager.default.fileExists(atPath: resumeFrom) else { throw CLIFailure.badInput("\(resumeFrom): no such file") }
-            do {
-                resume = try CheckpointFile.readRun(path: resumeFrom)
-                let saved = try CheckpointFile.configJSON(path: resumeFrom)
-                guard saved == runs[0].canonicalJSON else {
-                    throw CLIFailure.badInput("\(resumeFrom) was written for another configuration than run \"\(runs[0].config.name)\" of \(file)")
-                }
-                // The same config can point at a data file whose content changed: resuming would
-                // mix old and new data in one run.
-                let recorded = try CheckpointFile.dataDigest(path: resumeFrom)
-                let current = try runs[0].config.scenarioDataDigest()
-                if recorded != current && !allowDataChange {
-                    throw CLIFailure.badInput("\(resumeFrom) was trained on other scenario data (\(recorded.isEmpty ? "no digest recorded" : recorded)) "
-                        + "than the data file now holds (\(current)); resuming would mix old and new data. "
-                        + "Pass --allow-data-change to resume anyway")
-                }
-            } catch let failure as CLIFailure {
-                throw failure
-            } catch {
-                throw CLIFailure.badInput("\(resumeFrom): \(error)")
-            }
-        }
+        let checkpointing = stopAfter != nil || resumeFrom != nil || checkpointEvery != nil
+        let resume = try checkpointToResume(runs)
         // Everything checkable without training, before anything is written (exit 2 on a problem).
         if stopAfter == nil { try target.check(beforeTuning: true) }
         try resources.applyThreads(experiment)
@@ -150,7 +126,7 @@ struct RunCommand: ParsableCommand {
             let result = RunExecutor.execute(run, resumingFrom: resume, stopAfter: k)
             guard let state = result.runCheckpoint else {
                 if !quiet { print(SummaryText.run(result) + "\n") }
-                throw CLIFailure.runFailed("run \(run.config.name) ended before experience \(k) (\(result.status.rawValue): \(result.message)); no checkpoint written")
+                throw CLIFailure.runFailed("run \(run.config.name) ended before \(run.config.federation != nil ? "round" : "experience") \(k) (\(result.status.rawValue): \(result.message)); no checkpoint written")
             }
             do {
                 try CheckpointFile.write(state, configJSON: run.canonicalJSON, dataDigest: try run.config.scenarioDataDigest(),
@@ -174,13 +150,13 @@ struct RunCommand: ParsableCommand {
         let tty = isatty(STDOUT_FILENO) == 1 && !plain
         let printer = ProgressPrinter(tty: tty, logLines: 10)
         let width = tty ? ProgressPrinter.terminalWidth() : 80
-        let resumeState = resume
+        let resumeState = resume, saves = try periodicCheckpoints(runs)
         let execute: @Sendable (ResolvedRun) -> RunResult = { run in
-            if let resumeState { return RunExecutor.execute(run, resumingFrom: resumeState, stopAfter: nil) }
+            if resumeState != nil || saves != nil { return RunExecutor.execute(run, resumingFrom: resumeState, stopAfter: nil, checkpoints: saves) }
             return RunExecutor.execute(run)
         }
         let outcome = try InterruptibleSession.run(
-            session, writer: writer, jobs: jobs, path: path, resumeCommand: ResumeHint.command(CommandLine.arguments),
+            session, writer: writer, jobs: jobs, path: path, resumeCommand: resumeHint(),
             execute: execute,
             progress: { p in
                 collected.append(keepWhole ? p.last : p.last.statusOnly)
@@ -227,8 +203,8 @@ extension RunCommand {
         if let other = runs.first(where: { $0.config.federation == nil }) {
             throw CLIFailure.badInput("--mpi splits the clients of federated runs over ranks; run \"\(other.config.name)\" has no \"federation\" block (run it without mpirun, or shard a sweep with --shard)")
         }
-        if resume || resumeOrStart || stopAfter != nil || resumeFrom != nil {
-            throw CLIFailure.badInput("--mpi runs every run whole on every rank: --resume, --resume-or-start, --stop-after and --resume-from are not available")
+        if resume || resumeOrStart || stopAfter != nil || resumeFrom != nil || checkpointEvery != nil {
+            throw CLIFailure.badInput("--mpi runs every run whole on every rank: --resume, --resume-or-start, --stop-after, --checkpoint-every and --resume-from are not available")
         }
         FederationRunner.transport = world
         atexit { try? MPIWorld.current?.finish() }

@@ -50,6 +50,12 @@ final class ThreadRanks: @unchecked Sendable {
 
     /// Runs `run` on `size` ranks concurrently; returns every rank's result.
     static func execute(_ run: ResolvedRun, ranks: Int) -> [RunResult] {
+        each(ranks) { FederationRunner.execute(run, transport: $0) }
+    }
+
+    /// `body` on `ranks` ranks concurrently (each on its own thread, with its transport);
+    /// every rank's result.
+    static func each(_ ranks: Int, _ body: @escaping @Sendable (any FederationTransport) -> RunResult) -> [RunResult] {
         let world = ThreadRanks(size: ranks)
         final class Box: @unchecked Sendable { var results: [RunResult?] = [] }
         let box = Box()
@@ -57,7 +63,7 @@ final class ThreadRanks: @unchecked Sendable {
         let group = DispatchGroup()
         for r in 0..<ranks {
             let thread = Thread {
-                box.results[r] = FederationRunner.execute(run, transport: Rank(world, r))
+                box.results[r] = body(Rank(world, r))
                 group.leave()
             }
             group.enter()

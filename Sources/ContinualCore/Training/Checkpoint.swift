@@ -143,7 +143,7 @@ public struct TrainerCheckpoint: Sendable, Equatable {
 
 extension PluginState {
     /// Named arrays in key order, so equal states encode to equal bytes.
-    func encode(into w: inout ByteWriter) {
+    public func encode(into w: inout ByteWriter) {
         w.int(floats.count)
         for (k, v) in floats.sorted(by: { $0.key < $1.key }) { w.string(k); w.floats(v) }
         w.int(doubles.count)
@@ -154,7 +154,8 @@ extension PluginState {
         for (k, v) in strings.sorted(by: { $0.key < $1.key }) { w.string(k); w.string(v) }
     }
 
-    init(reading r: inout ByteReader) throws {
+    /// Reads `encode(into:)`'s bytes; damaged bytes throw `CheckpointError`.
+    public init(reading r: inout ByteReader) throws {
         self.init()
         for _ in 0..<(try r.count()) { let k = try r.string(); floats[k] = try r.floats() }
         for _ in 0..<(try r.count()) { let k = try r.string(); doubles[k] = try r.doubles() }
@@ -186,6 +187,8 @@ public struct ByteWriter {
     }
     public mutating func doubles(_ v: [Double]) { int(v.count); v.forEach { u64($0.bitPattern) } }
     public mutating func string(_ s: String) { let u = Array(s.utf8); int(u.count); bytes(u) }
+    public mutating func ints(_ v: [Int]) { int(v.count); v.forEach { int($0) } }
+    public mutating func bools(_ v: [Bool]) { int(v.count); bytes(v.map { $0 ? 1 : 0 }) }
 }
 
 /// Bounds-checked little-endian reader: running past the end throws `CheckpointError.truncated`.
@@ -234,5 +237,13 @@ public struct ByteReader {
     public mutating func string() throws -> String {
         let n = try count()
         return String(decoding: try bytes(n), as: UTF8.self)
+    }
+    public mutating func ints() throws -> [Int] {
+        let n = try count(elementSize: 8)
+        return try (0..<n).map { _ in try int() }
+    }
+    public mutating func bools() throws -> [Bool] {
+        let n = try count()
+        return try bytes(n).map { $0 != 0 }
     }
 }

@@ -98,3 +98,27 @@ extension Trainer {
         return try trainExperience(context: context, pass: pass, work: &work, batch: &batch, shuffle: &shuffle)
     }
 }
+
+extension Trainer {
+    /// The learner's state between rounds — model, trainable mask, optimizer, plugin and
+    /// loss-scaler states — as a `TrainerCheckpoint` of `capacity` experiences with `roundsDone`
+    /// done (its shuffle stream is unused: a round's shuffle belongs to the caller).
+    /// `restoreRounds` puts it back on a learner built and `prepareRounds`-prepared the same way,
+    /// which then trains its next round bit-identically to this one (federated checkpoints).
+    public func roundCheckpoint(roundsDone: Int, capacity: Int) -> TrainerCheckpoint {
+        var progress = TrainingProgress()
+        progress.experiencesDone = roundsDone
+        progress.shuffleState = RandomSource(seed: seed, stream: "shuffle").state
+        progress.lossScalerState = lossScaler?.state ?? []
+        return TrainerCheckpoint(
+            seed: seed, experienceCount: capacity, parameters: model.parameters, trainable: model.trainable,
+            optimizerFirst: optimizer.checkpointFirst, optimizerSecond: optimizer.checkpointSecond, optimizerSteps: optimizer.steps,
+            pluginNames: plugins.map(\.name), pluginStates: learnerPluginStates(), progress: progress)
+    }
+
+    /// Restores a `roundCheckpoint`; throws `CheckpointError.mismatch` when it belongs to another
+    /// learner (seed, strategy, model size).
+    public mutating func restoreRounds(_ checkpoint: TrainerCheckpoint) throws {
+        try restoreLearner(checkpoint)
+    }
+}

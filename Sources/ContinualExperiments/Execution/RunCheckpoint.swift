@@ -1,7 +1,8 @@
 import ContinualCore
 
 /// The checkpoint of one run of an experiment: the training loop's state for a single learner
-/// (batch, prequential or scheduled), or one entry per simulated user for a population.
+/// (batch, prequential or scheduled), one entry per simulated user for a population, or a
+/// federated run's state between two rounds.
 ///
 /// Stop-after-k for a population stops every user after experience k; users whose run already
 /// ended (diverged or failed) keep their status and message, so resuming reproduces the whole
@@ -9,6 +10,8 @@ import ContinualCore
 public enum RunCheckpoint: Sendable, Equatable {
     case trainer(TrainerCheckpoint)
     case population([PopulationUserCheckpoint])
+    /// A federated run between two rounds (`FederationCheckpoint`; "experiences" are rounds).
+    case federation(FederationCheckpoint)
 
     /// One user of a population checkpoint.
     public enum PopulationUserCheckpoint: Sendable, Equatable {
@@ -22,6 +25,7 @@ public enum RunCheckpoint: Sendable, Equatable {
     public var experiencesDone: Int {
         switch self {
         case .trainer(let c): return c.experiencesDone
+        case .federation(let c): return c.roundsDone
         case .population(let users):
             return users.lazy.compactMap { if case .training(let c) = $0 { return c.experiencesDone } else { return nil } }.first ?? 0
         }
@@ -30,6 +34,7 @@ public enum RunCheckpoint: Sendable, Equatable {
     public var experienceCount: Int {
         switch self {
         case .trainer(let c): return c.experienceCount
+        case .federation(let c): return c.rounds
         case .population(let users):
             return users.lazy.compactMap { if case .training(let c) = $0 { return c.experienceCount } else { return nil } }.first ?? 0
         }
@@ -39,6 +44,7 @@ public enum RunCheckpoint: Sendable, Equatable {
     public func encoded() -> [UInt8] {
         switch self {
         case .trainer(let c): return c.encoded()
+        case .federation(let c): return c.encoded()
         case .population(let users):
             var w = ByteWriter()
             w.bytes(Self.populationMagic)
@@ -63,6 +69,10 @@ public enum RunCheckpoint: Sendable, Equatable {
 
     /// Decodes either kind; damaged bytes throw `CheckpointError`, never crash.
     public init(decoding bytes: [UInt8]) throws {
+        if bytes.starts(with: FederationCheckpoint.magic) {
+            self = .federation(try FederationCheckpoint(decoding: bytes))
+            return
+        }
         guard bytes.starts(with: Self.populationMagic) else {
             self = .trainer(try TrainerCheckpoint(decoding: bytes))
             return

@@ -17,16 +17,33 @@ public enum RunExecutor {
     }
 
     /// Like `execute(_:)` with checkpoints of any kind of run (a population checkpoint for
-    /// populations, a trainer checkpoint otherwise).
-    public static func execute(_ run: ResolvedRun, resumingFrom runCheckpoint: RunCheckpoint?, stopAfter: Int?) -> RunResult {
+    /// populations, a federated one for federated runs — whose `stopAfter` is a round, and which
+    /// alone save `checkpoints` while they run — a trainer checkpoint otherwise).
+    public static func execute(_ run: ResolvedRun, resumingFrom runCheckpoint: RunCheckpoint?, stopAfter: Int?,
+                               checkpoints: RoundCheckpoints? = nil) -> RunResult {
         Kernels.resetThreadsUsed()
-        var result = executeRun(run, resumingFrom: runCheckpoint, stopAfter: stopAfter)
+        var result = executeRun(run, resumingFrom: runCheckpoint, stopAfter: stopAfter, checkpoints: checkpoints)
         result.kernelThreads = Kernels.threads
         result.kernelThreadsUsed = Kernels.threadsUsed
         return result
     }
 
-    private static func executeRun(_ run: ResolvedRun, resumingFrom runCheckpoint: RunCheckpoint?, stopAfter: Int?) -> RunResult {
+    /// Why a checkpoint of one kind cannot resume this run (nil: it can).
+    static func checkpointKindProblem(_ config: RunConfig, trainer: Bool, population: Bool, federation: Bool,
+                                      periodic: Bool) -> String? {
+        if config.federation != nil {
+            if trainer || population { return "this is a federated run; the checkpoint holds \(trainer ? "a single learner" : "a population")" }
+            return nil
+        }
+        if federation { return "the checkpoint holds a federated run; this run is not federated" }
+        if periodic { return "checkpoints every N rounds (--checkpoint-every) are for federated runs; stop this run with --stop-after instead" }
+        if config.population != nil && trainer { return "this is a population run; the checkpoint holds a single learner" }
+        if config.population == nil && population { return "the checkpoint holds a population; this run has none" }
+        return nil
+    }
+
+    private static func executeRun(_ run: ResolvedRun, resumingFrom runCheckpoint: RunCheckpoint?, stopAfter: Int?,
+                                   checkpoints: RoundCheckpoints?) -> RunResult {
         if let problem = run.config.consistencyProblem() {
             return RunResult(run: run, status: .failed, message: "." + problem.path.joined(separator: ".") + ": " + problem.message,
                              outcome: nil, metrics: nil, costs: nil, experienceNames: [], experienceMetadata: [],
@@ -39,16 +56,17 @@ public enum RunExecutor {
         }
         var resume: TrainerCheckpoint? = nil
         var users: [RunCheckpoint.PopulationUserCheckpoint]? = nil
+        var rounds: FederationCheckpoint? = nil
         switch runCheckpoint {
         case .trainer(let c)?: resume = c
         case .population(let u)?: users = u
+        case .federation(let f)?: rounds = f
         case nil: break
         }
-        if (run.config.population != nil && resume != nil) || (run.config.population == nil && users != nil) {
+        if let problem = checkpointKindProblem(run.config, trainer: resume != nil, population: users != nil,
+                                               federation: rounds != nil, periodic: checkpoints != nil) {
             var result = RunResult.notStarted(run)
-            result.message = run.config.population != nil
-                ? "this is a population run; the checkpoint holds a single learner"
-                : "the checkpoint holds a population; this run has none"
+            result.message = problem
             return result
         }
         if let fewShot = run.config.fewShot, let population = run.config.population {
@@ -60,12 +78,8 @@ public enum RunExecutor {
             return FewShotExecutor.execute(run, fewShot: fewShot, population: population)
         }
         if run.config.federation != nil {
-            if runCheckpoint != nil || stopAfter != nil {
-                var result = RunResult.notStarted(run)
-                result.message = "federated runs do not stop and resume at experience boundaries (their rounds interleave every client); run them whole"
-                return result
-            }
-            return FederationRunner.execute(run, transport: FederationRunner.transport)
+            return FederationRunner.execute(run, transport: FederationRunner.transport, resumingFrom: rounds,
+                                            stopAfter: stopAfter, checkpoints: checkpoints)
         }
         if let population = run.config.population {
             return PopulationExecutor.execute(run, population: population, resumingFrom: users, stopAfter: stopAfter)

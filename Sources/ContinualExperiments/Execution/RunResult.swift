@@ -47,10 +47,13 @@ public struct RunResult: Sendable {
     public var checkpoint: TrainerCheckpoint? = nil
     /// Set when a population run stopped early: one entry per user.
     public var populationCheckpoint: [RunCheckpoint.PopulationUserCheckpoint]? = nil
+    /// A federated run stopped after a round (`--stop-after`): its state there.
+    public var federationCheckpoint: FederationCheckpoint? = nil
 
     /// The run's checkpoint when it stopped early, whatever kind of run it is.
     public var runCheckpoint: RunCheckpoint? {
         if let c = checkpoint { return .trainer(c) }
+        if let c = federationCheckpoint { return .federation(c) }
         return populationCheckpoint.map { .population($0) }
     }
 

@@ -1,3 +1,5 @@
+import ContinualCore
+
 /// What FedBuff's server did (`federation.fedbuff`), written to `runs/<id>/federation/fedbuff/`.
 ///
 /// Per server step k (in the order taken): the round in whose interval it happened, its
@@ -31,5 +33,32 @@ public struct FedBuffTrace: Sendable, Equatable {
         var h = [Int](repeating: 0, count: (all.max() ?? -1) + 1)
         for t in all { h[t] += 1 }
         return h
+    }
+}
+
+extension FedBuffTrace {
+    /// The trace so far, for a checkpoint (`FedBuff.encodeState`); the two end counts are set by
+    /// the report and not written.
+    func encode(into w: inout ByteWriter) {
+        w.ints(stepRound)
+        w.doubles(stepTime)
+        for rows in [stepClients, stepDownloadRounds, stepStaleness] {
+            w.int(rows.count)
+            rows.forEach { w.ints($0) }
+        }
+        w.int(stepWeights.count)
+        stepWeights.forEach { w.doubles($0) }
+        w.ints(busy)
+    }
+
+    init(reading r: inout ByteReader) throws {
+        self.init()
+        stepRound = try r.ints()
+        stepTime = try r.doubles()
+        stepClients = try (0..<r.count(elementSize: 8)).map { _ in try r.ints() }
+        stepDownloadRounds = try (0..<r.count(elementSize: 8)).map { _ in try r.ints() }
+        stepStaleness = try (0..<r.count(elementSize: 8)).map { _ in try r.ints() }
+        stepWeights = try (0..<r.count(elementSize: 8)).map { _ in try r.doubles() }
+        busy = try r.ints()
     }
 }

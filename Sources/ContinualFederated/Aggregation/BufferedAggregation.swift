@@ -60,6 +60,17 @@ public struct BufferedAggregation: Sendable, Equatable {
         self.weighting = weighting
     }
 
+    /// Puts a saved state back (a checkpointed run): the model version and the buffered
+    /// updates, which must all have the same length and come from versions ≤ `version`.
+    /// Returns false (and changes nothing) when they do not fit this buffer.
+    public mutating func restore(version: Int, buffer: [Arrival]) -> Bool {
+        guard version >= 0, buffer.count < size, buffer.allSatisfy({ $0.version <= version && $0.version >= 0 }),
+              Set(buffer.map(\.update.delta.count)).count <= 1 else { return false }
+        self.version = version
+        self.buffer = buffer
+        return true
+    }
+
     /// s(τ) = (1 + τ)^−a; exactly 1 at τ = 0 (or a = 0), exactly 1/√(1+τ) at a = ½.
     public func weight(staleness tau: Int) -> Double {
         if tau == 0 || stalenessExponent == 0 { return 1 }

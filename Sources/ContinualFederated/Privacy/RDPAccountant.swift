@@ -37,6 +37,14 @@ public struct RDPAccountant: Sendable, Equatable {
         self.rdp = [Double](repeating: 0, count: orders.count)
     }
 
+    /// An accountant that has already accumulated `rdp` at `orders` (a checkpointed run);
+    /// nil when the two differ in length or an entry is negative or NaN.
+    public init?(orders: [Double] = RDPAccountant.defaultOrders, rdp: [Double]) {
+        guard rdp.count == orders.count, rdp.allSatisfy({ $0 >= 0 }) else { return nil }
+        self.init(orders: orders)
+        self.rdp = rdp
+    }
+
     /// Adds `rounds` rounds of the Poisson-subsampled Gaussian mechanism with sampling rate
     /// `samplingRate` (q ∈ [0, 1]) and noise multiplier `noiseMultiplier` (σ ≥ 0).
     public mutating func compose(samplingRate q: Double, noiseMultiplier sigma: Double, rounds: Int = 1) {

@@ -79,6 +79,51 @@ struct FedBuff: FederatedAlgorithm {
         return true
     }
 
+    func encodeState(into w: inout ByteWriter) {
+        w.int(downloadVersion)
+        w.int(buffer.version)
+        w.int(buffer.buffer.count)
+        for a in buffer.buffer { Self.encode(a, into: &w) }
+        w.int(inFlight.count)
+        for f in inFlight {
+            w.doubles([f.time])
+            w.int(f.round)
+            Self.encode(f.arrival, into: &w)
+        }
+        w.ints(bufferedRounds)
+        trace.encode(into: &w)
+    }
+
+    mutating func restoreState(from r: inout ByteReader) throws {
+        downloadVersion = try r.int()
+        let version = try r.int()
+        let buffered = try (0..<r.count(elementSize: 8)).map { _ in try Self.arrival(&r) }
+        guard buffer.restore(version: version, buffer: buffered) else {
+            throw CheckpointError.mismatch("FedBuff's buffer of \(buffered.count) updates at version \(version) does not fit buffer_size \(config.bufferSize)")
+        }
+        inFlight = try (0..<r.count(elementSize: 8)).map { _ in
+            let time = try r.doubles()
+            guard time.count == 1 else { throw CheckpointError.mismatch("FedBuff: an update in flight without its arrival time") }
+            return (time[0], try r.int(), try Self.arrival(&r))
+        }
+        bufferedRounds = try r.ints()
+        trace = try FedBuffTrace(reading: &r)
+    }
+
+    static func encode(_ a: BufferedAggregation.Arrival, into w: inout ByteWriter) {
+        w.int(a.client)
+        w.int(a.version)
+        w.int(a.update.samples)
+        w.doubles([a.update.steps, a.update.loss])
+        w.floats(a.update.delta)
+    }
+
+    static func arrival(_ r: inout ByteReader) throws -> BufferedAggregation.Arrival {
+        let client = try r.int(), version = try r.int(), samples = try r.int(), d = try r.doubles()
+        guard d.count == 2 else { throw CheckpointError.mismatch("FedBuff: a buffered update without its steps and loss") }
+        return .init(client: client, version: version, update: ClientUpdate(delta: try r.floats(), samples: samples, steps: d[0], loss: d[1]))
+    }
+
     func report(into outcome: inout FederationOutcome, finals: [ClientFinal], clients: Int) {
         var t = trace
         t.inFlightAtEnd = inFlight.count

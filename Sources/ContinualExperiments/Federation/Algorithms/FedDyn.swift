@@ -50,6 +50,12 @@ struct FedDyn: FederatedAlgorithm {
         h = Self.serverState(h, deltas: completed.map(\.delta), alpha: alpha, clients: clients)
     }
 
+    func encodeState(into w: inout ByteWriter) { w.floats(h) }
+
+    mutating func restoreState(from r: inout ByteReader) throws {
+        h = try r.floats(count: h.count, what: "FedDyn's h")
+    }
+
     func transform(_ aggregate: [Float]) -> [Float] {
         let scale = Float(1 / alpha)
         return aggregate.indices.map { aggregate[$0] - h[$0] * scale }

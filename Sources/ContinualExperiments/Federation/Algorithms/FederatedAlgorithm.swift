@@ -28,7 +28,9 @@ import ContinualMetrics
 ///    `updateServerState` (from the completed entries), `transform` of the aggregate (which may
 ///    use that state), then the server optimizer applies it;
 /// 5. evaluation rounds: `phoneModel` (the first algorithm that answers; else the learner);
-/// 6. the end of the run: `report`.
+/// 6. the end of the run: `report`;
+/// 7. between two rounds, when the run checkpoints (`FederationCheckpoint`): `encodeState`, and
+///    when it resumes, `restoreState` right after `init?` (before any other hook).
 protocol FederatedAlgorithm: Sendable {
     /// The algorithm when `setup`'s config selects it; nil otherwise.
     init?(_ setup: AlgorithmSetup)
@@ -68,6 +70,14 @@ protocol FederatedAlgorithm: Sendable {
     func phoneModel(_ client: FederatedClient, global: MLP, round: Int, workspace: Workspace) -> PhoneModel?
     /// The algorithm's results (SCAFFOLD's controls, FedBuff's trace).
     func report(into outcome: inout FederationOutcome, finals: [ClientFinal], clients: Int)
+    /// Writes the server-side state the algorithm carries from one round to the next (SCAFFOLD's
+    /// c, FedDyn's h, FedBuff's buffer, updates in flight and trace). An algorithm whose
+    /// mutating hooks change a stored property must write it, or a resumed run would differ;
+    /// the federated conformance suite resumes every registered algorithm to catch that.
+    func encodeState(into w: inout ByteWriter)
+    /// Reads `encodeState`'s bytes back (after `init?` with the same config); damaged or foreign
+    /// bytes throw `CheckpointError`.
+    mutating func restoreState(from r: inout ByteReader) throws
 }
 
 extension FederatedAlgorithm {
@@ -87,6 +97,17 @@ extension FederatedAlgorithm {
     func transform(_ aggregate: [Float]) -> [Float] { aggregate }
     func phoneModel(_ client: FederatedClient, global: MLP, round: Int, workspace: Workspace) -> PhoneModel? { nil }
     func report(into outcome: inout FederationOutcome, finals: [ClientFinal], clients: Int) {}
+    func encodeState(into w: inout ByteWriter) {}
+    mutating func restoreState(from r: inout ByteReader) throws {}
+}
+
+extension ByteReader {
+    /// A float array of exactly `count` values (an algorithm's server state).
+    mutating func floats(count: Int, what: String) throws -> [Float] {
+        let v = try floats()
+        guard v.count == count else { throw CheckpointError.mismatch("\(what) has \(v.count) values, this run \(count)") }
+        return v
+    }
 }
 
 /// What an algorithm sees of the run when it is made (once per run, the same on every rank).

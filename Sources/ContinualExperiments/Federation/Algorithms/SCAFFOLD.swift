@@ -55,6 +55,12 @@ struct SCAFFOLD: FederatedAlgorithm {
         outcome.clientControlMean = acc.map { $0 / Double(clients) }
     }
 
+    func encodeState(into w: inout ByteWriter) { w.floats(serverControl) }
+
+    mutating func restoreState(from r: inout ByteReader) throws {
+        serverControl = try r.floats(count: sharedCount, what: "SCAFFOLD's server control")
+    }
+
     /// Sets the correction c − cᵢ on the client's learner (its `ControlVariateTerm`).
     static func setCorrection(_ c: inout FederatedClient, _ correction: [Float]) {
         guard let k = c.trainer.plugins.lastIndex(where: { $0 is ControlVariateTerm }),
