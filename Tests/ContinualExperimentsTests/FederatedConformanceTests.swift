@@ -20,6 +20,7 @@ struct FederatedConformanceTests {
         ("PerFedAvg", #"{"rounds": 5, "clients_per_round": 4, "personal": "per_fedavg"}"#),
         ("PFedMe", #"{"rounds": 5, "clients_per_round": 4, "personal": "pfedme", "pfedme_lambda": 5, "pfedme_inner_steps": 3, "pfedme_personal_lr": 0.05}"#),
         ("ServerDistillation", #"{"rounds": 5, "clients_per_round": 4, "server_distillation": 1}"#),
+        ("MOON", #"{"rounds": 5, "clients_per_round": 4, "moon": {"mu": 1}}"#),
         ("FedProx", #"{"rounds": 5, "clients_per_round": 4, "proximal_mu": 0.1}"#),
         ("SCAFFOLD", #"{"rounds": 5, "clients_per_round": 4, "aggregation": "scaffold"}"#),
         ("FedNova", #"{"rounds": 5, "clients_per_round": 4, "aggregation": "fednova"}"#),

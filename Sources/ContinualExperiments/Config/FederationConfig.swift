@@ -192,6 +192,8 @@ public struct FederationConfig: Codable, Sendable, Equatable {
     public var partition: PartitionConfig? = nil
     /// Buffered asynchronous aggregation instead of synchronous rounds (nil: synchronous; see `FedBuffConfig`).
     public var fedbuff: FedBuffConfig? = nil
+    /// MOON's model-contrastive term on the local objective (`MOON`); nil: none.
+    public var moon: MoonConfig? = nil
     public var consolidate: Consolidation = .experience
     /// FLwF-2T's second teacher (Usmanova et al. 2021, "A distillation-based approach integrating
     /// continual learning and federated learning for pervasive services"): in every federated
@@ -221,7 +223,7 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         case dropoutProbability = "dropout_probability", roundDeadline = "round_deadline", stragglerSpread = "straggler_spread"
         case attackScale = "attack_scale", evaluateEvery = "evaluate_every", evaluateClients = "evaluate_clients"
         case radioJoulesPerByte = "radio_joules_per_byte", jobs, partition
-        case fedbuff, consolidate
+        case fedbuff, consolidate, moon
         case serverDistillation = "server_distillation", serverDistillationTemperature = "server_distillation_temperature"
     }
 
@@ -282,6 +284,9 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         jobs = try c.decode(.jobs, default: 0)
         partition = try c.decodeIfPresent(PartitionConfig.self, forKey: .partition)
         fedbuff = try c.decodeIfPresent(FedBuffConfig.self, forKey: .fedbuff)
+        moon = try c.decodeIfPresent(MoonConfig.self, forKey: .moon)
+        try c.require(moon == nil || (personal != .pfedme && personal != .perFedAvg && share != .none), .moon,
+                      "MOON's term joins the local loop of a shared model: not with \"personal\": \"\(personal.rawValue)\" or \"share\": \"none\"")
         consolidate = try c.decodeChoice(.consolidate, default: .experience)
         serverDistillation = try c.decode(.serverDistillation, default: 0)
         serverDistillationTemperature = try c.decode(.serverDistillationTemperature, default: 2)
@@ -480,6 +485,7 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         try c.encode(radioJoulesPerByte, forKey: .radioJoulesPerByte)
         try c.encodeIfPresent(partition, forKey: .partition)
         try c.encodeIfPresent(fedbuff, forKey: .fedbuff)
+        try c.encodeIfPresent(moon, forKey: .moon)
         // The default is not written, so runs without EWC keep their canonical form (and ids).
         if consolidate != .experience { try c.encode(consolidate, forKey: .consolidate) }
         if serverDistillation > 0 {

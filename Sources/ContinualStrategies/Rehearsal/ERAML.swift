@@ -48,20 +48,7 @@ public struct ERAML: BatchLossTerm {
     public init(options: Options = Options()) { self.options = options }
 
     public mutating func prepare(model: inout MLP, context: RunContext) throws {
-        guard !model.spec.hidden.isEmpty else {
-            throw TrainingError.invalidSetting(path: ".model.hidden", message: "er_aml's metric loss needs a hidden layer (model.hidden is empty)")
-        }
-        guard !model.spec.isExtended else {
-            throw TrainingError.invalid("er_aml reads the plain network's penultimate features; the model has adapters or LoRA blocks")
-        }
-        guard !context.training.precision.isMixed else {
-            throw TrainingError.invalidSetting(path: ".training.precision", message: "er_aml adds its own float32 gradient; use float32 training")
-        }
-        var spec = model.spec
-        spec.hidden = Array(model.spec.hidden.dropLast())
-        spec.head = .multiclass(classes: model.spec.hidden.last!)
-        spec.heads = 1
-        features = MLP(spec: spec, parameters: Array(model.parameters.prefix(spec.parameterCount)))
+        features = try model.penultimateNetwork(for: "er_aml's metric loss", training: context.training)
         activation = model.spec.activation
         workspace = features!.makeWorkspace(capacity: 3 * context.training.batchSize)
         buffer = LogitReservoir(dimension: context.dimension, logitCount: model.logitCount, capacity: options.capacity)

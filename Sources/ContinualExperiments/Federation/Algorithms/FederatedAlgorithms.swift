@@ -13,6 +13,7 @@ enum FederatedAlgorithms {
             PerFedAvg.self,
             PFedMe.self,
             ServerDistillation.self,
+            MOON.self,
             FedProx.self,
             SCAFFOLD.self,
             FedNova.self,
