@@ -189,6 +189,17 @@ struct FederatedClient {
         return record
     }
 
+    /// A local round by `method`'s own loop on the round's data (pFedMe's bi-level steps,
+    /// Per-FedAvg's meta-steps), its steps from the round's pass.
+    mutating func trainOwnLoop(_ method: some OwnLoopRound, round: ClientRound, batchSize: Int) throws -> ExperienceRecord {
+        let steps = method.steps(samples: round.data.count, batchSize: batchSize, epochs: round.pass.epochs,
+                                 maxSteps: round.pass.maxSteps)
+        return try trainOwnLoop(on: round.data, period: round.period, round: round.round) { model, shuffle in
+            let r = method.train(&model, on: round.data, batchSize: batchSize, steps: steps, shuffle: &shuffle)
+            return (r.rows, r.steps, r.meanLoss)
+        }
+    }
+
     /// Counts one local round's work under experience `period`: the round itself, rows, steps and
     /// the sums behind the mean training loss and penalty (NaN epochs, which trained on nothing, are
     /// skipped).

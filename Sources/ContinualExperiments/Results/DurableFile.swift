@@ -22,9 +22,23 @@ enum DurableFile {
                 throw SyncError(description: "cannot move \(temporary) to \(path): \(String(cString: strerror(errno)))")
             }
             syncDirectory(of: path)
+            removeStaleTemporaries(of: path)
         } catch {
             try? FileManager.default.removeItem(atPath: temporary)
             throw error
+        }
+    }
+
+    /// Removes the temporaries of `path` that writers killed mid-write left (SIGKILL skips the
+    /// cleanup above), recognised by the process id in their name no longer being alive. A file
+    /// rewritten often (a federated run's checkpoint every N rounds) would otherwise collect one
+    /// per kill.
+    static func removeStaleTemporaries(of path: String) {
+        let dir = (path as NSString).deletingLastPathComponent, prefix = (path as NSString).lastPathComponent + ".tmp-"
+        let own = ProcessInfo.processInfo.processIdentifier
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: dir.isEmpty ? "." : dir)) ?? [] where name.hasPrefix(prefix) {
+            guard let pid = Int32(name.dropFirst(prefix.count)), pid != own, kill(pid, 0) != 0, errno == ESRCH else { continue }
+            try? FileManager.default.removeItem(atPath: dir.isEmpty ? name : dir + "/" + name)
         }
     }
 

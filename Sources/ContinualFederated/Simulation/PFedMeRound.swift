@@ -26,7 +26,7 @@ import ContinualCore
 /// Limits (tested): with ν = 1/λ the inner loop lands at θ = w − ∇f(θ′; D)/λ, so the outer step is
 /// w ← w − η·∇f(θ′; D) with θ′ − w = O(1/λ): as λ → ∞ a local step is plain SGD at rate η, and
 /// pFedMe with β = 1 is FedAvg; the personal model θ̂(w) → w.
-public struct PFedMeRound: Sendable {
+public struct PFedMeRound: Sendable, OwnLoopRound {
     /// λ > 0: the strength of the pull between the personal and the local model.
     public var lambda: Float
     /// K ≥ 1: inner gradient steps per local step.
@@ -44,13 +44,6 @@ public struct PFedMeRound: Sendable {
         self.rate = rate
     }
 
-    /// What a round did: rows passed forward and backward (K per sample of a step), local steps,
-    /// and the mean of the inner losses f(θ; D) at the last inner step of each local step.
-    public struct Record: Sendable, Equatable {
-        public var rows = 0
-        public var steps = 0
-        public var meanLoss = Double.nan
-    }
 
     /// Local steps of a round over `samples` rows: `maxSteps` if given, else one per batch of the
     /// `epochs` passes (at least 1).
@@ -78,8 +71,8 @@ public struct PFedMeRound: Sendable {
     /// Trains the local model `model` (w) for `steps` local steps on `data` with batches of
     /// `batchSize`; the personal model starts at w and is dropped at the end of the round.
     public func train(_ model: inout MLP, on data: Samples, batchSize: Int, steps: Int,
-                      shuffle: inout RandomSource) -> Record {
-        var record = Record()
+                      shuffle: inout RandomSource) -> OwnLoopRecord {
+        var record = OwnLoopRecord()
         let n = data.count
         guard n > 0, steps > 0 else { return record }
         let ws = model.makeWorkspace(capacity: batchSize)

@@ -20,7 +20,7 @@ import ContinualCore
 /// `local_steps` steps when that is set; the order is reshuffled whenever it is used up; the
 /// adaptation at prediction time is one full-batch step on every training sample the phone
 /// has received so far. Gradients are of the mean loss over the batch, in `Float`.
-public struct PerFedAvgRound: Sendable {
+public struct PerFedAvgRound: Sendable, OwnLoopRound {
     public enum Variant: Sendable, Equatable {
         case firstOrder
         case hessianFree(delta: Float)
@@ -39,13 +39,6 @@ public struct PerFedAvgRound: Sendable {
         self.variant = variant
     }
 
-    /// What a round did: rows passed forward and backward, meta-steps, and the mean of the
-    /// outer losses f(w′; D′).
-    public struct Record: Sendable, Equatable {
-        public var rows = 0
-        public var steps = 0
-        public var meanLoss = Double.nan
-    }
 
     /// Meta-steps of a round over `samples` rows: `maxSteps` if given, else one per
     /// `batchesPerStep` of the `epochs` passes' batches (at least 1).
@@ -56,8 +49,8 @@ public struct PerFedAvgRound: Sendable {
 
     /// Trains `model` (w) for `steps` meta-steps on `data` with batches of `batchSize`.
     public func train(_ model: inout MLP, on data: Samples, batchSize: Int, steps: Int,
-                      shuffle: inout RandomSource) -> Record {
-        var record = Record()
+                      shuffle: inout RandomSource) -> OwnLoopRecord {
+        var record = OwnLoopRecord()
         let n = data.count
         guard n > 0, steps > 0 else { return record }
         let ws = model.makeWorkspace(capacity: batchSize)

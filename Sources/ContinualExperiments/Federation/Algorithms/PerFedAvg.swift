@@ -17,12 +17,7 @@ struct PerFedAvg: FederatedAlgorithm {
     }
 
     func localRound(_ c: inout FederatedClient, _ round: ClientRound, scratch: inout LoopScratch) throws -> ExperienceRecord? {
-        let steps = method.steps(samples: round.data.count, batchSize: batchSize, epochs: round.pass.epochs,
-                                 maxSteps: round.pass.maxSteps)
-        return try c.trainOwnLoop(on: round.data, period: round.period, round: round.round) { model, shuffle in
-            let r = method.train(&model, on: round.data, batchSize: batchSize, steps: steps, shuffle: &shuffle)
-            return (r.rows, r.steps, r.meanLoss)
-        }
+        try c.trainOwnLoop(method, round: round, batchSize: batchSize)
     }
 
     func phoneModel(_ client: FederatedClient, global: MLP, round: Int, workspace: Workspace) -> PhoneModel? {

@@ -1,0 +1,23 @@
+import ContinualCore
+
+/// A federated local round that runs its own loop instead of the strategy's: pFedMe's bi-level
+/// steps (`PFedMeRound`) and Per-FedAvg's meta-steps (`PerFedAvgRound`). What differs between them
+/// is how many steps a round over n samples takes and what a step does; the round's record is
+/// the same.
+public protocol OwnLoopRound: Sendable {
+    /// Steps of a round over `samples` rows: `maxSteps` if given, else from the `epochs` passes'
+    /// batches of `batchSize`.
+    func steps(samples: Int, batchSize: Int, epochs: Int, maxSteps: Int?) -> Int
+    /// Trains `model` for `steps` steps on `data` with batches of `batchSize` (orders from `shuffle`).
+    func train(_ model: inout MLP, on data: Samples, batchSize: Int, steps: Int, shuffle: inout RandomSource) -> OwnLoopRecord
+}
+
+/// What an own-loop round did: rows passed forward and backward, steps, and the mean of the
+/// losses the method reports (pFedMe: f(θ; D) at each step's last inner step; Per-FedAvg: the
+/// outer losses f(w′; D′)).
+public struct OwnLoopRecord: Sendable, Equatable {
+    public var rows = 0
+    public var steps = 0
+    public var meanLoss = Double.nan
+    public init() {}
+}
