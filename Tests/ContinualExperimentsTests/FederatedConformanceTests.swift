@@ -24,7 +24,7 @@ struct FederatedConformanceTests {
         ("FedProx", #"{"rounds": 5, "clients_per_round": 4, "proximal_mu": 0.1}"#),
         ("SCAFFOLD", #"{"rounds": 5, "clients_per_round": 4, "aggregation": "scaffold"}"#),
         ("FedNova", #"{"rounds": 5, "clients_per_round": 4, "aggregation": "fednova"}"#),
-        ("QFedAvg", #"{"rounds": 5, "clients_per_round": 4, "aggregation": "qfedavg"}"#),
+        ("QFedAvg", #"{"rounds": 5, "clients_per_round": 4, "aggregation": "qfedavg", "qfed_lipschitz": 10}"#),
         ("FedBuff", #"{"rounds": 6, "clients_per_round": 4, "fedbuff": {"buffer_size": 3}}"#),
         ("FedDyn", #"{"rounds": 5, "clients_per_round": 4, "aggregation": "feddyn", "feddyn_alpha": 0.1}"#),
     ]
@@ -140,6 +140,33 @@ struct FederatedConformanceTests {
             #expect(f.bytesDown[k] == (travels ? f.completed[k] * 4 * (setup.sharedCount + extra.down) : 0), "\(algorithm), round \(k)")
         }
         #expect(!travels || f.bytesUp.reduce(0, +) > 0)
+    }
+
+    @Test("a local round that moves nothing (learning rate 0) leaves the global model where it started",
+          arguments: configurations.map(\.algorithm).filter { $0 != "SCAFFOLD" })
+    func stillClientsLeaveTheGlobalModel(_ algorithm: String) throws {
+        // SCAFFOLD is left out: its control update divides by K·η, undefined at η = 0 (a rate
+        // `validate` refuses for every run).
+        var config = try Self.run(Self.configurations.first { $0.algorithm == algorithm }!.federation).config
+        config.optimizer.learningRate = 0
+        let run = ResolvedRun(config: config)
+        let r = Self.execute(run)[0]
+        #expect(r.status == .completed, "\(algorithm): \(r.message)")
+        let (setup, _) = try Self.algorithms(run)
+        #expect(r.outcome?.finalModel.parameters == setup.initialParameters, "\(algorithm)")
+    }
+
+    @Test("identical client updates aggregate to that update under every rule (q-FedAvg at q = 0)")
+    func identicalUpdatesAggregateToThemselves() throws {
+        var rng = RandomSource(seed: 8)
+        let u = (0..<23).map { _ in Float(rng.normal()) }
+        let updates = (0..<11).map { k in ClientUpdate(delta: u, samples: 5 + k, steps: 4, loss: 0.7) }
+        let rules: [AggregationRule] = [.mean, .uniformMean, .median, .trimmedMean(fraction: 0.2), .krum(byzantine: 2),
+                                        .krum(byzantine: 2, selected: 3), .bulyan(byzantine: 2), .normalized, .qFair(q: 0, lipschitz: 3)]
+        for rule in rules {
+            let aggregate = try rule.aggregate(updates)
+            #expect(aggregate == u, "\(rule.name): \(zip(aggregate, u).map { $0 - $1 }.map(abs).max() ?? 0)")
+        }
     }
 
     @Test("a checkpoint of another run, or a damaged one, is refused with a reason")
