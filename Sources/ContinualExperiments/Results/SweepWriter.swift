@@ -211,96 +211,6 @@ public final class SweepWriter: @unchecked Sendable {
         return (absorbed, added, damaged)
     }
 
-    /// Whole journal entries of results file `path` (`<run_id>.h5`; temporaries excluded), sorted.
-    public static func journalEntries(_ path: String) -> [String] {
-        let dir = journalPath(for: path)
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
-        return names.filter { $0.hasSuffix(".h5") }.sorted().map { dir + "/" + $0 }
-    }
-
-    static func removeJournalIfEmpty(_ path: String) {
-        let dir = journalPath(for: path)
-        if let names = try? FileManager.default.contentsOfDirectory(atPath: dir), names.isEmpty {
-            rmdir(dir)
-        }
-    }
-
-    /// Temporary files of a writer that was killed (`NAME.h5.tmp-PID`, journal `*.tmp-PID`). Only
-    /// the holder of the writer lock calls this, so no live writer owns them.
-    static func removeStaleTemporaries(_ path: String) {
-        let url = URL(fileURLWithPath: path)
-        let dir = url.deletingLastPathComponent().path, base = url.lastPathComponent
-        let fm = FileManager.default
-        for name in (try? fm.contentsOfDirectory(atPath: dir)) ?? [] where name.hasPrefix(base + ".tmp-") {
-            try? fm.removeItem(atPath: dir + "/" + name)
-        }
-        let journal = journalPath(for: path)
-        for name in (try? fm.contentsOfDirectory(atPath: journal)) ?? [] where name.contains(".tmp-") {
-            try? fm.removeItem(atPath: journal + "/" + name)
-        }
-    }
-
-    static func size(_ path: String) -> Int {
-        var st = stat()
-        return stat(path, &st) == 0 ? Int(st.st_size) : 0
-    }
-
-    /// Before a resume: run groups that cannot be opened (a crash of an older version, a bad disk)
-    /// are dropped so they run again. The file is only read here; if a group is damaged, the
-    /// readable runs are copied into a fresh file (`ResultsMerger`, as `continual repair`), the
-    /// damaged file is kept beside it as `NAME.h5.damaged-N` (a hard link, so `NAME.h5` exists at
-    /// every moment) and the fresh one is renamed into place.
-    static func salvageDamagedGroups(_ path: String) throws -> [(id: String, reason: String)] {
-        var damaged: [(id: String, reason: String)] = []
-        try HDF5Lock.withLock {
-            let file = try HDF5File.open(path: path, mode: .readOnly)
-            defer { try? file.close() }
-            guard file.root.exists("runs") else { return }
-            let runs = try file.root.openGroup("runs")
-            for id in try runs.childNames() {
-                do { _ = try runs.openGroup(id) } catch { damaged.append((id, "\(error)")) }
-            }
-            try file.close()
-        }
-        guard !damaged.isEmpty else { return damaged }
-        let repaired = path + ".repair-\(ProcessInfo.processInfo.processIdentifier)"
-        _ = try ResultsMerger.merge(inputs: [path], output: repaired, salvage: true)
-        var k = 1
-        while FileManager.default.fileExists(atPath: "\(path).damaged-\(k)") { k += 1 }
-        guard link(path, "\(path).damaged-\(k)") == 0, rename(repaired, path) == 0 else {
-            try? FileManager.default.removeItem(atPath: repaired)
-            throw HDF5Error(.library, "cannot replace damaged \(path) by its repaired copy: \(String(cString: strerror(errno)))")
-        }
-        return damaged.map { ($0.id, $0.reason + "; the damaged file is kept as \(path).damaged-\(k)") }
-    }
-
-    /// `--resume` found complete runs whose ids the experiment does not expand to (its config changed).
-    public struct ForeignRuns: Error, Sendable, CustomStringConvertible {
-        public var path: String
-        /// Ids of the foreign complete runs, sorted.
-        public var foreign: [String]
-        /// Complete runs in the file.
-        public var total: Int
-        public var description: String {
-            "\(path) holds \(foreign.count) of \(total) complete run(s) that this experiment does not produce (e.g. run id \(foreign[0])): "
-                + "its config changed since they were written; use --overwrite to start again or -o to write another file"
-        }
-    }
-
-    /// Sets a stored run's sweep index (attribute and `summary_row`) to its position in the
-    /// current expansion, which moves when the sweep grows (e.g. seeds added before --resume).
-    static func renumber(_ g: HDF5Group, to index: Int) throws {
-        guard (try? g.attributes.scalar("sweep_index", as: Int64.self)) != Int64(index) else { return }
-        // Callers verified the group; the digest is recomputed over the new index.
-        defer { try? RunDigest.seal(g) }
-        try g.attributes.set("sweep_index", Int64(index))
-        var table = try g.openDataset("summary_row").readTable()
-        guard let si = table.columns.firstIndex(where: { $0.name == "sweep_index" }), !table.rows.isEmpty else { return }
-        table.rows[0][si] = .int(Int64(index))
-        try g.delete("summary_row")
-        try g.write(table, name: "summary_row", compress: false, chunkRows: 1)
-    }
-
     /// Writes one finished run (its journal entry, then a fold when one is due); returns false
     /// (writing nothing) once the writer is closed.
     @discardableResult
@@ -358,7 +268,7 @@ public final class SweepWriter: @unchecked Sendable {
     /// of the runs it added, in the same transaction. Reading the groups instead cost the process
     /// about 0.2 MB of libhdf5 memory per run in the file at the moment of its highest memory
     /// (21 MB for `Experiments/replay.json`'s 110 runs, measured with heaptrack).
-    private func fold(rebuild: Bool) throws {
+    func fold(rebuild: Bool) throws {
         let entries = Self.journalEntries(path)
         guard !entries.isEmpty || rebuild else { return }
         var absorbed: [String] = []
@@ -399,99 +309,5 @@ public final class SweepWriter: @unchecked Sendable {
             (run.map { "cannot write run \($0) to \(path)" } ?? "cannot update \(path)") + ": \(cause); "
                 + "the file and the runs already written are kept — fix the cause and run again with --resume"
         }
-    }
-
-    // MARK: - Shared with merge
-
-    /// Root attributes of a sweep file.
-    static func writeHeader(_ root: HDF5Group, experiment: ExperimentFile, layout: SummaryLayout, shard: String) throws {
-        try ResultsWriter.writeHeader(root, experiment: experiment)
-        let a = root.attributes
-        try a.set("kind", "sweep")
-        try a.set("sweep_json", experiment.sweepJSON?.canonicalText() ?? "")
-        try a.set("sweep_run_count", Int64(experiment.runs.count))
-        try a.set("shard", shard)
-        try writeLayout(layout, to: a)
-    }
-
-    static func writeLayout(_ layout: SummaryLayout, to a: HDF5Attributes) throws {
-        try a.set("swept_paths_json", (try? JSONValue.encodeCanonicalText(layout.sweptPaths)) ?? "[]")
-        try a.set("swept_columns_json", (try? JSONValue.encodeCanonicalText(layout.sweptColumnNames)) ?? "[]")
-    }
-
-    /// The layout recorded in a sweep file's root attributes and its runs' `summary_row` tables.
-    static func readLayout(_ root: HDF5Group) throws -> SummaryLayout? {
-        guard let pathsText = try root.attributes.string("swept_paths_json"),
-              let columnsText = try root.attributes.string("swept_columns_json"),
-              let paths = try? JSONDecoder().decode([String].self, from: Data(pathsText.utf8)),
-              let names = try? JSONDecoder().decode([String].self, from: Data(columnsText.utf8)),
-              paths.count == names.count, root.exists("summary") else { return nil }
-        let columns = try root.openDataset("summary").readTable().columns
-        var swept: [SummaryLayout.SweptColumn] = []
-        for (p, n) in zip(paths, names) where p != "seed" {
-            guard let c = columns.first(where: { $0.name == n }) else { return nil }
-            swept.append(.init(path: p, name: n, kind: c.kind))
-        }
-        return SummaryLayout(swept: swept, sweptPaths: paths)
-    }
-
-    /// The complete runs' summary rows, keyed by run id. Groups that cannot be read (damaged) are
-    /// skipped and listed in `damaged` with the reason, so one bad group does not cost the rest.
-    static func storedRows(_ root: HDF5Group, damaged: inout [(id: String, reason: String)])
-        throws -> [(id: String, row: [HDF5Value], columns: [HDF5Table.Column])]
-    {
-        guard root.exists("runs") else { return [] }
-        let runs = try root.openGroup("runs")
-        var out: [(String, [HDF5Value], [HDF5Table.Column])] = []
-        for id in try runs.childNames() {
-            do {
-                let g = try runs.openGroup(id)
-                guard (try? g.attributes.scalar("complete", as: Int64.self)) == 1, g.exists("summary_row") else { continue }
-                let t = try g.openDataset("summary_row").readTable()
-                guard let row = t.rows.first else { continue }
-                out.append((id, row, t.columns))
-            } catch {
-                damaged.append((id, "\(error)"))
-            }
-        }
-        return out
-    }
-
-    static func storedRows(_ root: HDF5Group) throws -> [(id: String, row: [HDF5Value], columns: [HDF5Table.Column])] {
-        var damaged: [(id: String, reason: String)] = []
-        return try storedRows(root, damaged: &damaged)
-    }
-
-    /// Rebuilds `/summary` from the complete run groups.
-    static func rebuildSummary(_ root: HDF5Group, layout: SummaryLayout) throws {
-        let rows = try storedRows(root).filter { $0.columns == layout.columns }.map(\.row)
-        try writeSummary(rows, layout: layout, into: root)
-    }
-
-    /// Rewrites `/summary` sorted by (sweep_index, run_id), from the rows it holds.
-    static func sortSummary(_ root: HDF5Group, layout: SummaryLayout) throws {
-        let table = try root.openDataset("summary").readTable()
-        guard table.columns == layout.columns else {
-            // Not written by this sweep's layout (cannot happen for a file this writer made):
-            // fall back to the run groups, which are the truth.
-            return try rebuildSummary(root, layout: layout)
-        }
-        try writeSummary(table.rows, layout: layout, into: root)
-    }
-
-    /// Writes `/summary` (replacing it) with `rows` sorted by (sweep_index, run_id).
-    static func writeSummary(_ rows: [[HDF5Value]], layout: SummaryLayout, into root: HDF5Group) throws {
-        let names = layout.columns.map(\.name)
-        let si = names.firstIndex(of: "sweep_index")!, ri = names.firstIndex(of: "run_id")!
-        let sorted = rows.sorted { a, b in
-            let ia = a[si].intValue ?? 0, ib = b[si].intValue ?? 0
-            return ia != ib ? ia < ib : (a[ri].stringValue ?? "") < (b[ri].stringValue ?? "")
-        }
-        if root.exists("summary") { try root.delete("summary") }
-        let d = try root.write(HDF5Table(columns: layout.columns, rows: sorted), name: "summary")
-        try d.attributes.set("meaning", "one row per run, sorted by sweep_index; metrics as in /metric_definitions; fractions 0..1")
-        try writeLayout(layout, to: d.attributes)
-        try d.attributes.set("timing_columns_json", (try? JSONValue.encodeCanonicalText(ResultsSchema.timingColumns.sorted())) ?? "[]")
-        try RunManifest.write(root)
     }
 }

@@ -1,0 +1,194 @@
+
+extension Trainer {
+    /// One optimizer step on `batch`, in the hook order stated on `StrategyPlugin`; returns
+    /// (Σ task loss over rows, extra terms = batch-loss terms + penalties).
+    mutating func step(_ batch: Batch, experience: Int, step: Int, work: inout StepWorkspace) -> (Double, Double) {
+        let n = batch.count
+        let scale = 1 / Float(n)
+        let caps = work.capabilities
+        if !caps.batchLosses.isEmpty && work.identityRows.count < n { work.identityRows = Array(0..<n) }
+        var loss = 0.0
+        var extra = 0.0
+        work.overflowed = false
+        for k in caps.blockOwners { plugins[k].callZeroBlockGradient() }
+        for k in caps.transforms { plugins[k].callWillComputeGradient(model: &model) }
+        let r0 = batch.routes[0]
+        var mixed = false
+        if model.routeCount > 1 {
+            for k in 1..<n where batch.routes[k] != r0 {
+                mixed = true
+                break
+            }
+        }
+        if !mixed {
+            batch.features.withUnsafeBufferPointer { xs in
+                batch.labels.withUnsafeBufferPointer { ys in
+                    let (l, e) = dataLoss(features: xs.baseAddress!, labels: ys.baseAddress!, count: n, route: Int(r0),
+                                          rows: work.identityRows.isEmpty ? [] : work.identityRows[0..<n],
+                                          batch: batch, scale: scale, experience: experience, work: &work)
+                    loss += l
+                    extra += e
+                }
+            }
+        } else {
+            // Rows of several tasks: one pass per route, each scaled by 1/n so that the sum is the
+            // gradient of the batch mean.
+            work.gradient.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
+            for r in Set(batch.routes[0..<n]).sorted() {
+                let idx = (0..<n).filter { batch.routes[$0] == r }
+                var f = [Float]()
+                f.reserveCapacity(idx.count * batch.dimension)
+                for k in idx { f.append(contentsOf: batch.row(k)) }
+                let l = idx.map { batch.labels[$0] }
+                let (lr, er) = dataLoss(features: f, labels: l, count: idx.count, route: Int(r), rows: idx[...],
+                                        batch: batch, scale: scale, experience: experience, work: &work, accumulate: true)
+                loss += lr
+                extra += er
+            }
+        }
+        if !caps.transforms.isEmpty {
+            work.gradient.withUnsafeMutableBufferPointer { g in
+                for k in caps.transforms.reversed() { plugins[k].callDidComputeGradient(model: &model, gradient: g) }
+            }
+        }
+        if !caps.observers.isEmpty {
+            work.taskGradient.withUnsafeMutableBufferPointer { t in
+                work.gradient.withUnsafeBufferPointer { g in t.baseAddress!.update(from: g.baseAddress!, count: g.count) }
+            }
+            work.before.withUnsafeMutableBufferPointer { b in
+                model.parameters.withUnsafeBufferPointer { p in b.baseAddress!.update(from: p.baseAddress!, count: p.count) }
+            }
+        }
+        if !caps.penalties.isEmpty {
+            model.parameters.withUnsafeBufferPointer { p in
+                work.gradient.withUnsafeMutableBufferPointer { g in
+                    for k in caps.penalties { extra += plugins[k].callAddPenalty(parameters: p, gradient: g) }
+                }
+            }
+        }
+        if !caps.adjusters.isEmpty {
+            let context = GradientContext(model: model, batch: batch, experienceIndex: experience, stepInExperience: step,
+                                          epoch: work.index.epoch)
+            work.gradient.withUnsafeMutableBufferPointer { g in
+                for k in caps.adjusters { plugins[k].callAdjustGradient(g, context: context) }
+            }
+        }
+        let mask = Trainer.mask(for: batch, model: model, cache: &work.maskCache)
+        // Mixed precision: a step whose scaled gradients overflowed is skipped (`LossScaler`).
+        let apply = options.precision.isMixed ? (lossScaler?.update(overflowed: work.overflowed) ?? true) : true
+        if apply {
+            work.gradient.withUnsafeBufferPointer { g in
+                optimizer.step(parameters: &model.parameters, gradient: g.baseAddress!, trainable: mask,
+                               learningRate: work.learningRate)
+            }
+            for k in caps.blockOwners {
+                if var o = blockOptimizers[k] {
+                    plugins[k].callStepBlock(&o, learningRate: work.learningRate)
+                    blockOptimizers[k] = o
+                }
+            }
+        }
+        if !caps.observers.isEmpty {
+            work.taskGradient.withUnsafeBufferPointer { t in
+                work.gradient.withUnsafeBufferPointer { g in
+                    work.before.withUnsafeBufferPointer { b in
+                        model.parameters.withUnsafeBufferPointer { a in
+                            let observation = StepObservation(taskGradient: t, totalGradient: g, parametersBefore: b,
+                                                              parametersAfter: a, experienceIndex: experience,
+                                                              stepInExperience: step, epoch: work.index.epoch)
+                            for k in caps.observers { plugins[k].callAfterStep(observation) }
+                        }
+                    }
+                }
+            }
+        }
+        return (loss, extra)
+    }
+
+    /// Forward, task loss, batch-loss terms and backward for the rows of one route, adding the
+    /// gradient into `work.gradient` (zeroed first unless `accumulate`). Without batch-loss terms
+    /// this is exactly `MLP.lossAndGradient`.
+    mutating func dataLoss(features: UnsafePointer<Float>, labels: UnsafePointer<Int32>, count: Int, route: Int,
+                                   rows: ArraySlice<Int>, batch: Batch, scale: Float, experience: Int,
+                                   work: inout StepWorkspace, accumulate: Bool = false) -> (Double, Double) {
+        if options.precision.isMixed {
+            return lowPrecisionDataLoss(features: features, labels: labels, count: count, route: route, rows: rows,
+                                        batch: batch, scale: scale, experience: experience, work: &work,
+                                        accumulate: accumulate)
+        }
+        let ws = work.network
+        let terms = work.capabilities.batchLosses
+        let model = self.model
+        let gater = work.capabilities.gate
+        let gates = gater.flatMap { plugins[$0].callGates(route: route, step: work.index) }
+        let columns = work.capabilities.column
+        if let gates {
+            if work.gateGradient.count != gates.count { work.gateGradient = [Float](repeating: 0, count: gates.count) }
+            work.gateGradient.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
+        }
+        let result: (Double, Double) = work.gradient.withUnsafeMutableBufferPointer { g in
+            if !accumulate { g.update(repeating: 0) }
+            if terms.isEmpty && gates == nil && columns == nil {
+                guard let active = work.active else {
+                    return (model.lossAndGradient(features: features, labels: labels, count: count, route: route,
+                                                  scale: scale, workspace: ws, gradient: g.baseAddress!), 0)
+                }
+                return active.withUnsafeBufferPointer { a in
+                    (model.lossAndGradient(features: features, labels: labels, count: count, route: route,
+                                           scale: scale, workspace: ws, gradient: g.baseAddress!, active: a.baseAddress!), 0)
+                }
+            }
+            guard count > 0 else { return (0.0, 0.0) }
+            model.forward(features, count: count, route: route, workspace: ws, gates: gates)
+            let replaced = columns.map {
+                plugins[$0].callColumnForward(model: model, input: features, count: count, route: route, workspace: ws, step: work.index)
+            } ?? false
+            let L = model.logitCount
+            if work.logits.count < count * L { work.logits = [Float](repeating: 0, count: count * L) }
+            var extra = 0.0
+            let loss = work.logits.withUnsafeMutableBufferPointer { copy in
+                copy.baseAddress!.update(from: ws.logits, count: count * L)
+                let loss = work.active.map { active in
+                    active.withUnsafeBufferPointer { a in
+                        Loss.lossAndLogitGradient(head: model.spec.head, logits: ws.logits, labels: labels,
+                                                  count: count, scale: scale, active: a.baseAddress!)
+                    }
+                } ?? Loss.lossAndLogitGradient(head: model.spec.head, logits: ws.logits, labels: labels,
+                                                count: count, scale: scale)
+                let input = BatchLossInput(batch: batch, rows: rows, route: route, logits: UnsafePointer(copy.baseAddress!),
+                                           logitGradient: ws.logits, logitCount: L, scale: scale, model: model,
+                                           experienceIndex: experience, activeClasses: work.active,
+                                           parameterGradient: g.baseAddress!)
+                for k in terms { extra += plugins[k].callAddBatchLoss(input) }
+                return loss
+            }
+            if let k = columns, replaced {
+                plugins[k].callColumnBackward(model: model, logitGradient: ws.logits, count: count, route: route, workspace: ws,
+                                              gradient: g.baseAddress!)
+            } else if gates != nil {
+                work.gateGradient.withUnsafeMutableBufferPointer { gg in
+                    model.backward(logitGradient: ws.logits, count: count, route: route, workspace: ws, gradient: g.baseAddress!,
+                                   gates: gates, gateGradient: gg.baseAddress!)
+                }
+            } else {
+                model.backward(logitGradient: ws.logits, count: count, route: route, workspace: ws, gradient: g.baseAddress!)
+            }
+            return (loss, extra)
+        }
+        if let k = gater, gates != nil {
+            work.gateGradient.withUnsafeBufferPointer { plugins[k].callDidBackward(gateGradient: $0, route: route, step: work.index) }
+        }
+        return result
+    }
+
+    /// The optimizer mask for `batch`: `model.trainable`, restricted on multi-route models to the
+    /// shared parameters and the copies of the routes present (see `MLP.stepMask`).
+    static func mask(for batch: Batch, model: MLP, cache: inout [[Int32]: [Bool]?]) -> [Bool]? {
+        guard model.routeCount > 1 else { return model.trainable }
+        let routes = Set(batch.routes[0..<batch.count]).sorted()
+        if let cached = cache[routes] { return cached }
+        let mask = model.stepMask(routes: routes)
+        cache[routes] = mask
+        return mask
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+import ContinualHDF5
+
+extension SweepWriter {
+    /// Whole journal entries of results file `path` (`<run_id>.h5`; temporaries excluded), sorted.
+    public static func journalEntries(_ path: String) -> [String] {
+        let dir = journalPath(for: path)
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
+        return names.filter { $0.hasSuffix(".h5") }.sorted().map { dir + "/" + $0 }
+    }
+
+    static func removeJournalIfEmpty(_ path: String) {
+        let dir = journalPath(for: path)
+        if let names = try? FileManager.default.contentsOfDirectory(atPath: dir), names.isEmpty {
+            rmdir(dir)
+        }
+    }
+
+    /// Temporary files of a writer that was killed (`NAME.h5.tmp-PID`, journal `*.tmp-PID`). Only
+    /// the holder of the writer lock calls this, so no live writer owns them.
+    static func removeStaleTemporaries(_ path: String) {
+        let url = URL(fileURLWithPath: path)
+        let dir = url.deletingLastPathComponent().path, base = url.lastPathComponent
+        let fm = FileManager.default
+        for name in (try? fm.contentsOfDirectory(atPath: dir)) ?? [] where name.hasPrefix(base + ".tmp-") {
+            try? fm.removeItem(atPath: dir + "/" + name)
+        }
+        let journal = journalPath(for: path)
+        for name in (try? fm.contentsOfDirectory(atPath: journal)) ?? [] where name.contains(".tmp-") {
+            try? fm.removeItem(atPath: journal + "/" + name)
+        }
+    }
+
+    static func size(_ path: String) -> Int {
+        var st = stat()
+        return stat(path, &st) == 0 ? Int(st.st_size) : 0
+    }
+
+    /// Before a resume: run groups that cannot be opened (a crash of an older version, a bad disk)
+    /// are dropped so they run again. The file is only read here; if a group is damaged, the
+    /// readable runs are copied into a fresh file (`ResultsMerger`, as `continual repair`), the
+    /// damaged file is kept beside it as `NAME.h5.damaged-N` (a hard link, so `NAME.h5` exists at
+    /// every moment) and the fresh one is renamed into place.
+    static func salvageDamagedGroups(_ path: String) throws -> [(id: String, reason: String)] {
+        var damaged: [(id: String, reason: String)] = []
+        try HDF5Lock.withLock {
+            let file = try HDF5File.open(path: path, mode: .readOnly)
+            defer { try? file.close() }
+            guard file.root.exists("runs") else { return }
+            let runs = try file.root.openGroup("runs")
+            for id in try runs.childNames() {
+                do { _ = try runs.openGroup(id) } catch { damaged.append((id, "\(error)")) }
+            }
+            try file.close()
+        }
+        guard !damaged.isEmpty else { return damaged }
+        let repaired = path + ".repair-\(ProcessInfo.processInfo.processIdentifier)"
+        _ = try ResultsMerger.merge(inputs: [path], output: repaired, salvage: true)
+        var k = 1
+        while FileManager.default.fileExists(atPath: "\(path).damaged-\(k)") { k += 1 }
+        guard link(path, "\(path).damaged-\(k)") == 0, rename(repaired, path) == 0 else {
+            try? FileManager.default.removeItem(atPath: repaired)
+            throw HDF5Error(.library, "cannot replace damaged \(path) by its repaired copy: \(String(cString: strerror(errno)))")
+        }
+        return damaged.map { ($0.id, $0.reason + "; the damaged file is kept as \(path).damaged-\(k)") }
+    }
+
+    /// `--resume` found complete runs whose ids the experiment does not expand to (its config changed).
+    public struct ForeignRuns: Error, Sendable, CustomStringConvertible {
+        public var path: String
+        /// Ids of the foreign complete runs, sorted.
+        public var foreign: [String]
+        /// Complete runs in the file.
+        public var total: Int
+        public var description: String {
+            "\(path) holds \(foreign.count) of \(total) complete run(s) that this experiment does not produce (e.g. run id \(foreign[0])): "
+                + "its config changed since they were written; use --overwrite to start again or -o to write another file"
+        }
+    }
+
+    /// Sets a stored run's sweep index (attribute and `summary_row`) to its position in the
+    /// current expansion, which moves when the sweep grows (e.g. seeds added before --resume).
+    static func renumber(_ g: HDF5Group, to index: Int) throws {
+        guard (try? g.attributes.scalar("sweep_index", as: Int64.self)) != Int64(index) else { return }
+        // Callers verified the group; the digest is recomputed over the new index.
+        defer { try? RunDigest.seal(g) }
+        try g.attributes.set("sweep_index", Int64(index))
+        var table = try g.openDataset("summary_row").readTable()
+        guard let si = table.columns.firstIndex(where: { $0.name == "sweep_index" }), !table.rows.isEmpty else { return }
+        table.rows[0][si] = .int(Int64(index))
+        try g.delete("summary_row")
+        try g.write(table, name: "summary_row", compress: false, chunkRows: 1)
+    }
+}
