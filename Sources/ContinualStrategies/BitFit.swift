@@ -5,7 +5,7 @@ import ContinualCore
 /// bias), as BitFit trains the task-specific classifier.
 ///
 /// A PEFT baseline expressed purely through the trainable mask; the model is unchanged.
-public struct BitFit: StrategyPlugin {
+public struct BitFit: MaskedScheduleStrategy {
     public var name: String { Options.typeName }
     public let options: Options
     var schedule: MaskedSchedule
@@ -15,12 +15,6 @@ public struct BitFit: StrategyPlugin {
         schedule = MaskedSchedule(freezeCoreAfter: options.freezeCoreAfter,
                                   afterFreeze: .init(sharedBiases: true, routedHeads: true))
     }
-
-    public mutating func beforeExperience(model: inout MLP, context: ExperienceContext) throws {
-        schedule.apply(model: &model, context: context)
-    }
-
-    public func report() -> PluginReport { schedule.report(name: name) }
 
     /// `{"type": "bitfit", "freeze_core_after": 0}`
     public struct Options: PluginOptions {
@@ -33,11 +27,4 @@ public struct BitFit: StrategyPlugin {
         public func encode(to encoder: any Encoder) throws { try FreezeCoreOption.encode(freezeCoreAfter, to: encoder) }
         public func makePlugin() -> any StrategyPlugin { BitFit(options: self) }
     }
-}
-
-extension BitFit {
-    public func checkpointState() -> PluginState { schedule.checkpointState() }
-    /// Nothing beyond the model: the mask changes which parameters train.
-    public var resources: PluginResources { .none }
-    public mutating func restore(from state: PluginState) throws { try schedule.restore(from: state) }
 }

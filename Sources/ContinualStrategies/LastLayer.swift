@@ -4,7 +4,7 @@ import ContinualCore
 /// output layer (on a multi-head model: the current experience's head) trains.
 ///
 /// A PEFT baseline expressed purely through the trainable mask; the model is unchanged.
-public struct LastLayer: StrategyPlugin {
+public struct LastLayer: MaskedScheduleStrategy {
     public var name: String { Options.typeName }
     public let options: Options
     var schedule: MaskedSchedule
@@ -14,12 +14,6 @@ public struct LastLayer: StrategyPlugin {
         schedule = MaskedSchedule(freezeCoreAfter: options.freezeCoreAfter,
                                   afterFreeze: .init(sharedOutputLayer: true, routedHeads: true))
     }
-
-    public mutating func beforeExperience(model: inout MLP, context: ExperienceContext) throws {
-        schedule.apply(model: &model, context: context)
-    }
-
-    public func report() -> PluginReport { schedule.report(name: name) }
 
     /// `{"type": "last_layer", "freeze_core_after": 0}`
     public struct Options: PluginOptions {
@@ -32,11 +26,4 @@ public struct LastLayer: StrategyPlugin {
         public func encode(to encoder: any Encoder) throws { try FreezeCoreOption.encode(freezeCoreAfter, to: encoder) }
         public func makePlugin() -> any StrategyPlugin { LastLayer(options: self) }
     }
-}
-
-extension LastLayer {
-    public func checkpointState() -> PluginState { schedule.checkpointState() }
-    /// Nothing beyond the model: the mask changes which parameters train.
-    public var resources: PluginResources { .none }
-    public mutating func restore(from state: PluginState) throws { try schedule.restore(from: state) }
 }

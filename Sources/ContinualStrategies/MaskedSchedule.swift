@@ -38,3 +38,21 @@ extension MaskedSchedule {
         try accounting.restore(from: state, prefix: "accounting.")
     }
 }
+
+/// A PEFT baseline expressed purely through the trainable mask (BitFit, last-layer fine-tuning):
+/// its whole behaviour is its `MaskedSchedule`, applied before every experience. The hooks and
+/// the checkpoint state are the schedule's; the model is unchanged, so no resources.
+protocol MaskedScheduleStrategy: StrategyPlugin {
+    var schedule: MaskedSchedule { get set }
+}
+
+extension MaskedScheduleStrategy {
+    public mutating func beforeExperience(model: inout MLP, context: ExperienceContext) throws {
+        schedule.apply(model: &model, context: context)
+    }
+    public func report() -> PluginReport { schedule.report(name: name) }
+    public func checkpointState() -> PluginState { schedule.checkpointState() }
+    /// Nothing beyond the model: the mask changes which parameters train.
+    public var resources: PluginResources { .none }
+    public mutating func restore(from state: PluginState) throws { try schedule.restore(from: state) }
+}
