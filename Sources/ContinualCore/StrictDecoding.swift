@@ -11,6 +11,17 @@ public struct AnyCodingKey: CodingKey, Hashable, Sendable {
     public init?(intValue: Int) { stringValue = "Index \(intValue)"; self.intValue = intValue }
 }
 
+/// A decoder that describes what it is asked for instead of reading a document: the probe behind
+/// `continual schema`, which derives a JSON Schema from the configs' own `init(from:)`. The
+/// strict helpers below tell it what a plain `Decoder` call cannot show: every key a strict
+/// object accepts, and every value of a string choice.
+public protocol DecodingDescriber: AnyObject {
+    /// The keys of a strict object (unknown keys are refused).
+    func describeKeys(_ keys: [String])
+    /// The values a string choice accepts; returns the index of the one to decode as.
+    func describeChoice(_ values: [String]) -> Int
+}
+
 extension Decoder {
     /// A keyed container that rejects keys outside `K.allCases` (and `alsoAllowed`).
     public func strictContainer<K: CodingKey & CaseIterable>(
@@ -18,6 +29,7 @@ extension Decoder {
     ) throws -> KeyedDecodingContainer<K> {
         let any = try container(keyedBy: AnyCodingKey.self)
         let allowed = Set(K.allCases.map(\.stringValue)).union(alsoAllowed)
+        (self as? any DecodingDescriber)?.describeKeys(allowed.sorted())
         // Sorted, so that the first unknown key reported is the same on every run.
         for key in any.allKeys.sorted(by: { $0.stringValue < $1.stringValue }) where !allowed.contains(key.stringValue) {
             throw DecodingError.dataCorrupted(.init(
@@ -46,6 +58,10 @@ extension KeyedDecodingContainer {
     public func decodeChoice<T: RawRepresentable & CaseIterable>(_ key: Key, default defaultValue: T) throws -> T
     where T.RawValue == String {
         guard contains(key) else { return defaultValue }
+        if let describer = try? superDecoder(forKey: key) as? any DecodingDescriber {
+            let all = Array(T.allCases)
+            return all.isEmpty ? defaultValue : all[describer.describeChoice(all.map(\.rawValue))]
+        }
         let raw = try decode(String.self, forKey: key)
         guard let value = T(rawValue: raw) else {
             throw DecodingError.dataCorruptedError(

@@ -12,7 +12,7 @@ struct ContinualCommand: ParsableCommand {
         missing file, bad option, conflicting merge), 130 sweep interrupted (rerun with --resume).
         """,
         version: ResultsSchema.toolkitVersion,
-        subcommands: [RunCommand.self, SweepCommand.self, MergeCommand.self, RepairCommand.self, ValidateCommand.self, InspectCommand.self,
+        subcommands: [RunCommand.self, SweepCommand.self, MergeCommand.self, RepairCommand.self, ValidateCommand.self, SchemaCommand.self, InspectCommand.self,
                       ScenarioCommand.self, ExportCommand.self, BenchCommand.self, PrivacyCommand.self, DriftCommand.self, MPICheckCommand.self,
                       ReadCheckCommand.self]
     )
