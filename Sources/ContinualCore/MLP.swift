@@ -141,24 +141,9 @@ public struct MLP: Sendable, Equatable {
         }
         parameters.withUnsafeBufferPointer { p in
             let base = p.baseAddress!
-            for (l, layer) in layers.enumerated() {
-                let x = UnsafePointer(ws.activation(l))
-                let y = ws.activation(l + 1)
-                switch layer.kind {
-                case .dense:
-                    DenseKernels.forward(x: x, w: base + layer.weightOffset(route: route),
-                                         b: base + layer.biasOffset(route: route), y: y,
-                                         batch: count, inputs: layer.inputs, outputs: layer.outputs)
-                    if layer.lowRank != nil {
-                        ExtensionKernels.lowRankForward(layer: layer, route: route, base: base, x: x, y: y,
-                                                        u: ws.inner(l), batch: count)
-                    }
-                    layer.activation.apply(y, count: count &* layer.outputs)
-                case .adapter:
-                    ExtensionKernels.adapterForward(layer: layer, route: route, base: base, x: x, y: y,
-                                                    a: ws.inner(l), batch: count)
-                }
-                applyGates(gates, layer: l, outputs: y, count: count, workspace: ws)
+            for l in layers.indices {
+                forwardLayer(l, route: route, base: base, count: count, workspace: ws)
+                applyGates(gates, layer: l, outputs: ws.activation(l + 1), count: count, workspace: ws)
             }
         }
     }
@@ -185,29 +170,8 @@ public struct MLP: Sendable, Equatable {
                 let y = ungateBackward(gates, layer: l, outputs: UnsafePointer(ws.activation(l + 1)), delta: delta,
                                        count: count, workspace: ws, gateGradient: gateGradient)
                 layer.activation.backward(outputs: y, gradient: delta, count: count &* layer.outputs)
-                let x = UnsafePointer(ws.activation(l))
-                switch layer.kind {
-                case .dense:
-                    let w = layer.weightOffset(route: route)
-                    DenseKernels.parameterGradient(x: x, dz: delta, dw: gradient + w,
-                                                   db: gradient + layer.biasOffset(route: route),
-                                                   batch: count, inputs: layer.inputs, outputs: layer.outputs)
-                    let dx = l > 0 ? bufA : inputGradient
-                    if let dx {
-                        DenseKernels.inputGradient(dz: delta, w: base + w, dx: dx,
-                                                   batch: count, inputs: layer.inputs, outputs: layer.outputs)
-                    }
-                    if layer.lowRank != nil {
-                        ExtensionKernels.lowRankBackward(layer: layer, route: route, base: base, x: x, dz: delta,
-                                                         u: UnsafePointer(ws.inner(l)), dx: dx,
-                                                         scratchOut: ws.scratchOut, scratchInner: ws.scratchInner,
-                                                         batch: count, gradient: gradient)
-                    }
-                case .adapter:
-                    ExtensionKernels.adapterBackward(layer: layer, route: route, base: base, x: x, dy: delta,
-                                                     a: UnsafePointer(ws.inner(l)), dx: bufA,
-                                                     scratchInner: ws.scratchInner, batch: count, gradient: gradient)
-                }
+                backwardLayer(l, route: route, base: base, delta: delta, dx: l > 0 ? bufA : inputGradient, adapterDX: bufA,
+                              count: count, workspace: ws, gradient: gradient)
                 if l > 0 {
                     delta = bufA
                     swap(&bufA, &bufB)

@@ -132,19 +132,7 @@ public struct MemoryAwareSynapses: ParameterPenalty {
     public mutating func addPenalty(parameters: UnsafeBufferPointer<Float>,
                                     gradient: UnsafeMutableBufferPointer<Float>) -> Double {
         guard options.lambda > 0, !anchor.isEmpty else { return 0 }
-        let n = min(anchor.count, importance.count, parameters.count)
-        let twoLambda = Float(2 * options.lambda)
-        var sum = 0.0
-        importance.withUnsafeBufferPointer { w in
-            anchor.withUnsafeBufferPointer { a in
-                for i in 0..<n {
-                    let diff = parameters[i] - a[i]
-                    sum += Double(w[i]) * Double(diff) * Double(diff)
-                    gradient[i] += twoLambda * w[i] * diff
-                }
-            }
-        }
-        return options.lambda * sum
+        return addWeightedPull(towards: anchor, weights: importance, strength: options.lambda, parameters: parameters, gradient: gradient)
     }
 
     /// Ω and θ* (float32 each); ≈ 6 FLOPs per parameter per step; per experience one forward and

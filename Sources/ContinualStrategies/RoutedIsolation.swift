@@ -22,6 +22,17 @@ struct RoutedIsolation {
 
     static let contextCount = 2
 
+    init(routing: RoutingMode, contextFeature: String, freezeCoreAfter: Int) {
+        self.routing = routing
+        self.contextFeature = contextFeature
+        self.freezeCoreAfter = freezeCoreAfter
+    }
+
+    /// The state for a method's route options.
+    init(_ options: some RoutedCopiesOptions) {
+        self.init(routing: options.routing, contextFeature: options.contextFeature, freezeCoreAfter: options.freezeCoreAfter)
+    }
+
     /// Copies and route stride of every extension block for `experiences` experiences.
     func extensionLayout(experiences: Int) -> (copies: Int, stride: Int) {
         routing == .context ? (Self.contextCount, max(experiences, 1)) : (max(experiences, 1), 1)

@@ -115,19 +115,7 @@ public struct SynapticIntelligence: ParameterPenalty, StepObserver {
                                     gradient: UnsafeMutableBufferPointer<Float>) -> Double {
         // c = 0 leaves the gradient untouched, so the run is bit-identical to naive.
         guard options.c > 0, !anchor.isEmpty else { return 0 }
-        let n = min(anchor.count, penaltyWeights.count, parameters.count)
-        let twoC = Float(2 * options.c)
-        var sum = 0.0
-        penaltyWeights.withUnsafeBufferPointer { w in
-            anchor.withUnsafeBufferPointer { a in
-                for i in 0..<n {
-                    let d = parameters[i] - a[i]
-                    sum += Double(w[i]) * Double(d) * Double(d)
-                    gradient[i] += twoC * w[i] * d
-                }
-            }
-        }
-        return options.c * sum
+        return addWeightedPull(towards: anchor, weights: penaltyWeights, strength: options.c, parameters: parameters, gradient: gradient)
     }
 
     /// Options, the convention, and (if enabled) Ω and the anchor.

@@ -25,3 +25,24 @@ public func addL2Pull(towards anchor: [Float], strength lambda: Double, paramete
     }
     return lambda / 2 * sum
 }
+
+/// The importance-weighted pull of MAS and SI: adds 2λ wᵢ (θᵢ − θ*ᵢ) into `gradient` and returns
+/// λ Σ wᵢ (θᵢ − θ*ᵢ)² (the penalty λ Σ Ω (θ − θ*)² of both papers, whose gradient has the 2),
+/// over the first min(|anchor|, |weights|, |θ|) entries. The sum is accumulated in Double; each
+/// gradient term is 2λ rounded to Float, times wᵢ, times the Float difference, in that order.
+public func addWeightedPull(towards anchor: [Float], weights: [Float], strength lambda: Double,
+                            parameters: UnsafeBufferPointer<Float>, gradient: UnsafeMutableBufferPointer<Float>) -> Double {
+    let n = min(anchor.count, weights.count, parameters.count)
+    let twoLambda = Float(2 * lambda)
+    var sum = 0.0
+    weights.withUnsafeBufferPointer { w in
+        anchor.withUnsafeBufferPointer { a in
+            for i in 0..<n {
+                let d = parameters[i] - a[i]
+                sum += Double(w[i]) * Double(d) * Double(d)
+                gradient[i] += twoLambda * w[i] * d
+            }
+        }
+    }
+    return lambda * sum
+}

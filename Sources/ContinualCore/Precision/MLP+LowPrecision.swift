@@ -15,23 +15,8 @@ extension MLP {
         parameters.withUnsafeBufferPointer { p in
             let base = p.baseAddress!
             for (l, layer) in layers.enumerated() {
-                let x = UnsafePointer(ws.activation(l))
-                let y = ws.activation(l + 1)
-                switch layer.kind {
-                case .dense:
-                    DenseKernels.forward(x: x, w: base + layer.weightOffset(route: route),
-                                         b: base + layer.biasOffset(route: route), y: y,
-                                         batch: count, inputs: layer.inputs, outputs: layer.outputs)
-                    if layer.lowRank != nil {
-                        ExtensionKernels.lowRankForward(layer: layer, route: route, base: base, x: x, y: y,
-                                                        u: ws.inner(l), batch: count)
-                    }
-                    layer.activation.apply(y, count: count &* layer.outputs)
-                case .adapter:
-                    ExtensionKernels.adapterForward(layer: layer, route: route, base: base, x: x, y: y,
-                                                    a: ws.inner(l), batch: count)
-                }
-                format.round(y, count: count &* layer.outputs)
+                forwardLayer(l, route: route, base: base, count: count, workspace: ws)
+                format.round(ws.activation(l + 1), count: count &* layer.outputs)
             }
         }
     }
@@ -50,29 +35,8 @@ extension MLP {
                 let y = UnsafePointer(ws.activation(l + 1))
                 layer.activation.backward(outputs: y, gradient: delta, count: count &* layer.outputs)
                 format.round(delta, count: count &* layer.outputs)
-                let x = UnsafePointer(ws.activation(l))
-                let dx: UnsafeMutablePointer<Float>? = l > 0 ? bufA : nil
-                switch layer.kind {
-                case .dense:
-                    let w = layer.weightOffset(route: route)
-                    DenseKernels.parameterGradient(x: x, dz: delta, dw: gradient + w,
-                                                   db: gradient + layer.biasOffset(route: route),
-                                                   batch: count, inputs: layer.inputs, outputs: layer.outputs)
-                    if let dx {
-                        DenseKernels.inputGradient(dz: delta, w: base + w, dx: dx,
-                                                   batch: count, inputs: layer.inputs, outputs: layer.outputs)
-                    }
-                    if layer.lowRank != nil {
-                        ExtensionKernels.lowRankBackward(layer: layer, route: route, base: base, x: x, dz: delta,
-                                                         u: UnsafePointer(ws.inner(l)), dx: dx,
-                                                         scratchOut: ws.scratchOut, scratchInner: ws.scratchInner,
-                                                         batch: count, gradient: gradient)
-                    }
-                case .adapter:
-                    ExtensionKernels.adapterBackward(layer: layer, route: route, base: base, x: x, dy: delta,
-                                                     a: UnsafePointer(ws.inner(l)), dx: bufA,
-                                                     scratchInner: ws.scratchInner, batch: count, gradient: gradient)
-                }
+                backwardLayer(l, route: route, base: base, delta: delta, dx: l > 0 ? bufA : nil, adapterDX: bufA,
+                              count: count, workspace: ws, gradient: gradient)
                 if l > 0 {
                     format.round(bufA, count: count &* layer.inputs)
                     delta = bufA

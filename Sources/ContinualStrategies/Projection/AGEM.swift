@@ -15,34 +15,22 @@ import ContinualCore
 public struct AGEM: GradientAdjuster {
     public var name: String { Options.typeName }
     public let options: Options
-    var memory = EpisodicMemory(dimension: 0)
-    private var rng = RandomSource(seed: 0)
+    /// The episodic memory, its random stream, the counters and the model sizes.
+    var book = ProjectionMemory()
+    var memory: EpisodicMemory { book.memory }
     private var reference: [Float] = []
     private var workspace: Workspace?
-    private var projections = 0
-    private var steps = 0
-    private var flopsPerSample = 0
-    /// Parameters of the model (set in prepare and after each experience; resources use it, not
-    /// the scratch buffers, so they read the same after a restore).
-    private var parameterCount = 0
 
     public init(options: Options = Options()) { self.options = options }
 
     public var gradientStage: GradientStage { .projection }
 
     public mutating func prepare(model: inout MLP, context: RunContext) throws {
-        memory = EpisodicMemory(dimension: context.dimension, classes: context.head.classCount)
-        rng = context.randomSource("agem")
-        projections = 0
-        steps = 0
-        flopsPerSample = model.flopsPerTrainingSample
-        parameterCount = model.parameterCount
+        book.prepare(model: model, context: context, stream: "agem")
     }
 
     public mutating func afterExperience(model: inout MLP, context: ExperienceContext, workspace: Workspace) throws {
-        memory.store(context.experience.train, experience: context.index, route: context.route,
-                     perExperience: options.memoryPerExperience, rng: &rng)
-        parameterCount = model.parameterCount
+        book.store(context, model: model, perExperience: options.memoryPerExperience)
     }
 
     /// The rows of this step's reference batch: all of memory when it holds at most `sample_size`,
@@ -50,12 +38,12 @@ public struct AGEM: GradientAdjuster {
     mutating func referenceRows() -> [Int] {
         guard memory.count > options.sampleSize else { return Array(0..<memory.count) }
         var order = Array(0..<memory.count)
-        rng.shuffle(&order)
+        book.rng.shuffle(&order)
         return order.prefix(options.sampleSize).sorted()
     }
 
     public mutating func adjustGradient(_ g: UnsafeMutableBufferPointer<Float>, context: GradientContext) {
-        steps += 1
+        book.steps += 1
         guard memory.count > 0 else { return }
         let model = context.model
         if workspace == nil { workspace = model.makeWorkspace(capacity: max(options.sampleSize, 1)) }
@@ -63,7 +51,7 @@ public struct AGEM: GradientAdjuster {
         let rows = referenceRows()
         reference.withUnsafeMutableBufferPointer { r in
             r.update(repeating: 0)
-            memory.meanLossGradient(model: model, rows: rows, workspace: workspace!, into: r.baseAddress!)
+            book.memory.meanLossGradient(model: model, rows: rows, workspace: workspace!, into: r.baseAddress!)
         }
         var dot = 0.0, norm = 0.0
         for i in 0..<g.count {
@@ -73,38 +61,28 @@ public struct AGEM: GradientAdjuster {
         guard dot < 0, norm > 0 else { return }
         let factor = Float(dot / norm)
         for i in 0..<g.count { g[i] -= factor * reference[i] }
-        projections += 1
+        book.projections += 1
     }
 
     /// The memory (stored samples); per step a forward and backward per reference sample plus
     /// two dot products and an update over the parameters.
     public var resources: PluginResources {
-        PluginResources(storedSampleBytes: memory.bytes, stateBytes: memory.count == 0 ? 0 : 4 * parameterCount,
+        PluginResources(storedSampleBytes: memory.bytes, stateBytes: memory.count == 0 ? 0 : 4 * book.parameterCount,
                         extraFLOPsPerStep: memory.count == 0 ? 0
-                            : min(memory.count, options.sampleSize) * flopsPerSample + 6 * parameterCount)
+                            : min(memory.count, options.sampleSize) * book.flopsPerSample + 6 * book.parameterCount)
     }
 
-    public func checkpointState() -> PluginState {
-        var s = memory.state(prefix: "memory.")
-        s.ints["rng"] = rng.state.map { Int64(bitPattern: $0) }
-        s.ints["counters"] = [Int64(projections), Int64(steps)]
-        return s
-    }
+    public func checkpointState() -> PluginState { book.state() }
 
     public mutating func restore(from state: PluginState) throws {
-        try memory.restore(state, prefix: "memory.")
-        guard let r = state.ints["rng"], r.count == 4, let c = state.ints["counters"], c.count == 2 else {
-            throw CheckpointError.mismatch("agem state lacks rng or counters")
-        }
-        rng = RandomSource(state: r.map { UInt64(bitPattern: $0) })
-        (projections, steps) = (Int(c[0]), Int(c[1]))
+        try book.restore(from: state, plugin: "agem")
     }
 
     public func report() -> PluginReport {
         PluginReport(attributes: [
             "memory_per_experience": .int(Int64(options.memoryPerExperience)), "sample_size": .int(Int64(options.sampleSize)),
-            "memory_samples": .int(Int64(memory.count)), "projected_steps": .int(Int64(projections)),
-            "steps": .int(Int64(steps)),
+            "memory_samples": .int(Int64(memory.count)), "projected_steps": .int(Int64(book.projections)),
+            "steps": .int(Int64(book.steps)),
         ])
     }
 

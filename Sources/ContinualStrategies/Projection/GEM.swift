@@ -16,16 +16,11 @@ import ContinualCore
 public struct GEM: GradientAdjuster {
     public var name: String { Options.typeName }
     public let options: Options
-    var memory = EpisodicMemory(dimension: 0)
-    private var rng = RandomSource(seed: 0)
+    /// The episodic memory, its random stream, the counters and the model sizes.
+    var book = ProjectionMemory()
+    var memory: EpisodicMemory { book.memory }
     private var references: [[Float]] = []
     private var workspace: Workspace?
-    private var projections = 0
-    private var steps = 0
-    private var flopsPerSample = 0
-    /// Parameters of the model (set in prepare and after each experience; resources use it, not
-    /// the scratch buffers, so they read the same after a restore).
-    private var parameterCount = 0
     /// Largest constraint violation left after a projection (solver tolerance check), over the run.
     private(set) var worstResidual = 0.0
 
@@ -34,22 +29,15 @@ public struct GEM: GradientAdjuster {
     public var gradientStage: GradientStage { .projection }
 
     public mutating func prepare(model: inout MLP, context: RunContext) throws {
-        memory = EpisodicMemory(dimension: context.dimension, classes: context.head.classCount)
-        rng = context.randomSource("gem")
-        projections = 0
-        steps = 0
-        flopsPerSample = model.flopsPerTrainingSample
-        parameterCount = model.parameterCount
+        book.prepare(model: model, context: context, stream: "gem")
     }
 
     public mutating func afterExperience(model: inout MLP, context: ExperienceContext, workspace: Workspace) throws {
-        memory.store(context.experience.train, experience: context.index, route: context.route,
-                     perExperience: options.memoryPerExperience, rng: &rng)
-        parameterCount = model.parameterCount
+        book.store(context, model: model, perExperience: options.memoryPerExperience)
     }
 
     public mutating func adjustGradient(_ g: UnsafeMutableBufferPointer<Float>, context: GradientContext) {
-        steps += 1
+        book.steps += 1
         guard memory.count > 0 else { return }
         let model = context.model
         if workspace == nil { workspace = model.makeWorkspace(capacity: max(options.memoryPerExperience, 1)) }
@@ -58,14 +46,14 @@ public struct GEM: GradientAdjuster {
         let past = rowsByExperience.keys.sorted()
         references = past.map { k in
             var ref = [Float](repeating: 0, count: g.count)
-            ref.withUnsafeMutableBufferPointer { memory.meanLossGradient(model: model, rows: rowsByExperience[k]!, workspace: workspace!, into: $0.baseAddress!) }
+            ref.withUnsafeMutableBufferPointer { book.memory.meanLossGradient(model: model, rows: rowsByExperience[k]!, workspace: workspace!, into: $0.baseAddress!) }
             return ref
         }
         let gd = (0..<g.count).map { Double(g[$0]) }
         let result = GEM.project(gd, onto: references.map { $0.map(Double.init) }, margin: options.margin, epsilon: options.epsilon)
         guard let projected = result else { return }
         for i in 0..<g.count { g[i] = Float(projected[i]) }
-        projections += 1
+        book.projections += 1
         for ref in references {
             var dot = 0.0, norm = 0.0
             for i in 0..<g.count { dot += Double(g[i]) * Double(ref[i]); norm += Double(ref[i]) * Double(ref[i]) }
@@ -97,26 +85,21 @@ public struct GEM: GradientAdjuster {
     /// The memory; per step a forward and backward per stored sample and the t×P products.
     public var resources: PluginResources {
         let t = Set(memory.experiences).count
-        return PluginResources(storedSampleBytes: memory.bytes, stateBytes: 4 * t * parameterCount,
-                               extraFLOPsPerStep: memory.count * flopsPerSample + 2 * (t * t + 2 * t) * parameterCount)
+        return PluginResources(storedSampleBytes: memory.bytes, stateBytes: 4 * t * book.parameterCount,
+                               extraFLOPsPerStep: memory.count * book.flopsPerSample + 2 * (t * t + 2 * t) * book.parameterCount)
     }
 
     public func checkpointState() -> PluginState {
-        var s = memory.state(prefix: "memory.")
-        s.ints["rng"] = rng.state.map { Int64(bitPattern: $0) }
-        s.ints["counters"] = [Int64(projections), Int64(steps)]
+        var s = book.state()
         s.doubles["worst_residual"] = [worstResidual]
         return s
     }
 
     public mutating func restore(from state: PluginState) throws {
-        try memory.restore(state, prefix: "memory.")
-        guard let r = state.ints["rng"], r.count == 4, let c = state.ints["counters"], c.count == 2,
-              let w = state.doubles["worst_residual"], w.count == 1 else {
-            throw CheckpointError.mismatch("gem state lacks rng, counters or residual")
+        try book.restore(from: state, plugin: "gem")
+        guard let w = state.doubles["worst_residual"], w.count == 1 else {
+            throw CheckpointError.mismatch("gem state lacks its residual")
         }
-        rng = RandomSource(state: r.map { UInt64(bitPattern: $0) })
-        (projections, steps) = (Int(c[0]), Int(c[1]))
         worstResidual = w[0]
     }
 
@@ -124,7 +107,7 @@ public struct GEM: GradientAdjuster {
         PluginReport(attributes: [
             "memory_per_experience": .int(Int64(options.memoryPerExperience)), "margin": .double(options.margin),
             "epsilon": .double(options.epsilon), "memory_samples": .int(Int64(memory.count)),
-            "projected_steps": .int(Int64(projections)), "steps": .int(Int64(steps)),
+            "projected_steps": .int(Int64(book.projections)), "steps": .int(Int64(book.steps)),
             "worst_constraint_residual": .double(worstResidual),
         ])
     }

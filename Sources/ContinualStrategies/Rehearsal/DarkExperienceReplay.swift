@@ -30,8 +30,7 @@ public struct DarkExperienceReplay: BatchLossTerm {
     public let capacity: Int
     public let replayPerBatch: Int
     var buffer = LogitReservoir(dimension: 0, logitCount: 1, capacity: 0)
-    private var bufferRNG = RandomSource(seed: 0)
-    private var batchRNG = RandomSource(seed: 0)
+    private var streams = ReservoirStreams()
     /// This step's appended rows: (batch row, buffer slot) for the MSE and the CE draws.
     private var mseRows: [(Int, Int)] = []
     private var ceRows: [(Int, Int)] = []
@@ -51,8 +50,7 @@ public struct DarkExperienceReplay: BatchLossTerm {
 
     public mutating func prepare(model: inout MLP, context: RunContext) throws {
         buffer = LogitReservoir(dimension: context.dimension, logitCount: model.logitCount, capacity: capacity)
-        bufferRNG = context.randomSource("der.buffer")
-        batchRNG = context.randomSource("der.batch")
+        streams = ReservoirStreams(context, plugin: "der")
         flopsPerSample = model.flopsPerTrainingSample
     }
 
@@ -63,13 +61,13 @@ public struct DarkExperienceReplay: BatchLossTerm {
         ceLabels.removeAll(keepingCapacity: true)
         guard buffer.count > 0, replayPerBatch > 0 else { return }
         let L = buffer.logitCount
-        for slot in buffer.draw(replayPerBatch, rng: &batchRNG) {
+        for slot in buffer.draw(replayPerBatch, rng: &streams.batch) {
             mseRows.append((batch.count, mseRows.count))
             mseTargets.append(contentsOf: buffer.logits[(slot * L)..<((slot + 1) * L)])
             batch.append(features: buffer.row(slot), label: Batch.noTaskLoss, route: buffer.routes[slot])
         }
         guard plusPlus else { return }
-        for slot in buffer.draw(replayPerBatch, rng: &batchRNG) {
+        for slot in buffer.draw(replayPerBatch, rng: &streams.batch) {
             ceRows.append((batch.count, ceRows.count))
             ceLabels.append(buffer.labels[slot])
             batch.append(features: buffer.row(slot), label: Batch.noTaskLoss, route: buffer.routes[slot])
@@ -94,7 +92,7 @@ public struct DarkExperienceReplay: BatchLossTerm {
                 if rescale != 1 { for c in 0..<L { g[c] *= rescale } }
                 // ... and the buffer is offered the row with its logits at this step.
                 buffer.offer(features: input.batch.row(row), label: input.batch.labels[row],
-                             route: input.batch.routes[row], logits: z, rng: &bufferRNG)
+                             route: input.batch.routes[row], logits: z, rng: &streams.buffer)
             } else if let target = slot(mseRows, row), alpha > 0 {
                 // α · mean over the draw and the logits of (z − z*)².
                 let w = alpha / Double(mseRows.count * L)
@@ -136,21 +134,8 @@ public struct DarkExperienceReplay: BatchLossTerm {
                                extraFLOPsPerStep: rows * 8 * buffer.logitCount)
     }
 
-    public func checkpointState() -> PluginState {
-        var s = buffer.state()
-        s.ints["rng.buffer"] = bufferRNG.state.map { Int64(bitPattern: $0) }
-        s.ints["rng.batch"] = batchRNG.state.map { Int64(bitPattern: $0) }
-        return s
-    }
-
-    public mutating func restore(from state: PluginState) throws {
-        try buffer.restore(state)
-        guard let a = state.ints["rng.buffer"], a.count == 4, let b = state.ints["rng.batch"], b.count == 4 else {
-            throw CheckpointError.mismatch("\(name) state lacks its random streams")
-        }
-        bufferRNG = RandomSource(state: a.map { UInt64(bitPattern: $0) })
-        batchRNG = RandomSource(state: b.map { UInt64(bitPattern: $0) })
-    }
+    public func checkpointState() -> PluginState { buffer.state(with: streams) }
+    public mutating func restore(from state: PluginState) throws { streams = try buffer.restore(state, plugin: name) }
 
     public func report() -> PluginReport {
         PluginReport(attributes: [

@@ -27,8 +27,7 @@ public struct ERACE: BatchLossTerm {
     public var name: String { Options.typeName }
     public let options: Options
     var buffer = LogitReservoir(dimension: 0, logitCount: 1, capacity: 0)
-    private var bufferRNG = RandomSource(seed: 0)
-    private var batchRNG = RandomSource(seed: 0)
+    private var streams = ReservoirStreams()
     /// Classes among this step's own rows.
     private var present: [Bool] = []
     private var replayed = 0
@@ -39,8 +38,7 @@ public struct ERACE: BatchLossTerm {
     public mutating func prepare(model: inout MLP, context: RunContext) throws {
         logitCount = model.logitCount
         buffer = LogitReservoir(dimension: context.dimension, logitCount: logitCount, capacity: options.capacity)
-        bufferRNG = context.randomSource("er_ace.buffer")
-        batchRNG = context.randomSource("er_ace.batch")
+        streams = ReservoirStreams(context, plugin: "er_ace")
     }
 
     public mutating func extendBatch(_ batch: inout Batch, context: ExperienceContext) {
@@ -51,7 +49,7 @@ public struct ERACE: BatchLossTerm {
         }
         replayed = 0
         guard buffer.count > 0, options.replayPerBatch > 0 else { return }
-        for slot in buffer.draw(options.replayPerBatch, rng: &batchRNG) {
+        for slot in buffer.draw(options.replayPerBatch, rng: &streams.batch) {
             batch.append(features: buffer.row(slot), label: buffer.labels[slot], route: buffer.routes[slot])
             replayed += 1
         }
@@ -77,7 +75,7 @@ public struct ERACE: BatchLossTerm {
                 for c in 0..<L { g[c] += Float(w * grad[c] - scale * loopGrad[c]) }
                 value += w * mine.loss - scale * loop.loss
                 buffer.offer(features: input.batch.row(row), label: input.batch.labels[row],
-                             route: input.batch.routes[row], logits: nil, rng: &bufferRNG)
+                             route: input.batch.routes[row], logits: nil, rng: &streams.buffer)
             } else if row < own + replayed {
                 let w = 1 / Double(replayed) - scale
                 for c in 0..<L { g[c] += Float(w * loopGrad[c]) }
@@ -94,21 +92,8 @@ public struct ERACE: BatchLossTerm {
                                extraFLOPsPerStep: 12 * (rows + options.replayPerBatch) * logitCount)
     }
 
-    public func checkpointState() -> PluginState {
-        var s = buffer.state()
-        s.ints["rng.buffer"] = bufferRNG.state.map { Int64(bitPattern: $0) }
-        s.ints["rng.batch"] = batchRNG.state.map { Int64(bitPattern: $0) }
-        return s
-    }
-
-    public mutating func restore(from state: PluginState) throws {
-        try buffer.restore(state)
-        guard let a = state.ints["rng.buffer"], a.count == 4, let b = state.ints["rng.batch"], b.count == 4 else {
-            throw CheckpointError.mismatch("er_ace state lacks its random streams")
-        }
-        bufferRNG = RandomSource(state: a.map { UInt64(bitPattern: $0) })
-        batchRNG = RandomSource(state: b.map { UInt64(bitPattern: $0) })
-    }
+    public func checkpointState() -> PluginState { buffer.state(with: streams) }
+    public mutating func restore(from state: PluginState) throws { streams = try buffer.restore(state, plugin: "er_ace") }
 
     public func report() -> PluginReport {
         PluginReport(attributes: [

@@ -82,3 +82,40 @@ struct LogitReservoir: Equatable {
         routes = try PluginState.sampleIndices(r, "route")
     }
 }
+
+/// The two random streams of a reservoir plugin (DER, ER-ACE): which offered samples the
+/// reservoir keeps (`buffer`) and which stored rows each batch replays (`batch`).
+struct ReservoirStreams {
+    var buffer = RandomSource(seed: 0)
+    var batch = RandomSource(seed: 0)
+
+    /// The plugin's streams `NAME.buffer` and `NAME.batch` of a run.
+    init(_ context: RunContext, plugin: String) {
+        buffer = context.randomSource(plugin + ".buffer")
+        batch = context.randomSource(plugin + ".batch")
+    }
+
+    init() {}
+}
+
+extension LogitReservoir {
+    /// The reservoir's checkpoint with its plugin's streams (`rng.buffer`, `rng.batch`).
+    func state(with streams: ReservoirStreams) -> PluginState {
+        var s = state()
+        s.ints["rng.buffer"] = streams.buffer.state.map { Int64(bitPattern: $0) }
+        s.ints["rng.batch"] = streams.batch.state.map { Int64(bitPattern: $0) }
+        return s
+    }
+
+    /// Restores what `state(with:)` wrote and returns the streams; `plugin` names it in errors.
+    mutating func restore(_ s: PluginState, plugin: String) throws -> ReservoirStreams {
+        try restore(s)
+        guard let a = s.ints["rng.buffer"], a.count == 4, let b = s.ints["rng.batch"], b.count == 4 else {
+            throw CheckpointError.mismatch("\(plugin) state lacks its random streams")
+        }
+        var streams = ReservoirStreams()
+        streams.buffer = RandomSource(state: a.map { UInt64(bitPattern: $0) })
+        streams.batch = RandomSource(state: b.map { UInt64(bitPattern: $0) })
+        return streams
+    }
+}
