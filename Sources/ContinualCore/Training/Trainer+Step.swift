@@ -4,14 +4,26 @@ extension Trainer {
     /// (Σ task loss over rows, extra terms = batch-loss terms + penalties).
     mutating func step(_ batch: Batch, experience: Int, step: Int, work: inout StepWorkspace) -> (Double, Double) {
         let n = batch.count
-        let scale = 1 / Float(n)
         let caps = work.capabilities
         if !caps.batchLosses.isEmpty && work.identityRows.count < n { work.identityRows = Array(0..<n) }
-        var loss = 0.0
-        var extra = 0.0
         work.overflowed = false
         for k in caps.blockOwners { plugins[k].callZeroBlockGradient() }
         for k in caps.transforms { plugins[k].callWillComputeGradient(model: &model) }
+        var (loss, extra) = batchLoss(batch, experience: experience, work: &work)
+        adjustGradient(batch, experience: experience, step: step, extra: &extra, work: &work)
+        applyUpdate(batch, work: &work)
+        if !caps.observers.isEmpty { observeStep(experience: experience, step: step, work: work) }
+        return (loss, extra)
+    }
+
+    /// The batch's task loss and batch-loss terms, their gradient in `work.gradient`: one pass
+    /// when every row takes the same route, else one pass per route, each scaled by 1/n so that
+    /// the sum is the gradient of the batch mean.
+    private mutating func batchLoss(_ batch: Batch, experience: Int, work: inout StepWorkspace) -> (Double, Double) {
+        let n = batch.count
+        let scale = 1 / Float(n)
+        var loss = 0.0
+        var extra = 0.0
         let r0 = batch.routes[0]
         var mixed = false
         if model.routeCount > 1 {
@@ -31,8 +43,6 @@ extension Trainer {
                 }
             }
         } else {
-            // Rows of several tasks: one pass per route, each scaled by 1/n so that the sum is the
-            // gradient of the batch mean.
             work.gradient.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
             for r in Set(batch.routes[0..<n]).sorted() {
                 let idx = (0..<n).filter { batch.routes[$0] == r }
@@ -46,6 +56,15 @@ extension Trainer {
                 extra += er
             }
         }
+        return (loss, extra)
+    }
+
+    /// The gradient hooks after the data gradient, in order: transforms' `didComputeGradient`
+    /// (reversed), the observers' snapshot of the task gradient and parameters, penalties,
+    /// adjusters. Adds the penalties to `extra`, one by one.
+    private mutating func adjustGradient(_ batch: Batch, experience: Int, step: Int, extra: inout Double,
+                                         work: inout StepWorkspace) {
+        let caps = work.capabilities
         if !caps.transforms.isEmpty {
             work.gradient.withUnsafeMutableBufferPointer { g in
                 for k in caps.transforms.reversed() { plugins[k].callDidComputeGradient(model: &model, gradient: g) }
@@ -73,36 +92,40 @@ extension Trainer {
                 for k in caps.adjusters { plugins[k].callAdjustGradient(g, context: context) }
             }
         }
+    }
+
+    /// The optimizer's update of the trainable parameters and the plugins' own blocks; skipped
+    /// when a mixed-precision step's scaled gradients overflowed (`LossScaler`).
+    private mutating func applyUpdate(_ batch: Batch, work: inout StepWorkspace) {
         let mask = Trainer.mask(for: batch, model: model, cache: &work.maskCache)
-        // Mixed precision: a step whose scaled gradients overflowed is skipped (`LossScaler`).
         let apply = options.precision.isMixed ? (lossScaler?.update(overflowed: work.overflowed) ?? true) : true
-        if apply {
-            work.gradient.withUnsafeBufferPointer { g in
-                optimizer.step(parameters: &model.parameters, gradient: g.baseAddress!, trainable: mask,
-                               learningRate: work.learningRate)
-            }
-            for k in caps.blockOwners {
-                if var o = blockOptimizers[k] {
-                    plugins[k].callStepBlock(&o, learningRate: work.learningRate)
-                    blockOptimizers[k] = o
-                }
+        guard apply else { return }
+        work.gradient.withUnsafeBufferPointer { g in
+            optimizer.step(parameters: &model.parameters, gradient: g.baseAddress!, trainable: mask,
+                           learningRate: work.learningRate)
+        }
+        for k in work.capabilities.blockOwners {
+            if var o = blockOptimizers[k] {
+                plugins[k].callStepBlock(&o, learningRate: work.learningRate)
+                blockOptimizers[k] = o
             }
         }
-        if !caps.observers.isEmpty {
-            work.taskGradient.withUnsafeBufferPointer { t in
-                work.gradient.withUnsafeBufferPointer { g in
-                    work.before.withUnsafeBufferPointer { b in
-                        model.parameters.withUnsafeBufferPointer { a in
-                            let observation = StepObservation(taskGradient: t, totalGradient: g, parametersBefore: b,
-                                                              parametersAfter: a, experienceIndex: experience,
-                                                              stepInExperience: step, epoch: work.index.epoch)
-                            for k in caps.observers { plugins[k].callAfterStep(observation) }
-                        }
+    }
+
+    /// The observers' `afterStep`: task and total gradient, parameters before and after.
+    private mutating func observeStep(experience: Int, step: Int, work: StepWorkspace) {
+        work.taskGradient.withUnsafeBufferPointer { t in
+            work.gradient.withUnsafeBufferPointer { g in
+                work.before.withUnsafeBufferPointer { b in
+                    model.parameters.withUnsafeBufferPointer { a in
+                        let observation = StepObservation(taskGradient: t, totalGradient: g, parametersBefore: b,
+                                                          parametersAfter: a, experienceIndex: experience,
+                                                          stepInExperience: step, epoch: work.index.epoch)
+                        for k in work.capabilities.observers { plugins[k].callAfterStep(observation) }
                     }
                 }
             }
         }
-        return (loss, extra)
     }
 
     /// Forward, task loss, batch-loss terms and backward for the rows of one route, adding the

@@ -64,28 +64,7 @@ public struct Trainer {
         checkpoint = nil
         let experiences = source.experiences(of: stream)
         let T = experiences.count
-        guard T > 0 else { throw TrainingError.invalid("the scenario has no experiences") }
-        guard options.epochs >= 0, options.batchSize > 0 else {
-            throw TrainingError.invalid("epochs must be ≥ 0 and batch size > 0")
-        }
-        try preparePlugins(experienceCount: T, dimension: stream.dimension, head: stream.head,
-                           featureNames: stream.featureNames)
-        if model.routeCount > 1 && model.routeCount < T {
-            throw TrainingError.invalid("the model has \(model.routeCount) heads but the stream has \(T) experiences")
-        }
-        // The API boundary for data: labels, routes and features are checked here, once per run,
-        // before any of them reaches the loss (row[label]) or the layer offsets (route).
-        if let e = model.spec.sizeError() { throw TrainingError.invalid(e) }
-        do {
-            // Single-route models ignore routes (every layer has one copy); multi-route models
-            // need every route to select one of their copies.
-            try ExperienceStream(name: stream.name, featureNames: stream.featureNames, head: model.spec.head,
-                                 experiences: experiences)
-                .validateData(source: "scenario \"\(stream.name)\"", routeLimit: model.routeCount > 1 ? model.routeCount : Int.max,
-                              dimension: model.spec.inputs)
-        } catch let error as ScenarioError {
-            throw TrainingError.invalid(error.description)
-        }
+        try prepareRun(stream, experiences: experiences)
         if let cp = resume { try restore(cp, experienceCount: T) }
         let first = resume?.experiencesDone ?? 0
         let end = min(T, (stopAfter ?? T - 1) + 1)
@@ -104,31 +83,10 @@ public struct Trainer {
             trainTime = .seconds(resume.progress.trainSeconds)
             evalTime = .seconds(resume.progress.evalSeconds)
         } else {
-            // Baselines: the run's own initial weights, and an independently initialised model.
-            let initial = evaluateAll(experiences, workspace: work.network)
-            try Self.requireFinite(initial, evaluation: "initial")
-            progress.initialAccuracy = initial.map(\.accuracy)
-            progress.initialEvaluation = initial.map(\.record)
-            var baselineRNG = RandomSource(seed: seed, stream: "baseline.random")
-            let randomModel = MLP(spec: model.spec, rng: &baselineRNG)
-            // The random baseline is always the spec's plain network (b must not depend on the strategy).
-            let rws = randomModel.makeWorkspace(capacity: options.evaluationBatchSize)
-            let random = experiences.map {
-                TestEvaluation(model: randomModel, samples: $0.test, route: route(for: $0.index, randomModel), workspace: rws)
-            }
-            try Self.requireFinite(random, evaluation: "random baseline")
-            progress.randomAccuracy = random.map(\.accuracy)
-            progress.randomEvaluation = random.map(\.record)
+            try evaluateBaselines(experiences, workspace: work.network, into: &progress)
             evalTime += clock.now - start
         }
-
-        // Active outputs ("seen"): the classes of the training sets of experiences 0...i.
-        var seenClasses: [Bool]? = nil
-        if options.activeOutputs == .seen, case .multiclass(let k) = stream.head {
-            var seen = [Bool](repeating: false, count: k)
-            for e in experiences[0..<first] { for y in e.train.labels where y >= 0 && Int(y) < k { seen[Int(y)] = true } }
-            seenClasses = seen
-        }
+        var seenClasses = seenClasses(of: experiences[0..<first], head: stream.head)
         var shuffleRNG = resume.map { RandomSource(state: $0.progress.shuffleState) } ?? RandomSource(seed: seed, stream: "shuffle")
         var batch = Batch(dimension: stream.dimension, capacity: options.batchSize * 2)
         var lastEvaluation: [TestEvaluation] = []
@@ -168,6 +126,61 @@ public struct Trainer {
                 pluginNames: plugins.map(\.name), pluginStates: learnerPluginStates(), progress: progress)
         }
         return outcome
+    }
+
+    /// The checks and preparation before a run's first step: experiences and options, the
+    /// plugins' `prepare`, heads against experiences, and the data at the API boundary (labels,
+    /// routes and features, once per run, before any of them reaches the loss (row[label]) or the
+    /// layer offsets (route)).
+    private mutating func prepareRun(_ stream: ExperienceStream, experiences: [Experience]) throws {
+        let T = experiences.count
+        guard T > 0 else { throw TrainingError.invalid("the scenario has no experiences") }
+        guard options.epochs >= 0, options.batchSize > 0 else {
+            throw TrainingError.invalid("epochs must be ≥ 0 and batch size > 0")
+        }
+        try preparePlugins(experienceCount: T, dimension: stream.dimension, head: stream.head,
+                           featureNames: stream.featureNames)
+        if model.routeCount > 1 && model.routeCount < T {
+            throw TrainingError.invalid("the model has \(model.routeCount) heads but the stream has \(T) experiences")
+        }
+        if let e = model.spec.sizeError() { throw TrainingError.invalid(e) }
+        do {
+            // Single-route models ignore routes (every layer has one copy); multi-route models
+            // need every route to select one of their copies.
+            try ExperienceStream(name: stream.name, featureNames: stream.featureNames, head: model.spec.head,
+                                 experiences: experiences)
+                .validateData(source: "scenario \"\(stream.name)\"", routeLimit: model.routeCount > 1 ? model.routeCount : Int.max,
+                              dimension: model.spec.inputs)
+        } catch let error as ScenarioError {
+            throw TrainingError.invalid(error.description)
+        }
+    }
+
+    /// Baselines: the run's own initial weights, and an independently initialised model (always
+    /// the spec's plain network: b must not depend on the strategy).
+    private mutating func evaluateBaselines(_ experiences: [Experience], workspace: Workspace, into progress: inout TrainingProgress) throws {
+        let initial = evaluateAll(experiences, workspace: workspace)
+        try Self.requireFinite(initial, evaluation: "initial")
+        progress.initialAccuracy = initial.map(\.accuracy)
+        progress.initialEvaluation = initial.map(\.record)
+        var baselineRNG = RandomSource(seed: seed, stream: "baseline.random")
+        let randomModel = MLP(spec: model.spec, rng: &baselineRNG)
+        let rws = randomModel.makeWorkspace(capacity: options.evaluationBatchSize)
+        let random = experiences.map {
+            TestEvaluation(model: randomModel, samples: $0.test, route: route(for: $0.index, randomModel), workspace: rws)
+        }
+        try Self.requireFinite(random, evaluation: "random baseline")
+        progress.randomAccuracy = random.map(\.accuracy)
+        progress.randomEvaluation = random.map(\.record)
+    }
+
+    /// Active outputs ("seen"): the classes of the training sets of `done` (nil when every
+    /// output is active).
+    private func seenClasses(of done: ArraySlice<Experience>, head: OutputHead) -> [Bool]? {
+        guard options.activeOutputs == .seen, case .multiclass(let k) = head else { return nil }
+        var seen = [Bool](repeating: false, count: k)
+        for e in done { for y in e.train.labels where y >= 0 && Int(y) < k { seen[Int(y)] = true } }
+        return seen
     }
 
     /// Begins every phase due at `step` (`TrainingPhases`): the plugins' `beginPhase` in list
