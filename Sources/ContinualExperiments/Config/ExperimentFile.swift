@@ -80,26 +80,7 @@ public struct ExperimentFile: Sendable {
     /// the sweep expands, so every sweep point of that variant runs with them.
     public static func parse(data: Data, path: String = "", expansionLimit: Int? = nil,
                              chosen: [String: [SweepValue]] = [:]) throws -> ExperimentFile {
-        // Trailing commas, numbers beyond a Double, syntax errors: line, column and key path.
-        if let problem = JSONLint.check(data, file: path) { throw problem }
-        let root: JSONValue
-        do {
-            root = try JSONDecoder().decode(JSONValue.self, from: data)
-        } catch {
-            throw ConfigError(file: path, location: syntaxLocation(data), message: "not valid JSON")
-        }
-        if let key = JSONDuplicateKeys.firstDuplicate(in: data) {
-            throw ConfigError(file: path, location: key, message: "this key appears more than once in its object (JSON readers "
-                + "disagree on which value wins: Foundation keeps one, Python's json the last); keep one")
-        }
-        guard case .object(var top) = root else {
-            throw ConfigError(file: path, location: "(top level)", message: "expected an object")
-        }
-        let allowed = experimentKeys.union(runKeys)
-        for key in top.keys.sorted() where !allowed.contains(key) {
-            throw ConfigError(file: path, location: "." + key,
-                              message: "unknown key \"\(key)\"\(didYouMean(key, allowed)); allowed keys: \(allowed.sorted().joined(separator: ", "))")
-        }
+        var top = try topLevelObject(data, file: path)
         let name = try string(top["name"], at: ".name", file: path) ?? "experiment"
         try checkName(name, at: ".name", file: path)
         let description = try string(top["description"], at: ".description", file: path) ?? ""
@@ -119,116 +100,33 @@ public struct ExperimentFile: Sendable {
         let base = normalized(.object(top))
 
         // (variant name, merged JSON, sweep, location of the variant) in file order.
-        var bases: [(name: String, json: JSONValue, sweep: SweepSpec?, at: String, tune: JSONValue?)] = []
-        if let variants {
-            guard case .array(let list) = variants, !list.isEmpty else {
-                throw ConfigError(file: path, location: ".variants", message: "expected a non-empty array of objects")
-            }
-            var names = Set<String>()
-            for (i, v) in list.enumerated() {
-                guard case .object(var override) = v else {
-                    throw ConfigError(file: path, location: ".variants[\(i)]", message: "expected an object")
-                }
-                let variantKeys = runKeys.union(["sweep", "tune"])
-                for key in override.keys.sorted() where !variantKeys.contains(key) {
-                    throw ConfigError(file: path, location: ".variants[\(i)].\(key)",
-                                      message: "unknown key \"\(key)\"\(didYouMean(key, variantKeys)); allowed keys: \(variantKeys.sorted().joined(separator: ", "))")
-                }
-                let tune = TuneSpec.merged(top: topTune, variant: override.removeValue(forKey: "tune"))
-                guard let vname = try string(override["name"], at: ".variants[\(i)].name", file: path) else {
-                    throw ConfigError(file: path, location: ".variants[\(i)].name", message: "required key is missing")
-                }
-                try checkName(vname, at: ".variants[\(i)].name", file: path)
-                guard names.insert(vname).inserted else {
-                    throw ConfigError(file: path, location: ".variants[\(i)].name", message: "duplicate variant name \"\(vname)\"")
-                }
-                var sweep = topSweep
-                if let own = override.removeValue(forKey: "sweep") {
-                    sweep = own == .null ? nil
-                        : try SweepSpec.parse(own, at: ".variants[\(i)].sweep", file: path, runKeys: runKeySet)
-                }
-                bases.append((vname, base.merging(normalized(.object(override))), sweep, ".variants[\(i)]", tune))
-            }
-        } else {
-            bases.append((name, base, topSweep, "", topTune))
-        }
+        var bases: [VariantBase] = try variants.map {
+            try variantBases($0, over: base, sweep: topSweep, tune: topTune, file: path)
+        } ?? [(name, base, topSweep, "", topTune)]
         let tuneTargets = try tuneTargets(bases.map { ($0.name, $0.json, $0.sweep, $0.at, $0.tune) }, file: path, runKeys: runKeySet)
         bases = try bases.map { b in
             guard let values = chosen[b.name] else { return b }
             return (b.name, try applying(values, to: b.json, file: path, variant: b.name), b.sweep, b.at, b.tune)
         }
 
-        var runs: [ResolvedRun] = []
         var sweptPaths: [String] = []
         for b in bases {
             for p in b.sweep?.parameters ?? [] where !sweptPaths.contains(p.path.text) { sweptPaths.append(p.path.text) }
         }
-        var seen: [String: String] = [:]
-        var totalRuns = 0
-        var sampled = false
-        for b in bases {
-            totalRuns = totalRuns.addingReportingOverflow(b.sweep?.count ?? 1).overflow ? Int.max : totalRuns + (b.sweep?.count ?? 1)
-        }
-        if totalRuns > SweepSpec.maximumPoints {
-            throw ConfigError(file: path, location: topSweep != nil ? ".sweep" : ".variants",
-                              message: "the experiment expands to \(totalRuns == Int.max ? "more than \(Int.max)" : String(totalRuns)) runs; the limit is \(SweepSpec.maximumPoints)")
-        }
-        for b in bases {
-            guard let sweep = b.sweep else {
-                let context = variants == nil ? "" : "variant \"\(b.name)\""
-                var run = try resolve(b.json, file: path, context: context)
-                run.variant = b.name
-                run.sweepIndex = runs.count
-                runs.append(run)
-                continue
-            }
-            let labels = Self.labels(for: sweep.parameters.map(\.path))
-            let sweepAt = b.sweep == topSweep ? ".sweep" : b.at + ".sweep"
-            var points: [[JSONValue]]
-            if let limit = expansionLimit, sweep.count > limit {
-                sampled = true
-                var seenPoints = Set<String>()
-                points = (sweep.points(limit: limit) + sweep.extremePoints()).filter {
-                    seenPoints.insert(JSONValue.array($0).canonicalText()).inserted
-                }
-            } else {
-                points = sweep.points()
-            }
-            for point in points {
-                var json = b.json
-                for (p, value) in zip(sweep.parameters, point) {
-                    do { json = try p.path.setting(value, in: json) } catch {
-                        throw ConfigError(file: path, location: "\(sweepAt).parameters[\"\(p.path.text)\"]",
-                                          message: error.message + (variants == nil ? "" : " (variant \"\(b.name)\")"))
-                    }
-                }
-                let parts = zip(labels, point).map { "\($0)=\(Self.nameText($1))" }
-                let runName = ((variants == nil ? [] : [b.name]) + parts).joined(separator: "_")
-                guard case .object(var o) = normalized(json) else { continue }
-                o["name"] = .string(runName)
-                var run = try resolve(.object(o), file: path,
-                                      context: (variants == nil ? "" : "variant \"\(b.name)\", ") + "sweep point " + parts.joined(separator: ", "))
-                run.variant = b.name
-                run.sweepIndex = runs.count
-                run.sweepValues = zip(sweep.parameters, point).map { SweepValue(path: $0.path.text, value: $1) }
-                if let other = seen[run.runId] {
-                    throw ConfigError(file: path, location: sweepAt,
-                                      message: "runs \"\(other)\" and \"\(run.config.name)\" resolve to the same configuration (id \(run.runId)); remove the duplicate value")
-                }
-                seen[run.runId] = run.config.name
-                runs.append(run)
-            }
-        }
+        let totalRuns = try runCount(bases, file: path, at: topSweep != nil ? ".sweep" : ".variants")
+        var expansion = RunExpansion(file: path, hasVariants: variants != nil, topSweep: topSweep, expansionLimit: expansionLimit)
+        for b in bases { try expansion.add(b) }
+        let runs = expansion.runs
         var file = ExperimentFile(name: name, description: description, output: output,
                                   sourceText: String(decoding: data, as: UTF8.self), runs: runs, path: path)
         file.sweptPaths = sweptPaths
         file.sweepJSON = sweepValue
         file.threads = threads
         file.totalRuns = totalRuns
-        file.isSampled = sampled
+        file.isSampled = expansion.sampled
         file.tuneTargets = tuneTargets
         var notes: [String] = []
-        if sampled {
+        if expansion.sampled {
             notes.append("the sweep has \(totalRuns) runs: validate resolved and checked \(runs.count) of them (the first "
                 + "\(expansionLimit ?? 0) and every listed value of every swept key); `sweep` and `run` check every run before starting")
         } else {
@@ -238,5 +136,161 @@ public struct ExperimentFile: Sendable {
         }
         file.notes = notes
         return file
+    }
+
+    /// A variant before its sweep expands: its name, its JSON merged over the shared settings,
+    /// its sweep (its own or the file's), its location (`.variants[i]`, "" without variants) and
+    /// its tuning block.
+    typealias VariantBase = (name: String, json: JSONValue, sweep: SweepSpec?, at: String, tune: JSONValue?)
+
+    /// The file's top-level object once the text is valid JSON without duplicate keys and every
+    /// key is an experiment or run key: each check's error names the line or key path at fault.
+    private static func topLevelObject(_ data: Data, file path: String) throws -> [String: JSONValue] {
+        // Trailing commas, numbers beyond a Double, syntax errors: line, column and key path.
+        if let problem = JSONLint.check(data, file: path) { throw problem }
+        let root: JSONValue
+        do {
+            root = try JSONDecoder().decode(JSONValue.self, from: data)
+        } catch {
+            throw ConfigError(file: path, location: syntaxLocation(data), message: "not valid JSON")
+        }
+        if let key = JSONDuplicateKeys.firstDuplicate(in: data) {
+            throw ConfigError(file: path, location: key, message: "this key appears more than once in its object (JSON readers "
+                + "disagree on which value wins: Foundation keeps one, Python's json the last); keep one")
+        }
+        guard case .object(let top) = root else {
+            throw ConfigError(file: path, location: "(top level)", message: "expected an object")
+        }
+        let allowed = experimentKeys.union(runKeys)
+        for key in top.keys.sorted() where !allowed.contains(key) {
+            throw ConfigError(file: path, location: "." + key,
+                              message: "unknown key \"\(key)\"\(didYouMean(key, allowed)); allowed keys: \(allowed.sorted().joined(separator: ", "))")
+        }
+        return top
+    }
+
+    /// The `variants` array as bases in file order: each an object of run keys (plus `sweep` and
+    /// `tune`) with a unique valid name, merged over `base`; a variant's `sweep` replaces the
+    /// file's (`null` removes it).
+    private static func variantBases(_ variants: JSONValue, over base: JSONValue, sweep topSweep: SweepSpec?,
+                                     tune topTune: JSONValue?, file path: String) throws -> [VariantBase] {
+        guard case .array(let list) = variants, !list.isEmpty else {
+            throw ConfigError(file: path, location: ".variants", message: "expected a non-empty array of objects")
+        }
+        let runKeySet = runKeys
+        var bases: [VariantBase] = []
+        var names = Set<String>()
+        for (i, v) in list.enumerated() {
+            guard case .object(var override) = v else {
+                throw ConfigError(file: path, location: ".variants[\(i)]", message: "expected an object")
+            }
+            let variantKeys = runKeys.union(["sweep", "tune"])
+            for key in override.keys.sorted() where !variantKeys.contains(key) {
+                throw ConfigError(file: path, location: ".variants[\(i)].\(key)",
+                                  message: "unknown key \"\(key)\"\(didYouMean(key, variantKeys)); allowed keys: \(variantKeys.sorted().joined(separator: ", "))")
+            }
+            let tune = TuneSpec.merged(top: topTune, variant: override.removeValue(forKey: "tune"))
+            guard let vname = try string(override["name"], at: ".variants[\(i)].name", file: path) else {
+                throw ConfigError(file: path, location: ".variants[\(i)].name", message: "required key is missing")
+            }
+            try checkName(vname, at: ".variants[\(i)].name", file: path)
+            guard names.insert(vname).inserted else {
+                throw ConfigError(file: path, location: ".variants[\(i)].name", message: "duplicate variant name \"\(vname)\"")
+            }
+            var sweep = topSweep
+            if let own = override.removeValue(forKey: "sweep") {
+                sweep = own == .null ? nil
+                    : try SweepSpec.parse(own, at: ".variants[\(i)].sweep", file: path, runKeys: runKeySet)
+            }
+            bases.append((vname, base.merging(normalized(.object(override))), sweep, ".variants[\(i)]", tune))
+        }
+        return bases
+    }
+
+    /// The number of runs the bases expand to (`Int.max` on overflow), counted before expanding:
+    /// more than `SweepSpec.maximumPoints` is refused at `location`.
+    private static func runCount(_ bases: [VariantBase], file path: String, at location: String) throws -> Int {
+        var totalRuns = 0
+        for b in bases {
+            totalRuns = totalRuns.addingReportingOverflow(b.sweep?.count ?? 1).overflow ? Int.max : totalRuns + (b.sweep?.count ?? 1)
+        }
+        if totalRuns > SweepSpec.maximumPoints {
+            throw ConfigError(file: path, location: location,
+                              message: "the experiment expands to \(totalRuns == Int.max ? "more than \(Int.max)" : String(totalRuns)) runs; the limit is \(SweepSpec.maximumPoints)")
+        }
+        return totalRuns
+    }
+}
+
+/// The resolved runs of an experiment, added one variant at a time in file order: a variant
+/// without a sweep is one run, one with a sweep one run per point (all of them, or with
+/// `expansionLimit` a sample), named after the swept values; no two runs may share a run id.
+private struct RunExpansion {
+    let file: String
+    /// Whether the file has `variants` (run names and messages then name the variant).
+    let hasVariants: Bool
+    /// The file's sweep: a variant using it reports errors at `.sweep`, not at its own location.
+    let topSweep: SweepSpec?
+    let expansionLimit: Int?
+    var runs: [ResolvedRun] = []
+    /// Name of the run with each run id so far, over every variant.
+    var seen: [String: String] = [:]
+    /// Whether a sweep was sampled rather than expanded whole.
+    var sampled = false
+
+    /// Adds the runs of `b`, numbering them after the runs already added.
+    mutating func add(_ b: ExperimentFile.VariantBase) throws {
+        guard let sweep = b.sweep else {
+            let context = !hasVariants ? "" : "variant \"\(b.name)\""
+            var run = try ExperimentFile.resolve(b.json, file: file, context: context)
+            run.variant = b.name
+            run.sweepIndex = runs.count
+            runs.append(run)
+            return
+        }
+        let labels = ExperimentFile.labels(for: sweep.parameters.map(\.path))
+        let sweepAt = b.sweep == topSweep ? ".sweep" : b.at + ".sweep"
+        for point in points(of: sweep) {
+            try add(point, of: sweep, base: b, labels: labels, at: sweepAt)
+        }
+    }
+
+    /// The sweep's points: all of them, or past `expansionLimit` the first ones and the extreme
+    /// ones (`SweepSpec.extremePoints`) without repeats.
+    private mutating func points(of sweep: SweepSpec) -> [[JSONValue]] {
+        guard let limit = expansionLimit, sweep.count > limit else { return sweep.points() }
+        sampled = true
+        var seenPoints = Set<String>()
+        return (sweep.points(limit: limit) + sweep.extremePoints()).filter {
+            seenPoints.insert(JSONValue.array($0).canonicalText()).inserted
+        }
+    }
+
+    /// Adds the run of one sweep point: its values set into the variant's JSON, the run named
+    /// `variant_label=value_…`, resolved and checked against the runs before it.
+    private mutating func add(_ point: [JSONValue], of sweep: SweepSpec, base b: ExperimentFile.VariantBase,
+                              labels: [String], at sweepAt: String) throws {
+        var json = b.json
+        for (p, value) in zip(sweep.parameters, point) {
+            do { json = try p.path.setting(value, in: json) } catch {
+                throw ConfigError(file: file, location: "\(sweepAt).parameters[\"\(p.path.text)\"]",
+                                  message: error.message + (!hasVariants ? "" : " (variant \"\(b.name)\")"))
+            }
+        }
+        let parts = zip(labels, point).map { "\($0)=\(ExperimentFile.nameText($1))" }
+        let runName = ((!hasVariants ? [] : [b.name]) + parts).joined(separator: "_")
+        guard case .object(var o) = ExperimentFile.normalized(json) else { return }
+        o["name"] = .string(runName)
+        var run = try ExperimentFile.resolve(.object(o), file: file,
+                                             context: (!hasVariants ? "" : "variant \"\(b.name)\", ") + "sweep point " + parts.joined(separator: ", "))
+        run.variant = b.name
+        run.sweepIndex = runs.count
+        run.sweepValues = zip(sweep.parameters, point).map { SweepValue(path: $0.path.text, value: $1) }
+        if let other = seen[run.runId] {
+            throw ConfigError(file: file, location: sweepAt,
+                              message: "runs \"\(other)\" and \"\(run.config.name)\" resolve to the same configuration (id \(run.runId)); remove the duplicate value")
+        }
+        seen[run.runId] = run.config.name
+        runs.append(run)
     }
 }

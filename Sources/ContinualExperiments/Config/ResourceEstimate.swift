@@ -214,49 +214,55 @@ struct ScenarioSize {
     }
 }
 
-extension RunEstimate {
-    /// The estimate of `run` with a scenario of `size` (`ScenarioSize.estimate` before the data
-    /// exist, `ScenarioSize.of` once the stream is built).
-    static func of(_ config: RunConfig, size: ScenarioSize, cores: Int) -> RunEstimate {
-        var memory: [(Double, String)] = []
-        var work: [(Double, String)] = []
+/// The sizes of a run's model that its memory, work and FLOPs scale with.
+struct ModelSize {
+    /// Experiences and input features of the scenario (each at least 1), and output units (one
+    /// for a binary head, 2 classes or fewer; else one per class).
+    var experiences: Double, dimension: Double, outputs: Double
+    /// Weights and biases (every head included), and the bytes each takes: weights, gradients,
+    /// two optimizer moments, and the plugins' anchors and importances.
+    var parameters: Double, perParameter: Double
+    /// The index of the widest hidden layer (nil without hidden layers).
+    var widest: Int?
+    /// The input, hidden and output widths summed (the workspaces' width), and the widest layer
+    /// (outputs included) over 64: how far above its default the width is.
+    var sumWidths: Double, wide: Double
+
+    init(_ config: RunConfig, size: ScenarioSize) {
         let T = max(size.experiences, 1)
         let D = max(size.dimension, 1)
-        // Data: features and labels, with a copy while generating or splitting.
-        let dataBytes = 2 * size.samples * (D * 4 + 8) + size.fileBytes
-        memory.append((dataBytes, size.key))
-        // Model: weights, gradients, two optimizer moments, and anchors/importances of plugins.
         var widths = config.model.hidden.map(Double.init)
         let outputs = size.classes <= 2 ? 1 : size.classes
         var params = 0.0, previous = D
         for w in widths { params += (previous + 1) * w; previous = w }
         let heads = config.model.multiHead ? T : 1
         params += heads * (previous + 1) * outputs
-        let perParameter = 4.0 * (4 + 3 * Double(config.strategy.count))
-        let widest = config.model.hidden.indices.max { config.model.hidden[$0] < config.model.hidden[$1] }
-        memory.append((params * perParameter, widest.map { ".model.hidden[\($0)]" } ?? ".model.hidden"))
-        // Activations: the training and evaluation workspaces.
+        experiences = T
+        dimension = D
+        self.outputs = outputs
+        parameters = params
+        perParameter = 4.0 * (4 + 3 * Double(config.strategy.count))
+        widest = config.model.hidden.indices.max { config.model.hidden[$0] < config.model.hidden[$1] }
         widths.append(outputs)
-        let sumWidths = widths.reduce(D, +)
-        // Blame the factor furthest above its default: the batch size or the widest layer.
-        let widestKey = widest.map { ".model.hidden[\($0)]" } ?? ".model.hidden"
-        let wide = (widths.max() ?? 1) / 64
-        memory.append((Double(config.training.batchSize) * 2 * sumWidths * 4 * 4,
-                       Double(config.training.batchSize) / 32 >= wide ? ".training.batch_size" : widestKey))
-        memory.append((Double(config.training.evalBatchSize) * sumWidths * 4 * 3,
-                       Double(config.training.evalBatchSize) / 512 >= wide ? ".training.eval_batch_size" : widestKey))
-        // Results: a few T × T matrices per measure, plus predictions.
-        memory.append((T * T * 8 * 16 + (config.metrics.storePredictions ? size.test * 16 : 0), size.key))
-        if config.training.mode == .prequential {
-            // The probe's ring of the last `window` outcomes (1 byte each) and the recorded curve
-            // (position, window and cumulative accuracy, experience: 4 × 8 bytes per point).
-            memory.append((Double(config.training.window), ".training.window"))
-            memory.append((size.train / Double(max(config.training.recordEvery, 1)) * 32, ".training.record_every"))
-        }
+        sumWidths = widths.reduce(D, +)
+        wide = (widths.max() ?? 1) / 64
+    }
+
+    /// The key path of the widest hidden layer (`.model.hidden` without hidden layers).
+    var widestKey: String { widest.map { ".model.hidden[\($0)]" } ?? ".model.hidden" }
+}
+
+extension RunEstimate {
+    /// The estimate of `run` with a scenario of `size` (`ScenarioSize.estimate` before the data
+    /// exist, `ScenarioSize.of` once the stream is built).
+    static func of(_ config: RunConfig, size: ScenarioSize, cores: Int) -> RunEstimate {
+        let model = ModelSize(config, size: size)
+        let T = model.experiences, params = model.parameters
+        var memory = memoryTerms(config, size: size, model: model)
         // Plugin memories (replay buffers, episodic memories, per-experience gradients), as each
         // method's options describe them (`PluginOptions.plannedResources`), defaults included.
         var replayRows = 0.0, pluginBytes = 0.0
-        let shape = PlannedRunShape(experiences: T, dimension: D, outputs: outputs, parameters: params,
+        let shape = PlannedRunShape(experiences: T, dimension: model.dimension, outputs: model.outputs, parameters: params,
                                     batchSize: Double(config.training.batchSize))
         for (i, entry) in config.strategy.enumerated() {
             let planned = entry.options.plannedResources(shape)
@@ -265,6 +271,7 @@ extension RunEstimate {
             replayRows += planned.extraRowsPerBatch
         }
         // Work: training rows (with replayed rows per batch), evaluations after every experience.
+        var work: [(Double, String)] = []
         let batches = (size.train / Double(config.training.batchSize)).rounded(.up)
         let epochs = config.training.mode == .prequential ? 1
             : config.training.epochsEquivalent(trainPerExperience: size.train / T, flopsPerRow: 6 * params)
@@ -286,77 +293,17 @@ extension RunEstimate {
         estimate.workKey = work.max { $0.0 < $1.0 }?.1 ?? ""
         // FLOPs: forward and backward per training row, forward per evaluated row.
         estimate.flops = 6 * params * trainRows + 2 * params * (T + 2) * size.test
-        estimate.flopsKey = params > 1e6 ? (widest.map { ".model.hidden[\($0)]" } ?? estimate.workKey) : estimate.workKey
+        estimate.flopsKey = params > 1e6 ? (model.widest.map { ".model.hidden[\($0)]" } ?? estimate.workKey) : estimate.workKey
         // One user's run (its data, model, workspaces, results): what each of a federation's
         // workers holds while it builds or trains a client.
         let single = estimate.memoryBytes
         if let population = config.population, config.federation == nil {
-            // Every user owns a model and a stream; `jobs` users are in memory at once; every
-            // user's matrices and metrics stay until the run ends.
-            let users = Double(population.users)
-            let parallel = min(users, Double(population.jobs > 0 ? population.jobs : cores))
-            let perUserKept = T * T * 8 * (population.storeMatrices ? 2 : 1) + 512
-            let total = estimate.memoryBytes * parallel + users * perUserKept
-            // The key at fault: the users' kept results only when they dominate; otherwise the
-            // per-user term that is largest (e.g. a huge .scenario.train_per_experience).
-            if users * perUserKept > estimate.memoryBytes * parallel { estimate.memoryKey = ".population.users" }
-            estimate.memoryBytes = total
-            estimate.work *= users
-            estimate.flops *= users
-            if users > 1 { estimate.flopsKey = params > 1e6 ? estimate.flopsKey : ".population.users" }
-            if users > 1 { estimate.workKey = ".population.users" }
+            estimate.scale(to: population, model: model, cores: cores)
         }
         if let population = config.population, let federation = config.federation {
-            // A federation builds its clients when first needed and keeps what `FederationStorage`
-            // says: for every client, its entries in the per-client results; for every client
-            // built (the evaluated ones and those expected to be sampled at least once), its
-            // learner and tallies; for the evaluated ones, and the trained ones when their data are
-            // reused, their data; during a round, the invited clients' data and updates.
-            let N = Double(population.users)
-            let R = Double(federation.rounds)
-            let storage = FederationStorage(federation, clients: population.users)
-            let evaluated = Double(federation.evaluateClients > 0 ? min(federation.evaluateClients, population.users) : population.users)
-            let built = storage.allClients ? N : min(N, evaluated + storage.expectedParticipants * (1 - evaluated / max(N, 1)))
-            let participants = max(built - evaluated, 0)
-            // A partition gives each client 1/N of the scenario's data (held once more, whole, by the server side).
-            let share = federation.partition != nil ? 1 / max(N, 1) : 1.0
-            // A client's data: features and Int32 labels at their exact size, plus its experiences' headers.
-            let clientData = size.samples * share * (D * 4 + 4) + T * 320
-            // Ditto and APFL keep a personal model beside the local one.
-            let learners = federation.personal == .ditto || federation.personal == .apfl ? 2.0 : 1.0
             let capacity = memory.first { $0.1.hasSuffix(".capacity") || $0.1.hasSuffix(".capacity_bytes") }?.0 ?? 0
-            // A built client's learner (parameters, optimizer, plugin state), device days, arrival
-            // schedule, per-experience tallies and its slot (`clientStateBytes`).
-            let state = learners * params * perParameter + capacity + R + T * 112 + Self.clientStateBytes
-            // Per client of the run: invitations, participations, bytes up and down, joules,
-            // dropouts, stragglers, adversary flag, device pattern, and their copies while written.
-            let everyClient = N * Self.perClientResultBytes
-            let kept = evaluated * (clientData + T * T * 8 * (population.storeMatrices ? 3 : 2) + 1024)
-            let perRound = storage.expectedParticipations / max(R, 1)   // invited per round
-            let roundData = (storage.retainsData ? 0 : min(perRound, participants) * clientData) + perRound * params * 16
-            let trained = participants * (state + (storage.retainsData ? clientData : 0)) + evaluated * state + roundData
-            let workers = Double(federation.jobs > 0 ? federation.jobs : cores)
-            estimate.memoryBytes = single * min(workers, max(built, 1)) + everyClient + kept + trained
-            let terms: [(Double, String)] = [
-                (everyClient, ".population.users"),
-                (kept, federation.evaluateClients > 0 ? ".federation.evaluate_clients" : ".population.users"),
-                (trained, storage.allClients ? ".population.users"
-                    : federation.clientsPerRound != nil ? ".federation.clients_per_round" : ".federation.client_fraction"),
-            ]
-            estimate.memoryKey = terms.max { $0.0 < $1.0 }!.1
-            let evaluations = ((R / Double(federation.evaluateEvery) + T) * size.test / T * evaluated + T * size.test * evaluated) * share
-            // Training: every built client's data once (a client trains each sample once per local
-            // epoch, over its participations); personal training doubles the rows (APFL's personal
-            // model trains on the same batches); FedRep adds its head epochs to the body's.
-            let epochs = Double(federation.localEpochs + (federation.personal == .fedrep ? federation.fedrepHeadEpochs : 0))
-            let rows = built * share * size.train * epochs * (federation.personal == .local || federation.personal == .apfl ? 2 : 1)
-            // Data generation: once per built client, again for every later round it trains in
-            // unless its data are kept.
-            let generations = storage.retainsData ? built : built + max(storage.expectedParticipations - participants, 0)
-            estimate.work = rows + evaluations + generations * share * size.generated + N + built * R
-            estimate.workKey = estimate.memoryKey
-            estimate.flops = 6 * params * rows + 2 * params * evaluations
-            estimate.flopsKey = estimate.memoryKey
+            estimate.federate(federation, population: population, single: single, capacity: capacity,
+                              model: model, size: size, cores: cores)
         }
         estimate.memoryBytes += processOverheadBytes
         if !estimate.memoryBytes.isFinite { estimate.memoryBytes = .infinity }
@@ -364,5 +311,52 @@ extension RunEstimate {
         if !estimate.flops.isFinite { estimate.flops = .infinity }
         if !estimate.diskBytes.isFinite { estimate.diskBytes = .infinity }
         return estimate
+    }
+
+    /// The memory one run's data, model, workspaces and results take, each with the key that scales it.
+    private static func memoryTerms(_ config: RunConfig, size: ScenarioSize, model: ModelSize) -> [(Double, String)] {
+        var memory: [(Double, String)] = []
+        let T = model.experiences, D = model.dimension
+        // Data: features and labels, with a copy while generating or splitting.
+        let dataBytes = 2 * size.samples * (D * 4 + 8) + size.fileBytes
+        memory.append((dataBytes, size.key))
+        // Model: weights, gradients, two optimizer moments, and anchors/importances of plugins.
+        memory.append((model.parameters * model.perParameter, model.widestKey))
+        // Activations: the training and evaluation workspaces.
+        let sumWidths = model.sumWidths
+        // Blame the factor furthest above its default: the batch size or the widest layer.
+        let widestKey = model.widestKey
+        let wide = model.wide
+        memory.append((Double(config.training.batchSize) * 2 * sumWidths * 4 * 4,
+                       Double(config.training.batchSize) / 32 >= wide ? ".training.batch_size" : widestKey))
+        memory.append((Double(config.training.evalBatchSize) * sumWidths * 4 * 3,
+                       Double(config.training.evalBatchSize) / 512 >= wide ? ".training.eval_batch_size" : widestKey))
+        // Results: a few T × T matrices per measure, plus predictions.
+        memory.append((T * T * 8 * 16 + (config.metrics.storePredictions ? size.test * 16 : 0), size.key))
+        if config.training.mode == .prequential {
+            // The probe's ring of the last `window` outcomes (1 byte each) and the recorded curve
+            // (position, window and cumulative accuracy, experience: 4 × 8 bytes per point).
+            memory.append((Double(config.training.window), ".training.window"))
+            memory.append((size.train / Double(max(config.training.recordEvery, 1)) * 32, ".training.record_every"))
+        }
+        return memory
+    }
+
+    /// A population's estimate from one user's: every user owns a model and a stream; `jobs`
+    /// users are in memory at once; every user's matrices and metrics stay until the run ends.
+    private mutating func scale(to population: PopulationConfig, model: ModelSize, cores: Int) {
+        let T = model.experiences, params = model.parameters
+        let users = Double(population.users)
+        let parallel = min(users, Double(population.jobs > 0 ? population.jobs : cores))
+        let perUserKept = T * T * 8 * (population.storeMatrices ? 2 : 1) + 512
+        let total = memoryBytes * parallel + users * perUserKept
+        // The key at fault: the users' kept results only when they dominate; otherwise the
+        // per-user term that is largest (e.g. a huge .scenario.train_per_experience).
+        if users * perUserKept > memoryBytes * parallel { memoryKey = ".population.users" }
+        memoryBytes = total
+        work *= users
+        flops *= users
+        if users > 1 { flopsKey = params > 1e6 ? flopsKey : ".population.users" }
+        if users > 1 { workKey = ".population.users" }
     }
 }

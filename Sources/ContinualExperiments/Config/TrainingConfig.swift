@@ -76,20 +76,8 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.strictContainer(keyedBy: CodingKeys.self)
         epochs = try c.decode(.epochs, default: 1)
-        if c.contains(.stepsPerExperience) {
-            let steps: Int = try c.decode(.stepsPerExperience, default: 1)
-            try c.require(!c.contains(.epochs), .stepsPerExperience,
-                          "give either \"epochs\" or \"steps_per_experience\" (the training budget per experience), not both")
-            try c.require(steps >= 1 && steps <= 100_000_000, .stepsPerExperience, "must be in 1...100000000, got \(steps)")
-            stepsPerExperience = steps
-        }
-        if c.contains(.flopsPerExperience) {
-            let flops: Double = try c.decode(.flopsPerExperience, default: 1)
-            try c.require(!c.contains(.epochs) && !c.contains(.stepsPerExperience), .flopsPerExperience,
-                          "give one training budget per experience: \"epochs\", \"steps_per_experience\" or \"flops_per_experience\"")
-            try c.require(flops >= 1 && flops <= 1e18, .flopsPerExperience, "must be a number in 1...1e18 (FLOPs), got \(flops)")
-            flopsPerExperience = flops
-        }
+        stepsPerExperience = try Self.decodeSteps(c)
+        flopsPerExperience = try Self.decodeFLOPs(c)
         batchSize = try c.decode(.batchSize, default: 32)
         shuffle = try c.decode(.shuffle, default: true)
         resetOptimizer = try c.decode(.resetOptimizer, default: true)
@@ -98,24 +86,73 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
             divergenceLoss = try c.decodeNil(forKey: .divergenceLoss) ? nil : c.decode(Double.self, forKey: .divergenceLoss)
         }
         if c.contains(.earlyStopping), try !c.decodeNil(forKey: .earlyStopping) {
-            let e = try c.superDecoder(forKey: .earlyStopping).strictContainer(keyedBy: EarlyStoppingKeys.self)
-            let windowed = e.contains(.window) || e.contains(.tolerance)
-            try e.require(!windowed || (!e.contains(.patience) && !e.contains(.minDelta)), windowed ? .window : .patience,
-                          "give either {\"patience\", \"min_delta\"} or {\"window\", \"tolerance\"} (two stopping rules), not both")
-            let patience: Int = try e.decode(.patience, default: 3)
-            let minDelta: Double = try e.decode(.minDelta, default: 0)
-            try e.require(patience >= 1, .patience, "must be ≥ 1, got \(patience)")
-            try e.require(minDelta >= 0 && minDelta.isFinite, .minDelta, "must be a finite number ≥ 0, got \(minDelta)")
-            earlyStopping = EarlyStopping(patience: patience, minDelta: minDelta)
-            if windowed {
-                let window: Int = try e.decode(.window, default: 3)
-                let tolerance: Double = try e.decode(.tolerance, default: 0)
-                try e.require(window >= 1 && window <= 100_000, .window, "must be in 1...100000 (epochs), got \(window)")
-                try e.require(tolerance >= 0 && tolerance.isFinite, .tolerance,
-                              "must be a finite number ≥ 0 (nats per sample; 0 = never stop), got \(tolerance)")
-                earlyStopping = EarlyStopping(window: window, tolerance: tolerance)
-            }
+            earlyStopping = try Self.decodeEarlyStopping(c)
         }
+        precision = try Self.decodePrecision(c)
+        try c.require((divergenceLoss ?? 1) > 0, .divergenceLoss, "must be > 0 or null, got \(divergenceLoss ?? 0)")
+        if c.contains(.learningRateSchedule) {
+            learningRateSchedule = try Self.decodeSchedule(c)
+        }
+        mode = try c.decodeChoice(.mode, default: .batch)
+        activeOutputs = try c.decodeChoice(.activeOutputs, default: .all)
+        window = try c.decode(.window, default: 100)
+        recordEvery = try c.decode(.recordEvery, default: 10)
+        try c.require(window >= 1, .window, "must be ≥ 1, got \(window)")
+        try c.require(recordEvery >= 1, .recordEvery, "must be ≥ 1, got \(recordEvery)")
+        try c.require(mode == .prequential || (!c.contains(.window) && !c.contains(.recordEvery)), .window,
+                      "window and record_every apply only to \"mode\": \"prequential\"")
+        try c.require(stepsPerExperience == nil || mode == .batch, .stepsPerExperience,
+                      "applies only to \"mode\": \"batch\" (a prequential run passes over its stream once)")
+        try c.require(flopsPerExperience == nil || (mode == .batch && earlyStopping == nil), .flopsPerExperience,
+                      "applies only to \"mode\": \"batch\" without \"early_stopping\"")
+        try c.require(stepsPerExperience == nil || earlyStopping == nil, .stepsPerExperience,
+                      "a steps budget is fixed; \"early_stopping\" ends an epochs budget early — use one or the other")
+        try c.require(epochs >= 1 && epochs <= 100_000, .epochs, "must be in 1...100000, got \(epochs)")
+        try c.require(batchSize >= 1 && batchSize <= 1_000_000, .batchSize, "must be in 1...1000000, got \(batchSize)")
+        try c.require(evalBatchSize >= 1, .evalBatchSize, "must be ≥ 1, got \(evalBatchSize)")
+    }
+
+    /// `"steps_per_experience"` when given (nil otherwise): a budget exclusive with `"epochs"`.
+    private static func decodeSteps(_ c: KeyedDecodingContainer<CodingKeys>) throws -> Int? {
+        guard c.contains(.stepsPerExperience) else { return nil }
+        let steps: Int = try c.decode(.stepsPerExperience, default: 1)
+        try c.require(!c.contains(.epochs), .stepsPerExperience,
+                      "give either \"epochs\" or \"steps_per_experience\" (the training budget per experience), not both")
+        try c.require(steps >= 1 && steps <= 100_000_000, .stepsPerExperience, "must be in 1...100000000, got \(steps)")
+        return steps
+    }
+
+    /// `"flops_per_experience"` when given (nil otherwise): exclusive with both other budgets.
+    private static func decodeFLOPs(_ c: KeyedDecodingContainer<CodingKeys>) throws -> Double? {
+        guard c.contains(.flopsPerExperience) else { return nil }
+        let flops: Double = try c.decode(.flopsPerExperience, default: 1)
+        try c.require(!c.contains(.epochs) && !c.contains(.stepsPerExperience), .flopsPerExperience,
+                      "give one training budget per experience: \"epochs\", \"steps_per_experience\" or \"flops_per_experience\"")
+        try c.require(flops >= 1 && flops <= 1e18, .flopsPerExperience, "must be a number in 1...1e18 (FLOPs), got \(flops)")
+        return flops
+    }
+
+    /// The non-null `"early_stopping"` object: patience and min_delta, or the windowed rule.
+    private static func decodeEarlyStopping(_ c: KeyedDecodingContainer<CodingKeys>) throws -> EarlyStopping {
+        let e = try c.superDecoder(forKey: .earlyStopping).strictContainer(keyedBy: EarlyStoppingKeys.self)
+        let windowed = e.contains(.window) || e.contains(.tolerance)
+        try e.require(!windowed || (!e.contains(.patience) && !e.contains(.minDelta)), windowed ? .window : .patience,
+                      "give either {\"patience\", \"min_delta\"} or {\"window\", \"tolerance\"} (two stopping rules), not both")
+        let patience: Int = try e.decode(.patience, default: 3)
+        let minDelta: Double = try e.decode(.minDelta, default: 0)
+        try e.require(patience >= 1, .patience, "must be ≥ 1, got \(patience)")
+        try e.require(minDelta >= 0 && minDelta.isFinite, .minDelta, "must be a finite number ≥ 0, got \(minDelta)")
+        guard windowed else { return EarlyStopping(patience: patience, minDelta: minDelta) }
+        let window: Int = try e.decode(.window, default: 3)
+        let tolerance: Double = try e.decode(.tolerance, default: 0)
+        try e.require(window >= 1 && window <= 100_000, .window, "must be in 1...100000 (epochs), got \(window)")
+        try e.require(tolerance >= 0 && tolerance.isFinite, .tolerance,
+                      "must be a finite number ≥ 0 (nats per sample; 0 = never stop), got \(tolerance)")
+        return EarlyStopping(window: window, tolerance: tolerance)
+    }
+
+    /// `"precision"` and its `"loss_scale"` (which needs a precision other than float32).
+    private static func decodePrecision(_ c: KeyedDecodingContainer<CodingKeys>) throws -> TrainingPrecision {
         let format: NumericFormat = try c.decodeChoice(.precision, default: .float32)
         var scaling: LossScaling? = nil
         if c.contains(.lossScale) {
@@ -136,55 +173,39 @@ public struct TrainingConfig: Codable, Sendable, Equatable {
                 scaling = .dynamic(initial: Float(initial), growthInterval: interval)
             }
         }
-        precision = TrainingPrecision(format: format, lossScaling: scaling)
-        try c.require((divergenceLoss ?? 1) > 0, .divergenceLoss, "must be > 0 or null, got \(divergenceLoss ?? 0)")
-        if c.contains(.learningRateSchedule) {
-            let l = try c.superDecoder(forKey: .learningRateSchedule).strictContainer(keyedBy: ScheduleKeys.self)
-            guard l.contains(.type) else {
-                throw DecodingError.keyNotFound(ScheduleKeys.type, .init(codingPath: l.codingPath,
-                    debugDescription: "required key is missing; allowed types: constant, step, cosine"))
-            }
-            let type: ScheduleType = try l.decodeChoice(.type, default: .constant)
-            let warmup: Int = try l.decode(.warmupSteps, default: 0)
-            try l.require(warmup >= 0 && warmup <= 1_000_000_000, .warmupSteps, "must be in 0...1000000000, got \(warmup)")
-            let own: [ScheduleType: Set<ScheduleKeys>] = [.constant: [], .step: [.everyEpochs, .gamma], .cosine: [.minFactor]]
-            for key in [ScheduleKeys.everyEpochs, .gamma, .minFactor] where l.contains(key) && !own[type]!.contains(key) {
-                let takes = (own[type]!.map(\.stringValue).sorted() + ["type", "warmup_steps"]).joined(separator: ", ")
-                try l.require(false, key, "\"\(key.stringValue)\" belongs to a \(key == .minFactor ? "cosine" : "step") schedule; "
-                              + "a \(type.rawValue) schedule takes: \(takes)")
-            }
-            switch type {
-            case .constant:
-                learningRateSchedule = LearningRateSchedule(.constant, warmupSteps: warmup)
-            case .step:
-                let every: Int = try l.decode(.everyEpochs, default: 1)
-                let gamma: Double = try l.decode(.gamma, default: 0.1)
-                try l.require(every >= 1, .everyEpochs, "must be ≥ 1, got \(every)")
-                try l.require(gamma > 0 && gamma <= 1, .gamma, "must be in (0, 1], got \(gamma)")
-                learningRateSchedule = LearningRateSchedule(.step(everyEpochs: every, gamma: gamma), warmupSteps: warmup)
-            case .cosine:
-                let floor: Double = try l.decode(.minFactor, default: 0)
-                try l.require(floor >= 0 && floor <= 1, .minFactor, "must be in [0, 1], got \(floor)")
-                learningRateSchedule = LearningRateSchedule(.cosine(minimumFactor: floor), warmupSteps: warmup)
-            }
+        return TrainingPrecision(format: format, lossScaling: scaling)
+    }
+
+    /// The `"lr_schedule"` object: its `type`, warm-up, and only the keys that type takes.
+    private static func decodeSchedule(_ c: KeyedDecodingContainer<CodingKeys>) throws -> LearningRateSchedule {
+        let l = try c.superDecoder(forKey: .learningRateSchedule).strictContainer(keyedBy: ScheduleKeys.self)
+        guard l.contains(.type) else {
+            throw DecodingError.keyNotFound(ScheduleKeys.type, .init(codingPath: l.codingPath,
+                debugDescription: "required key is missing; allowed types: constant, step, cosine"))
         }
-        mode = try c.decodeChoice(.mode, default: .batch)
-        activeOutputs = try c.decodeChoice(.activeOutputs, default: .all)
-        window = try c.decode(.window, default: 100)
-        recordEvery = try c.decode(.recordEvery, default: 10)
-        try c.require(window >= 1, .window, "must be ≥ 1, got \(window)")
-        try c.require(recordEvery >= 1, .recordEvery, "must be ≥ 1, got \(recordEvery)")
-        try c.require(mode == .prequential || (!c.contains(.window) && !c.contains(.recordEvery)), .window,
-                      "window and record_every apply only to \"mode\": \"prequential\"")
-        try c.require(stepsPerExperience == nil || mode == .batch, .stepsPerExperience,
-                      "applies only to \"mode\": \"batch\" (a prequential run passes over its stream once)")
-        try c.require(flopsPerExperience == nil || (mode == .batch && earlyStopping == nil), .flopsPerExperience,
-                      "applies only to \"mode\": \"batch\" without \"early_stopping\"")
-        try c.require(stepsPerExperience == nil || earlyStopping == nil, .stepsPerExperience,
-                      "a steps budget is fixed; \"early_stopping\" ends an epochs budget early — use one or the other")
-        try c.require(epochs >= 1 && epochs <= 100_000, .epochs, "must be in 1...100000, got \(epochs)")
-        try c.require(batchSize >= 1 && batchSize <= 1_000_000, .batchSize, "must be in 1...1000000, got \(batchSize)")
-        try c.require(evalBatchSize >= 1, .evalBatchSize, "must be ≥ 1, got \(evalBatchSize)")
+        let type: ScheduleType = try l.decodeChoice(.type, default: .constant)
+        let warmup: Int = try l.decode(.warmupSteps, default: 0)
+        try l.require(warmup >= 0 && warmup <= 1_000_000_000, .warmupSteps, "must be in 0...1000000000, got \(warmup)")
+        let own: [ScheduleType: Set<ScheduleKeys>] = [.constant: [], .step: [.everyEpochs, .gamma], .cosine: [.minFactor]]
+        for key in [ScheduleKeys.everyEpochs, .gamma, .minFactor] where l.contains(key) && !own[type]!.contains(key) {
+            let takes = (own[type]!.map(\.stringValue).sorted() + ["type", "warmup_steps"]).joined(separator: ", ")
+            try l.require(false, key, "\"\(key.stringValue)\" belongs to a \(key == .minFactor ? "cosine" : "step") schedule; "
+                          + "a \(type.rawValue) schedule takes: \(takes)")
+        }
+        switch type {
+        case .constant:
+            return LearningRateSchedule(.constant, warmupSteps: warmup)
+        case .step:
+            let every: Int = try l.decode(.everyEpochs, default: 1)
+            let gamma: Double = try l.decode(.gamma, default: 0.1)
+            try l.require(every >= 1, .everyEpochs, "must be ≥ 1, got \(every)")
+            try l.require(gamma > 0 && gamma <= 1, .gamma, "must be in (0, 1], got \(gamma)")
+            return LearningRateSchedule(.step(everyEpochs: every, gamma: gamma), warmupSteps: warmup)
+        case .cosine:
+            let floor: Double = try l.decode(.minFactor, default: 0)
+            try l.require(floor >= 0 && floor <= 1, .minFactor, "must be in [0, 1], got \(floor)")
+            return LearningRateSchedule(.cosine(minimumFactor: floor), warmupSteps: warmup)
+        }
     }
 
     /// All options; the prequential ones only in prequential mode, so batch runs keep the

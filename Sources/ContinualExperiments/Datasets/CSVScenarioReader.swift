@@ -76,9 +76,43 @@ public struct CSVScenarioReader: Sendable {
     }
 
     private func parse(_ b: UnsafeBufferPointer<UInt8>, path: String) throws -> (stream: ExperienceStream, keys: [SampleKeys]) {
+        let lines = try Self.lines(b, path: path)
+        guard let headerIndex = lines.firstIndex(where: { !Self.isBlank(b, $0) }) else {
+            throw ScenarioError("\(path): the file is empty (expected a header row)")
+        }
+        let (headerFields, headerQuoted) = Self.fields(b, lines[headerIndex])
+        if let q = headerQuoted { throw Self.quotedError(path: path, line: headerIndex + 1, column: q) }
+        let header = headerFields.map { Self.text(b, $0) }
+        let (ec, sc, lc, kc, featureColumns) = try columns(header, line: headerIndex + 1, path: path)
+        guard !featureColumns.isEmpty else { throw ScenarioError("\(path):\(headerIndex + 1): no feature columns in the header") }
+        let labelLimit = min(classes ?? DataLimits.maxClasses, DataLimits.maxClasses)
+        var rows = RowReader(reader: self, b: b, path: path, header: header, experienceColumn: ec, splitColumn: sc,
+                             labelColumn: lc, keyColumns: kc, featureColumns: featureColumns, labelLimit: labelLimit)
+        rows.row.reserveCapacity(featureColumns.count)
+        for lineIndex in (headerIndex + 1)..<lines.count {
+            let line = lines[lineIndex]
+            if Self.isBlank(b, line) { continue }
+            try rows.read(line, number: lineIndex + 1)
+        }
+        let byExperience = rows.byExperience
+        guard !byExperience.isEmpty else { throw ScenarioError("\(path): no data rows after the header") }
+        let k = classes ?? Int(rows.maxLabel) + 1
+        let head: OutputHead = k <= 2 && !forceMulticlass ? .binary : .multiclass(classes: max(k, 2))
+        let experiences = byExperience.keys.sorted().enumerated().map { i, id in
+            Experience(index: i, name: "experience_\(id)", train: byExperience[id]!.train, test: byExperience[id]!.test,
+                       metadata: ["experience_id": "\(id)", "source": path])
+        }
+        if keyColumns.isEmpty { try ExperienceStream.requireNonEmptySplits(experiences, source: path) }
+        let stream = ExperienceStream(name: "dataset", featureNames: featureColumns.map { header[$0] }, head: head,
+                                      experiences: experiences, metadata: ["source": path, "format": "csv"])
+        return (stream, byExperience.keys.sorted().map { rows.keysByExperience[$0] ?? SampleKeys() })
+    }
+
+    /// The file's line ranges without their LF / CRLF (after a UTF-8 byte order mark); a NUL
+    /// byte anywhere is an error naming its line and column.
+    static func lines(_ b: UnsafeBufferPointer<UInt8>, path: String) throws -> [Range<Int>] {
         var begin = 0
         if b.count >= 3, b[0] == 0xEF, b[1] == 0xBB, b[2] == 0xBF { begin = 3 }
-        // Line ranges without their LF / CRLF.
         var lines: [Range<Int>] = []
         var lineStart = begin
         for i in begin..<b.count where b[i] == 0x0A {
@@ -95,36 +129,52 @@ public struct CSVScenarioReader: Sendable {
             let column = b[lines[line].lowerBound..<nul].reduce(1) { $0 + ($1 == 0x2C ? 1 : 0) }
             throw ScenarioError("\(path):\(line + 1), column \(column): a NUL byte inside a field (the file is binary or damaged)")
         }
-        func isBlank(_ r: Range<Int>) -> Bool { r.allSatisfy { b[$0] == 0x20 || b[$0] == 0x09 || b[$0] == 0x0D } }
-        func text(_ r: Range<Int>) -> String { String(decoding: UnsafeBufferPointer(rebasing: b[r]), as: UTF8.self) }
-        func equals(_ r: Range<Int>, _ lowercaseASCII: String) -> Bool {
-            let u = Array(lowercaseASCII.utf8)
-            guard r.count == u.count else { return false }
-            for (k, i) in r.enumerated() where (b[i] | 0x20) != u[k] { return false }
-            return true
-        }
+        return lines
+    }
 
-        guard let headerIndex = lines.firstIndex(where: { !isBlank($0) }) else {
-            throw ScenarioError("\(path): the file is empty (expected a header row)")
-        }
-        let (headerFields, headerQuoted) = Self.fields(b, lines[headerIndex])
-        if let q = headerQuoted { throw Self.quotedError(path: path, line: headerIndex + 1, column: q) }
-        let header = headerFields.map(text)
-        let (ec, sc, lc, kc, featureColumns) = try columns(header, line: headerIndex + 1, path: path)
-        guard !featureColumns.isEmpty else { throw ScenarioError("\(path):\(headerIndex + 1): no feature columns in the header") }
-        let d = featureColumns.count
-        let labelLimit = min(classes ?? DataLimits.maxClasses, DataLimits.maxClasses)
+    /// Whether a line holds only spaces, tabs and carriage returns.
+    static func isBlank(_ b: UnsafeBufferPointer<UInt8>, _ r: Range<Int>) -> Bool {
+        r.allSatisfy { b[$0] == 0x20 || b[$0] == 0x09 || b[$0] == 0x0D }
+    }
+
+    /// A field's bytes as text.
+    static func text(_ b: UnsafeBufferPointer<UInt8>, _ r: Range<Int>) -> String {
+        String(decoding: UnsafeBufferPointer(rebasing: b[r]), as: UTF8.self)
+    }
+
+    /// Whether a field is `lowercaseASCII`, ignoring ASCII case (`Train`, `TEST`).
+    static func equals(_ b: UnsafeBufferPointer<UInt8>, _ r: Range<Int>, _ lowercaseASCII: String) -> Bool {
+        let u = Array(lowercaseASCII.utf8)
+        guard r.count == u.count else { return false }
+        for (k, i) in r.enumerated() where (b[i] | 0x20) != u[k] { return false }
+        return true
+    }
+
+    /// The data rows of one file, read in order into samples (and key values) by experience id.
+    private struct RowReader {
+        let reader: CSVScenarioReader
+        let b: UnsafeBufferPointer<UInt8>
+        let path: String
+        let header: [String]
+        /// Column indices (−1 for a column not read).
+        let experienceColumn: Int, splitColumn: Int, labelColumn: Int
+        let keyColumns: [Int], featureColumns: [Int]
+        /// Labels must be below this (the `classes` given, at most `DataLimits.maxClasses`).
+        let labelLimit: Int
         var byExperience: [Int: (train: Samples, test: Samples)] = [:]
         var keysByExperience: [Int: SampleKeys] = [:]
         var maxLabel: Int32 = 0
+        /// The current row's features (one buffer, reused).
         var row = [Float]()
-        row.reserveCapacity(d)
-        for lineIndex in (headerIndex + 1)..<lines.count {
-            let line = lines[lineIndex]
-            if isBlank(line) { continue }
-            let lineNumber = lineIndex + 1
-            let (f, quoted) = Self.fields(b, line)
-            if let q = quoted { throw Self.quotedError(path: path, line: lineNumber, column: q) }
+
+        /// Adds the row on line `lineNumber` (1-based); errors name its line and column.
+        mutating func read(_ line: Range<Int>, number lineNumber: Int) throws {
+            let (ec, sc, lc, kc) = (experienceColumn, splitColumn, labelColumn, keyColumns)
+            let (path, header, b) = (self.path, self.header, self.b)
+            func text(_ r: Range<Int>) -> String { CSVScenarioReader.text(b, r) }
+            let d = featureColumns.count
+            let (f, quoted) = CSVScenarioReader.fields(b, line)
+            if let q = quoted { throw CSVScenarioReader.quotedError(path: path, line: lineNumber, column: q) }
             guard f.count == header.count else {
                 throw ScenarioError("\(path):\(lineNumber): ragged row: expected \(header.count) columns as in the header, found \(f.count)")
             }
@@ -136,22 +186,22 @@ public struct CSVScenarioReader: Sendable {
                 throw ScenarioError("\(at(lc)): expected an integer class label, found \"\(text(f[lc]))\"")
             }
             if y64 < 0 || y64 >= Int64(labelLimit) {
-                let why = classes == nil ? " (at most \(DataLimits.maxClasses) classes, DataLimits.maxClasses)" : ""
+                let why = reader.classes == nil ? " (at most \(DataLimits.maxClasses) classes, DataLimits.maxClasses)" : ""
                 throw ScenarioError("\(at(lc)): label \(y64) is out of range 0..<\(labelLimit)\(why)")
             }
             let y = Int32(y64)
             maxLabel = max(maxLabel, y)
             let isTest: Bool
-            if sc < 0 || equals(f[sc], "train") {
+            if sc < 0 || CSVScenarioReader.equals(b, f[sc], "train") {
                 isTest = false
-            } else if equals(f[sc], "test") {
+            } else if CSVScenarioReader.equals(b, f[sc], "test") {
                 isTest = true
             } else {
                 throw ScenarioError("\(at(sc)): split must be \"train\" or \"test\", found \"\(text(f[sc]))\"")
             }
             row.removeAll(keepingCapacity: true)
             for c in featureColumns {
-                guard let v = Self.float(b, f[c]), v.isFinite else {
+                guard let v = CSVScenarioReader.float(b, f[c]), v.isFinite else {
                     throw ScenarioError("\(at(c)): expected a finite number, found \"\(text(f[c]))\"")
                 }
                 row.append(v)
@@ -169,23 +219,12 @@ public struct CSVScenarioReader: Sendable {
                 var keys = keysByExperience[e] ?? SampleKeys()
                 for (k, c) in kc.enumerated() {
                     let value = text(f[c])
-                    guard !value.isEmpty else { throw ScenarioError("\(at(c)): empty \(keyColumns[k].key) value") }
-                    keys.append(value, column: keyColumns[k].name, test: isTest)
+                    guard !value.isEmpty else { throw ScenarioError("\(at(c)): empty \(reader.keyColumns[k].key) value") }
+                    keys.append(value, column: reader.keyColumns[k].name, test: isTest)
                 }
                 keysByExperience[e] = keys
             }
         }
-        guard !byExperience.isEmpty else { throw ScenarioError("\(path): no data rows after the header") }
-        let k = classes ?? Int(maxLabel) + 1
-        let head: OutputHead = k <= 2 && !forceMulticlass ? .binary : .multiclass(classes: max(k, 2))
-        let experiences = byExperience.keys.sorted().enumerated().map { i, id in
-            Experience(index: i, name: "experience_\(id)", train: byExperience[id]!.train, test: byExperience[id]!.test,
-                       metadata: ["experience_id": "\(id)", "source": path])
-        }
-        if keyColumns.isEmpty { try ExperienceStream.requireNonEmptySplits(experiences, source: path) }
-        let stream = ExperienceStream(name: "dataset", featureNames: featureColumns.map { header[$0] }, head: head,
-                                      experiences: experiences, metadata: ["source": path, "format": "csv"])
-        return (stream, byExperience.keys.sorted().map { keysByExperience[$0] ?? SampleKeys() })
     }
 
     /// The indices of the experience, split and label columns (−1 when not read), of the key

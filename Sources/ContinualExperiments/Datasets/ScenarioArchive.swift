@@ -95,85 +95,21 @@ public enum ScenarioArchive {
             let root = file.root
             let a = root.attributes
             func fail(_ message: String) -> ScenarioError { ScenarioError("\(path): \(message)") }
-            guard (try? a.string("format")) == format else {
-                throw fail("not a ContinualKit scenario file (root attribute \"format\" must be \"\(format)\")")
-            }
-            let version = (try? a.scalar("format_version", as: Int64.self)) ?? 0
-            guard version == formatVersion else { throw fail("unsupported format_version \(version) (this reader knows \(formatVersion))") }
-            let name = try a.string("name") ?? "dataset"
-            let headName = try a.string("head") ?? "multiclass"
-            let classes = Int(try a.scalar("classes", as: Int64.self) ?? 0)
-            guard headName == "binary" || (headName == "multiclass" && classes >= 2 && classes <= DataLimits.maxClasses) else {
-                throw fail("root attributes head/classes must be \"binary\" or \"multiclass\" with classes in "
-                    + "2...\(DataLimits.maxClasses) (DataLimits.maxClasses), found \(headName)/\(classes)")
-            }
-            let head: OutputHead = headName == "binary" ? .binary : .multiclass(classes: classes)
+            let (name, head) = try nameAndHead(a, fail: fail)
             guard root.exists("feature_names") else { throw fail("missing dataset /feature_names") }
             let featureNames = try root.openDataset("feature_names").readStrings()
             let metadata = try decodeMetadata(try a.string("metadata_json") ?? "{}", fail("bad root attribute metadata_json"))
             guard root.exists("experiences") else { throw fail("missing group /experiences") }
             let group = try root.openGroup("experiences")
-            // Numeric order (by the stored index, else the group name), never text order: "1000"
-            // must come after "999" and "101".
-            var keyed: [(key: Int, name: String)] = []
-            for child in try group.childNames() {
-                let stored = try group.openGroup(child).attributes.scalar("index", as: Int64.self).map { Int($0) }
-                keyed.append((stored ?? Int(child) ?? Int.max, child))
-            }
-            let names = keyed.sorted { $0.key != $1.key ? $0.key < $1.key : $0.name < $1.name }.map(\.name)
-            let declaredCount = names.count
+            let names = try numericOrder(group)
+            let layout = Layout(featureCount: featureNames.count, head: head, experienceCount: names.count, keyColumns: keyColumns)
             var experiences: [Experience] = []
             var allKeys: [SampleKeys] = []
             for (i, child) in names.enumerated() {
-                let g = try group.openGroup(child)
-                let where_ = "/experiences/\(child)"
-                let index = Int(try g.attributes.scalar("index", as: Int64.self) ?? Int64(i))
-                let ename = try g.attributes.string("name") ?? child
-                let emeta = try decodeMetadata(try g.attributes.string("metadata_json") ?? "{}",
-                                               fail("\(where_): bad attribute metadata_json"))
-                var splits: [Samples] = []
-                var keys = SampleKeys()
-                for split in ["train", "test"] {
-                    let at = "\(where_)/\(split)"
-                    guard g.exists("\(split)/features"), g.exists("\(split)/labels") else {
-                        throw fail("\(at) needs datasets features [n, \(featureNames.count)] and labels [n]")
-                    }
-                    let fds = try g.openDataset("\(split)/features")
-                    let shape = try fds.shape
-                    guard shape.count == 2, shape[1] == featureNames.count else {
-                        throw fail("\(at)/features has shape \(shape), expected [n, \(featureNames.count)] (one column per feature name)")
-                    }
-                    let features = try fds.read(as: Float.self)
-                    if let c = features.firstIndex(where: { !$0.isFinite }) {
-                        throw fail("\(at)/features: experience \(index) (\"\(ename)\") \(split) row \(c / max(featureNames.count, 1)), "
-                            + "feature \(c % max(featureNames.count, 1)) is \(features[c]) (features must be finite)")
-                    }
-                    let labels = try readIndices(g, "\(split)/labels", at: at, range: 0..<head.classCount, fail: fail)
-                    guard labels.count == shape[0] else {
-                        throw fail("\(at)/labels has \(labels.count) values but features has \(shape[0]) rows")
-                    }
-                    var routes: [Int32]? = nil
-                    if g.exists("\(split)/routes") {
-                        // One route per experience at most (a head per experience): a route beyond
-                        // would silently select another experience's head.
-                        routes = try readIndices(g, "\(split)/routes", at: at, range: 0..<declaredCount, fail: fail)
-                        guard routes!.count == labels.count else { throw fail("\(at)/routes has \(routes!.count) values, expected \(labels.count)") }
-                    }
-                    splits.append(Samples(dimension: featureNames.count, features: features, labels: labels, routes: routes))
-                    for (column, key) in keyColumns {
-                        guard g.exists("\(split)/\(column)") else {
-                            throw fail(".scenario.\(key): no dataset \"\(column)\" in \(at) (a key column is a 1-D dataset "
-                                + "\(split)/\(column) with one value per sample in every experience)")
-                        }
-                        let values = try readKeyColumn(try g.openDataset("\(split)/\(column)"))
-                        guard values.count == labels.count else {
-                            throw fail("\(at)/\(column) has \(values.count) values, expected \(labels.count) (one per sample)")
-                        }
-                        for v in values { keys.append(v, column: column, test: split == "test") }
-                    }
-                }
+                let (experience, keys) = try readExperience(try group.openGroup(child), child: child, position: i,
+                                                            layout: layout, fail: fail)
                 allKeys.append(keys)
-                experiences.append(Experience(index: index, name: ename, train: splits[0], test: splits[1], metadata: emeta))
+                experiences.append(experience)
             }
             guard experiences.map(\.index) == Array(0..<experiences.count) else {
                 throw fail("experience indices must be 0..<\(experiences.count), each once, found \(experiences.map(\.index))")
@@ -187,6 +123,105 @@ public enum ScenarioArchive {
             try stream.validateData(source: path)
             return (stream, allKeys)
         }
+    }
+
+    /// What every experience group of a file is read against: the root's features and head, the
+    /// number of experiences (routes index them) and the key columns asked for.
+    private struct Layout {
+        var featureCount: Int
+        var head: OutputHead
+        var experienceCount: Int
+        var keyColumns: [(name: String, key: String)]
+    }
+
+    /// The stream's name and head from the root attributes, once `format` and `format_version`
+    /// say the file is a scenario this reader knows.
+    private static func nameAndHead(_ a: HDF5Attributes, fail: (String) -> ScenarioError) throws -> (String, OutputHead) {
+        guard (try? a.string("format")) == format else {
+            throw fail("not a ContinualKit scenario file (root attribute \"format\" must be \"\(format)\")")
+        }
+        let version = (try? a.scalar("format_version", as: Int64.self)) ?? 0
+        guard version == formatVersion else { throw fail("unsupported format_version \(version) (this reader knows \(formatVersion))") }
+        let name = try a.string("name") ?? "dataset"
+        let headName = try a.string("head") ?? "multiclass"
+        let classes = Int(try a.scalar("classes", as: Int64.self) ?? 0)
+        guard headName == "binary" || (headName == "multiclass" && classes >= 2 && classes <= DataLimits.maxClasses) else {
+            throw fail("root attributes head/classes must be \"binary\" or \"multiclass\" with classes in "
+                + "2...\(DataLimits.maxClasses) (DataLimits.maxClasses), found \(headName)/\(classes)")
+        }
+        return (name, headName == "binary" ? .binary : .multiclass(classes: classes))
+    }
+
+    /// The experience groups' names in numeric order (by the stored index, else the group name),
+    /// never text order: "1000" must come after "999" and "101".
+    private static func numericOrder(_ group: HDF5Group) throws -> [String] {
+        var keyed: [(key: Int, name: String)] = []
+        for child in try group.childNames() {
+            let stored = try group.openGroup(child).attributes.scalar("index", as: Int64.self).map { Int($0) }
+            keyed.append((stored ?? Int(child) ?? Int.max, child))
+        }
+        return keyed.sorted { $0.key != $1.key ? $0.key < $1.key : $0.name < $1.name }.map(\.name)
+    }
+
+    /// Experience group `child` (the `position`-th in numeric order) and its key columns' values.
+    private static func readExperience(_ g: HDF5Group, child: String, position i: Int, layout: Layout,
+                                       fail: (String) -> ScenarioError) throws -> (Experience, SampleKeys) {
+        let where_ = "/experiences/\(child)"
+        let index = Int(try g.attributes.scalar("index", as: Int64.self) ?? Int64(i))
+        let ename = try g.attributes.string("name") ?? child
+        let emeta = try decodeMetadata(try g.attributes.string("metadata_json") ?? "{}",
+                                       fail("\(where_): bad attribute metadata_json"))
+        var splits: [Samples] = []
+        var keys = SampleKeys()
+        for split in ["train", "test"] {
+            splits.append(try readSplit(g, split, at: "\(where_)/\(split)", experience: (index, ename), layout: layout,
+                                        keys: &keys, fail: fail))
+        }
+        return (Experience(index: index, name: ename, train: splits[0], test: splits[1], metadata: emeta), keys)
+    }
+
+    /// One split's samples (finite features, labels and routes in range, as many as rows), its
+    /// key columns' values appended to `keys`.
+    private static func readSplit(_ g: HDF5Group, _ split: String, at: String, experience: (index: Int, name: String),
+                                  layout: Layout, keys: inout SampleKeys, fail: (String) -> ScenarioError) throws -> Samples {
+        let featureCount = layout.featureCount
+        guard g.exists("\(split)/features"), g.exists("\(split)/labels") else {
+            throw fail("\(at) needs datasets features [n, \(featureCount)] and labels [n]")
+        }
+        let fds = try g.openDataset("\(split)/features")
+        let shape = try fds.shape
+        guard shape.count == 2, shape[1] == featureCount else {
+            throw fail("\(at)/features has shape \(shape), expected [n, \(featureCount)] (one column per feature name)")
+        }
+        let features = try fds.read(as: Float.self)
+        if let c = features.firstIndex(where: { !$0.isFinite }) {
+            throw fail("\(at)/features: experience \(experience.index) (\"\(experience.name)\") \(split) row \(c / max(featureCount, 1)), "
+                + "feature \(c % max(featureCount, 1)) is \(features[c]) (features must be finite)")
+        }
+        let labels = try readIndices(g, "\(split)/labels", at: at, range: 0..<layout.head.classCount, fail: fail)
+        guard labels.count == shape[0] else {
+            throw fail("\(at)/labels has \(labels.count) values but features has \(shape[0]) rows")
+        }
+        var routes: [Int32]? = nil
+        if g.exists("\(split)/routes") {
+            // One route per experience at most (a head per experience): a route beyond
+            // would silently select another experience's head.
+            routes = try readIndices(g, "\(split)/routes", at: at, range: 0..<layout.experienceCount, fail: fail)
+            guard routes!.count == labels.count else { throw fail("\(at)/routes has \(routes!.count) values, expected \(labels.count)") }
+        }
+        let samples = Samples(dimension: featureCount, features: features, labels: labels, routes: routes)
+        for (column, key) in layout.keyColumns {
+            guard g.exists("\(split)/\(column)") else {
+                throw fail(".scenario.\(key): no dataset \"\(column)\" in \(at) (a key column is a 1-D dataset "
+                    + "\(split)/\(column) with one value per sample in every experience)")
+            }
+            let values = try readKeyColumn(try g.openDataset("\(split)/\(column)"))
+            guard values.count == labels.count else {
+                throw fail("\(at)/\(column) has \(values.count) values, expected \(labels.count) (one per sample)")
+            }
+            for v in values { keys.append(v, column: column, test: split == "test") }
+        }
+        return samples
     }
 
     /// A key column's values as text: strings as stored, integers in decimal, other numbers as

@@ -37,8 +37,7 @@ public enum AdaptiveScheduledRunner {
         var trigger = schedule.type == .onDrift ? schedule.detector.map { DriftTrigger(spec: $0) } : nil
         let gate = schedule.safeRefresh
         let phaseEnds = ScheduledRunner.phaseEndDays(dayExperience: plan.dayExperience, phases: stream.experiences.count)
-        var experienceEnds = Set<Int>()
-        for d in 0..<D where d == D - 1 || plan.dayExperience[d + 1] != plan.dayExperience[d] { experienceEnds.insert(d) }
+        let experienceEnds = experienceEndDays(plan.dayExperience, days: D)
 
         var pending = Samples(dimension: stream.dimension)
         var history: [Experience] = []
@@ -97,7 +96,25 @@ public enum AdaptiveScheduledRunner {
         report.firingSamples = trigger?.firings ?? []
         report.safeRefresh = gate
         guard !sessionSets.isEmpty else { return (nil, trainer, report) }
-        // R over sessions: the model held after session i on session j's training samples.
+        let outcome = sessionOutcome(progress, sets: sessionSets, models: sessionModels, initialModel: initialModel,
+                                     trainer: trainer, spec: spec, seed: seed)
+        return (outcome, trainer, report)
+    }
+
+    /// The days among the first `D` that end an experience (the last day, or one whose next day
+    /// is in another experience).
+    static func experienceEndDays(_ dayExperience: [Int], days D: Int) -> Set<Int> {
+        var experienceEnds = Set<Int>()
+        for d in 0..<D where d == D - 1 || dayExperience[d + 1] != dayExperience[d] { experienceEnds.insert(d) }
+        return experienceEnds
+    }
+
+    /// The run's outcome over its sessions: R[i][j] is the model held after session i on session
+    /// j's training samples (no test sets exist for sessions), with the initial and random baselines.
+    static func sessionOutcome(_ trained: TrainingProgress, sets sessionSets: [Samples], models sessionModels: [MLP],
+                               initialModel: MLP, trainer: Trainer, spec: MLPSpec, seed: UInt64) -> TrainingOutcome {
+        let clock = ContinuousClock()
+        var progress = trained
         let evalStart = clock.now
         progress.accuracy = sessionModels.map { m in evaluate(m, sessionSets) }
         progress.initialAccuracy = evaluate(initialModel, sessionSets)
@@ -105,10 +122,9 @@ public enum AdaptiveScheduledRunner {
         progress.randomAccuracy = evaluate(MLP(spec: spec, rng: &baselineRNG), sessionSets)
         progress.experiencesDone = sessionSets.count
         progress.evalSeconds = (clock.now - evalStart).seconds
-        let outcome = TrainingOutcome(progress: progress, testSizes: sessionSets.map(\.count), finalModel: trainer.model,
-                                      pluginReports: trainer.plugins.map { ($0.name, $0.report()) },
-                                      pluginResources: trainer.plugins.map(\.resources))
-        return (outcome, trainer, report)
+        return TrainingOutcome(progress: progress, testSizes: sessionSets.map(\.count), finalModel: trainer.model,
+                               pluginReports: trainer.plugins.map { ($0.name, $0.report()) },
+                               pluginResources: trainer.plugins.map(\.resources))
     }
 
     /// Whether `model` mispredicts each row of `samples` (route 0, one decision per row).

@@ -229,57 +229,64 @@ public enum PopulationExecutor {
             result.streamMetadata = stream.metadata.merging(["population_users": "\(n)", "population_note":
                 "accuracy_matrix, baselines and metrics are over the mean matrices of all completed users; per-user values in population/"]) { $1 }
         }
-        // Only users with the same number of experiences T as the described stream can be
-        // averaged; any other T makes the run fail (never index past a shorter matrix).
-        var cohort = ok
-        var mismatch = ""
-        if let firstOK = ok.first, let base = users[firstOK].outcome {
-            let T = base.accuracy.count
-            cohort = ok.filter { users[$0].matrix.count == T && users[$0].initial.count == T && users[$0].random.count == T
-                && users[$0].processed.count == T && users[$0].matrix.allSatisfy { $0.count == T } }
-            if cohort.count < ok.count, let other = ok.first(where: { !cohort.contains($0) }) {
-                mismatch = "users have different numbers of experiences (user \(firstOK): \(T), user \(other): "
-                    + "\(users[other].matrix.count)), so their accuracy matrices cannot be averaged; \(ok.count - cohort.count) "
-                    + "of \(ok.count) completed users left out of the run-level numbers (use a cut that gives every user the same experiences)"
-            }
-            func meanOf(_ pick: (UserResult) -> [Double]) -> [Double] {
-                (0..<T).map { j in cohort.map { pick(users[$0])[j] }.reduce(0, +) / Double(cohort.count) }
-            }
-            var o = base
-            o.accuracy = (0..<T).map { i in meanOf { $0.matrix[i] } }
-            o.initialAccuracy = meanOf(\.initial)
-            o.randomAccuracy = meanOf(\.random)
-            // Totals over users, so throughput figures stay meaningful.
-            o.trainSeconds = users.map(\.trainSeconds).reduce(0, +)
-            o.samplesProcessed = (0..<T).map { j in cohort.map { users[$0].processed[j] }.reduce(0, +) }
-            result.outcome = o
-            var metrics = MetricSet(matrix: AccuracyMatrix(o.accuracy), randomBaseline: o.randomAccuracy,
-                                    initialBaseline: o.initialAccuracy)
-            // ACC, BWT, FWT and learning accuracy are linear in R, so the mean matrix gives the mean
-            // over users. Forgetting takes a max per user; the max of means would understate it, so
-            // those metrics are the means of the per-user values.
-            func userMean(_ name: String) -> Double? {
-                guard let m = names.firstIndex(where: { $0.name == name }) else { return nil }
-                if cohort.count == ok.count { return outcome.mean[m] }
-                let v = cohort.map { values[m][$0] }.filter { !$0.isNaN }
-                return v.isEmpty ? .nan : v.reduce(0, +) / Double(v.count)
-            }
-            metrics.forgetting = userMean("forgetting") ?? metrics.forgetting
-            metrics.forgettingMaxAllRows = userMean("forgetting_max_all_rows") ?? metrics.forgettingMaxAllRows
-            if T > 1 {
-                metrics.forgettingPerExperience = (0..<(T - 1)).map { j in
-                    cohort.map { AccuracyMatrix(users[$0].matrix).forgettingPerExperience[j] }.reduce(0, +) / Double(cohort.count)
-                }
-            }
-            result.metrics = metrics
-            result.costs = users[firstOK].costs
-        }
+        let mismatch = averageCompleted(users, ok: ok, metrics: names.map(\.name), values: values, means: outcome.mean, into: &result)
         let failed = n - ok.count
         result.status = failed == 0 && mismatch.isEmpty ? .completed : .failed
         if failed > 0, let bad = users.first(where: { $0.status != .completed }) {
             result.message = "\(failed) of \(n) users did not complete; first: \(bad.message)"
         }
         if !mismatch.isEmpty { result.message = result.message.isEmpty ? mismatch : result.message + "; " + mismatch }
+    }
+
+    /// Sets the run's outcome, metrics and costs to the means over the completed users (`ok`)
+    /// whose matrices have the first one's number of experiences; returns why some were left
+    /// out ("" when none were). `values[m][user]` is metric `metrics[m]`, `means[m]` its mean over `ok`.
+    private static func averageCompleted(_ users: [UserResult], ok: [Int], metrics names: [String], values: [[Double]],
+                                         means: [Double], into result: inout RunResult) -> String {
+        // Only users with the same number of experiences T as the described stream can be
+        // averaged; any other T makes the run fail (never index past a shorter matrix).
+        guard let firstOK = ok.first, let base = users[firstOK].outcome else { return "" }
+        let T = base.accuracy.count
+        var mismatch = ""
+        let cohort = ok.filter { users[$0].matrix.count == T && users[$0].initial.count == T && users[$0].random.count == T
+            && users[$0].processed.count == T && users[$0].matrix.allSatisfy { $0.count == T } }
+        if cohort.count < ok.count, let other = ok.first(where: { !cohort.contains($0) }) {
+            mismatch = "users have different numbers of experiences (user \(firstOK): \(T), user \(other): "
+                + "\(users[other].matrix.count)), so their accuracy matrices cannot be averaged; \(ok.count - cohort.count) "
+                + "of \(ok.count) completed users left out of the run-level numbers (use a cut that gives every user the same experiences)"
+        }
+        func meanOf(_ pick: (UserResult) -> [Double]) -> [Double] {
+            (0..<T).map { j in cohort.map { pick(users[$0])[j] }.reduce(0, +) / Double(cohort.count) }
+        }
+        var o = base
+        o.accuracy = (0..<T).map { i in meanOf { $0.matrix[i] } }
+        o.initialAccuracy = meanOf(\.initial)
+        o.randomAccuracy = meanOf(\.random)
+        // Totals over users, so throughput figures stay meaningful.
+        o.trainSeconds = users.map(\.trainSeconds).reduce(0, +)
+        o.samplesProcessed = (0..<T).map { j in cohort.map { users[$0].processed[j] }.reduce(0, +) }
+        result.outcome = o
+        var metrics = MetricSet(matrix: AccuracyMatrix(o.accuracy), randomBaseline: o.randomAccuracy,
+                                initialBaseline: o.initialAccuracy)
+        // ACC, BWT, FWT and learning accuracy are linear in R, so the mean matrix gives the mean
+        // over users. Forgetting takes a max per user; the max of means would understate it, so
+        // those metrics are the means of the per-user values.
+        func userMean(_ name: String) -> Double? {
+            guard let m = names.firstIndex(where: { $0 == name }) else { return nil }
+            if cohort.count == ok.count { return means[m] }
+            let v = cohort.map { values[m][$0] }.filter { !$0.isNaN }
+            return v.isEmpty ? .nan : v.reduce(0, +) / Double(v.count)
+        }
+        metrics.forgetting = userMean("forgetting") ?? metrics.forgetting
+        metrics.forgettingMaxAllRows = userMean("forgetting_max_all_rows") ?? metrics.forgettingMaxAllRows
+        if T > 1 {
+            metrics.forgettingPerExperience = (0..<(T - 1)).map { j in
+                cohort.map { AccuracyMatrix(users[$0].matrix).forgettingPerExperience[j] }.reduce(0, +) / Double(cohort.count)
+            }
+        }
+        result.metrics = metrics
+        result.costs = users[firstOK].costs
+        return mismatch
     }
 
     /// Linear-interpolation quantile of sorted values (numpy's default); NaN if empty.

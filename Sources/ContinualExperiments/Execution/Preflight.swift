@@ -66,8 +66,36 @@ public enum Preflight {
         }
         guard buildable else { return estimate }
         // 3. The data and how the model and plugins fit them.
+        let stream = try checkedStream(config, scenario: json["scenario"], filePath: filePath, streams: &streams, fail: fail)
+        estimate = RunEstimate.of(config, size: ScenarioSize.of(stream, key: rough.key, generated: rough.generated),
+                                  cores: cores)
+        if var problem = estimate.problem(limits, file: file) { problem.message += context; throw problem }
+        let T = stream.experiences.count
+        guard T > 0 else { throw fail(".scenario", "the scenario has no experiences") }
+        if let pc = config.federation?.partition, let n = config.population?.users {
+            // The federation's split of the data among its clients (docs/federated.md).
+            if let f = ClientPartition.problem(stream, clients: n, config: pc, seed: pc.seed ?? config.seed) {
+                throw fail(".federation." + f.key, f.message)
+            }
+        }
+        // Scheduled runs train sessions planned from the device simulation at run time; their
+        // plugins are checked against the scenario's experiences (the structure is the same).
+        var model = try checkedModel(config, stream: stream, fail: fail)
+        try preparePlugins(config, model: &model, stream: stream, fail: fail)
+        if config.schedule == nil && model.routeCount > 1 && model.routeCount < T {
+            throw fail(".model.multi_head", "the model has \(model.routeCount) heads but the stream has \(T) experiences")
+        }
+        return estimate
+    }
+
+    /// The run's stream, built as the run would build it (or taken from `streams`, keyed by its
+    /// scenario): a data file's errors are reported at the key they name, else at the scenario,
+    /// and a population of a file's users must find enough users, each with every experience.
+    private static func checkedStream(_ config: RunConfig, scenario: JSONValue?, filePath: String?,
+                                      streams: inout [String: ExperienceStream],
+                                      fail: (String, String) -> ConfigError) throws -> ExperienceStream {
         let stream: ExperienceStream
-        let streamKey = (json["scenario"] ?? .null).canonicalText() + (filePath ?? "")
+        let streamKey = (scenario ?? .null).canonicalText() + (filePath ?? "")
             + (config.population != nil && config.scenario.options is DatasetScenario ? "#population" : "")
         do {
             if let cached = streams[streamKey] {
@@ -84,7 +112,7 @@ public enum Preflight {
                 stream = try config.scenario.options.makeStream(seed: config.seed)
                 streams[streamKey] = stream
                 if config.population == nil {
-                    StreamHandoff.shared.offer(stream, key: StreamHandoff.key(scenario: json["scenario"], dataPath: filePath, seed: config.seed))
+                    StreamHandoff.shared.offer(stream, key: StreamHandoff.key(scenario: scenario, dataPath: filePath, seed: config.seed))
                 }
             }
         } catch {
@@ -104,19 +132,35 @@ public enum Preflight {
                 throw fail(key, Self.shortened(message.replacingOccurrences(of: key + ": ", with: "")))
             }
         }
-        estimate = RunEstimate.of(config, size: ScenarioSize.of(stream, key: rough.key, generated: rough.generated),
-                                  cores: cores)
-        if var problem = estimate.problem(limits, file: file) { problem.message += context; throw problem }
+        return stream
+    }
+
+    /// Runs every plugin's own `prepare` on `model`, as the Trainer calls it: their errors at the
+    /// key they name, under `.strategy[i]`.
+    private static func preparePlugins(_ config: RunConfig, model: inout MLP, stream: ExperienceStream,
+                                       fail: (String, String) -> ConfigError) throws {
         let T = stream.experiences.count
-        guard T > 0 else { throw fail(".scenario", "the scenario has no experiences") }
-        if let pc = config.federation?.partition, let n = config.population?.users {
-            // The federation's split of the data among its clients (docs/federated.md).
-            if let f = ClientPartition.problem(stream, clients: n, config: pc, seed: pc.seed ?? config.seed) {
-                throw fail(".federation." + f.key, f.message)
+        var plugins = config.strategy.map { $0.options.makePlugin() }
+        for i in plugins.indices {
+            let ctx = RunContext(seed: config.seed, pluginIndex: i, experienceCount: T, dimension: stream.dimension,
+                                 head: stream.head, training: config.training.options, featureNames: stream.featureNames)
+            do {
+                try plugins[i].prepare(model: &model, context: ctx)
+            } catch TrainingError.invalidOption(let key, let message) {
+                throw fail(".strategy[\(i)]" + key, message)
+            } catch TrainingError.invalidSetting(let path, let message) {
+                throw fail(path, message)
+            } catch {
+                throw fail(".strategy[\(i)]", "\(error)")
             }
         }
-        // Scheduled runs train sessions planned from the device simulation at run time; their
-        // plugins are checked against the scenario's experiences (the structure is the same).
+    }
+
+    /// The model the plugins' checks run on: the run's model spec on `stream` (checked, with its
+    /// warm start loaded as the run will), built with widths capped at `checkedWidth`.
+    private static func checkedModel(_ config: RunConfig, stream: ExperienceStream,
+                                     fail: (String, String) -> ConfigError) throws -> MLP {
+        let T = stream.experiences.count
         func modelSpec(_ model: ModelConfig) throws -> MLPSpec {
             do { return try model.spec(inputs: stream.dimension, head: stream.head, experiences: T) } catch let TrainingError.invalid(m) {
                 throw fail(".model", m.hasPrefix("model: ") ? String(m.dropFirst(7)) : m)
@@ -144,26 +188,8 @@ public enum Preflight {
         }
         var rng = RandomSource(seed: config.seed, stream: "init")
         // Still large (thousands of thin layers): zero weights, a memset instead of a draw each.
-        var model = spec.parameterCount > 4 * Self.checkedWeights
+        return spec.parameterCount > 4 * Self.checkedWeights
             ? MLP(spec: spec, parameters: [Float](repeating: 0, count: spec.parameterCount)) : MLP(spec: spec, rng: &rng)
-        var plugins = config.strategy.map { $0.options.makePlugin() }
-        for i in plugins.indices {
-            let ctx = RunContext(seed: config.seed, pluginIndex: i, experienceCount: T, dimension: stream.dimension,
-                                 head: stream.head, training: config.training.options, featureNames: stream.featureNames)
-            do {
-                try plugins[i].prepare(model: &model, context: ctx)
-            } catch TrainingError.invalidOption(let key, let message) {
-                throw fail(".strategy[\(i)]" + key, message)
-            } catch TrainingError.invalidSetting(let path, let message) {
-                throw fail(path, message)
-            } catch {
-                throw fail(".strategy[\(i)]", "\(error)")
-            }
-        }
-        if config.schedule == nil && model.routeCount > 1 && model.routeCount < T {
-            throw fail(".model.multi_head", "the model has \(model.routeCount) heads but the stream has \(T) experiences")
-        }
-        return estimate
     }
 
     /// Weights of the model `check` builds for the plugins' checks: about 4 million, a fraction

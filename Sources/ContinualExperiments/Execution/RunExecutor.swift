@@ -84,23 +84,18 @@ public enum RunExecutor {
         if let population = run.config.population {
             return PopulationExecutor.execute(run, population: population, resumingFrom: users, stopAfter: stopAfter)
         }
+        return executeSingle(run, resumingFrom: resume, stopAfter: stopAfter)
+    }
+
+    /// A single learner's run (batch, prequential or scheduled): its stream (validation split
+    /// and poisoning applied), training, and metrics, costs and device figures.
+    private static func executeSingle(_ run: ResolvedRun, resumingFrom resume: TrainerCheckpoint?, stopAfter: Int?) -> RunResult {
         let clock = ContinuousClock()
         let start = clock.now
         let config = run.config
         var result = RunResult.notStarted(run)
         do {
-            var stream = try StreamHandoff.key(run).flatMap { StreamHandoff.shared.stream(for: $0) }
-                ?? config.scenario.options.makeStream(seed: config.seed)
-            if let split = config.validationSplit { stream = try split.apply(to: stream) }
-            var poisoned: StreamPoisoning.Record? = nil
-            if let poisoning = config.poisoning {
-                if let problem = poisoning.problem(for: stream) {
-                    throw TrainingError.invalid(".poisoning.\(problem.key): \(problem.message)")
-                }
-                let (p, record) = poisoning.apply(to: stream, runSeed: config.seed)
-                stream = p
-                poisoned = record
-            }
+            let (stream, poisoned) = try preparedStream(run)
             result.experienceNames = stream.experiences.map(\.name)
             result.experienceMetadata = stream.experiences.map(\.metadata)
             result.featureNames = stream.featureNames
@@ -119,32 +114,8 @@ public enum RunExecutor {
                         attackSuccess: poisoning.attackSuccessRate(model, stream: stream))
                 }
             } else {
-                let (outcome, costs, curve, checkpoint) = try train(config, stream: stream, seed: config.seed,
-                                                                    resumingFrom: resume, stopAfter: stopAfter)
-                result.checkpoint = checkpoint
-                result.outcome = outcome
-                if let checkpoint {
-                    // Stopped early: R has only the rows trained so far, so no metrics yet.
-                    result.status = .completed
-                    result.message = "stopped after experience \(checkpoint.experiencesDone - 1) of \(checkpoint.experienceCount)"
-                    result.wallSeconds = (clock.now - start).seconds
-                    return result
-                }
-                result.prequential = curve
-                result.metrics = MetricSet(matrix: AccuracyMatrix(outcome.accuracy),
-                                           randomBaseline: outcome.randomAccuracy,
-                                           initialBaseline: outcome.initialAccuracy)
-                result.costs = costs
-                result.device = deviceReport(config, stream: stream, model: outcome.finalModel, outcome: outcome)
-                if var o = result.outcome {
-                    EarlyExitDeviceCosts.augment(&o, profile: result.device!.profile)
-                    result.outcome = o
-                }
-                if let poisoning = config.poisoning, let poisoned {
-                    result.poisoning = PoisoningOutcome(config: poisoning, record: poisoned,
-                        attackSuccess: poisoning.attackSuccessRate(outcome.finalModel, stream: stream))
-                }
-                result.status = .completed
+                try executeTrained(config, stream: stream, poisoned: poisoned, resumingFrom: resume, stopAfter: stopAfter,
+                                   into: &result)
             }
         } catch let error as TrainingError {
             if error.isDivergence { result.status = .diverged } else { result.status = .failed }
@@ -155,6 +126,57 @@ public enum RunExecutor {
         }
         result.wallSeconds = (clock.now - start).seconds
         return result
+    }
+
+    /// The run's stream (handed over by `validate`'s checks or built), with its validation split
+    /// and poisoning applied, and the poisoning's record.
+    private static func preparedStream(_ run: ResolvedRun) throws -> (ExperienceStream, StreamPoisoning.Record?) {
+        let config = run.config
+        var stream = try StreamHandoff.key(run).flatMap { StreamHandoff.shared.stream(for: $0) }
+            ?? config.scenario.options.makeStream(seed: config.seed)
+        if let split = config.validationSplit { stream = try split.apply(to: stream) }
+        var poisoned: StreamPoisoning.Record? = nil
+        if let poisoning = config.poisoning {
+            if let problem = poisoning.problem(for: stream) {
+                throw TrainingError.invalid(".poisoning.\(problem.key): \(problem.message)")
+            }
+            let (p, record) = poisoning.apply(to: stream, runSeed: config.seed)
+            stream = p
+            poisoned = record
+        }
+        return (stream, poisoned)
+    }
+
+    /// Batch or prequential training of one learner: the outcome, then (unless it stopped early
+    /// with a checkpoint) its metrics, costs, device report and the poisoning's attack success.
+    private static func executeTrained(_ config: RunConfig, stream: ExperienceStream, poisoned: StreamPoisoning.Record?,
+                                       resumingFrom resume: TrainerCheckpoint?, stopAfter: Int?,
+                                       into result: inout RunResult) throws {
+        let (outcome, costs, curve, checkpoint) = try train(config, stream: stream, seed: config.seed,
+                                                            resumingFrom: resume, stopAfter: stopAfter)
+        result.checkpoint = checkpoint
+        result.outcome = outcome
+        if let checkpoint {
+            // Stopped early: R has only the rows trained so far, so no metrics yet.
+            result.status = .completed
+            result.message = "stopped after experience \(checkpoint.experiencesDone - 1) of \(checkpoint.experienceCount)"
+            return
+        }
+        result.prequential = curve
+        result.metrics = MetricSet(matrix: AccuracyMatrix(outcome.accuracy),
+                                   randomBaseline: outcome.randomAccuracy,
+                                   initialBaseline: outcome.initialAccuracy)
+        result.costs = costs
+        result.device = deviceReport(config, stream: stream, model: outcome.finalModel, outcome: outcome)
+        if var o = result.outcome {
+            EarlyExitDeviceCosts.augment(&o, profile: result.device!.profile)
+            result.outcome = o
+        }
+        if let poisoning = config.poisoning, let poisoned {
+            result.poisoning = PoisoningOutcome(config: poisoning, record: poisoned,
+                attackSuccess: poisoning.attackSuccessRate(outcome.finalModel, stream: stream))
+        }
+        result.status = .completed
     }
 
     /// Energy, bytes and latency of a finished run (default profile `phone_npu_2023`), plus the

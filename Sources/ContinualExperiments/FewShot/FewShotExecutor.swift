@@ -52,17 +52,7 @@ public enum FewShotExecutor {
         result.streamMetadata = first.metadata.merging(["population_users": "\(n)", "few_shot_note":
             "stream description of the first held-out user; results per held-out user in few_shot/"]) { $1 }
         let T = first.experiences.count
-        guard streams.allSatisfy({ $0.experiences.count == T && $0.dimension == first.dimension }) else {
-            throw Failure(description: "users have different numbers of experiences or features; few-shot tasks need the same for every user")
-        }
-        // Every task's support (+ query) and every held-out support must fit in its experience.
-        let need = fewShot.support + (fewShot.method == .scratch || fewShot.method == .fedavg ? 0 : fewShot.query)
-        for (i, s) in streams.enumerated() {
-            for e in s.experiences where e.train.count < (i < trainUsers ? need : fewShot.support) {
-                throw Failure(description: ".few_shot.support: user \(i)'s experience \(e.index) has \(e.train.count) training samples, "
-                    + "fewer than the \(i < trainUsers ? need : fewShot.support) a task needs (support\(i < trainUsers && need > fewShot.support ? " + query" : ""))")
-            }
-        }
+        try checkTasksFit(streams, trainUsers: trainUsers, fewShot: fewShot)
         let spec = try config.model.spec(inputs: first.dimension, head: first.head, experiences: T)
         var initRNG = RandomSource(seed: config.seed, stream: "init")
         var theta = MLP(spec: spec, rng: &initRNG)
@@ -71,40 +61,8 @@ public enum FewShotExecutor {
         var metaLoss: [Double] = []
         var metaRows = 0
         if let method = metaMethod(fewShot.method) {
-            let learner = MetaInitialisation(method: method, innerRate: Float(fewShot.innerLR), outerRate: Float(fewShot.outerLR))
-            let ws = theta.makeWorkspace(capacity: max(fewShot.support, fewShot.query, 1))
-            var rng = RandomSource(seed: config.seed, stream: "few_shot.tasks")
-            let pooled: [Samples] = method == .fedavg ? streams[0..<trainUsers].map { s in
-                var all = Samples(dimension: s.dimension)
-                for e in s.experiences { all.append(e.train) }
-                return all
-            } : []
-            metaLoss.reserveCapacity(fewShot.metaSteps)
-            for _ in 0..<fewShot.metaSteps {
-                var tasks: [MetaInitialisation.Task] = []
-                for _ in 0..<fewShot.metaBatch {
-                    let u = rng.uniformInt(below: trainUsers)
-                    if method == .fedavg {
-                        let data = pooled[u]
-                        let batches = (0..<fewShot.innerSteps).map { _ in
-                            data.subset(distinctRows(min(fewShot.support, data.count), of: data.count, rng: &rng))
-                        }
-                        tasks.append(.init(inner: batches, query: Samples(dimension: data.dimension)))
-                    } else {
-                        let e = streams[u].experiences[rng.uniformInt(below: T)].train
-                        let rows = distinctRows(fewShot.support + fewShot.query, of: e.count, rng: &rng)
-                        let support = e.subset(Array(rows[0..<fewShot.support]))
-                        let query = e.subset(Array(rows[fewShot.support...]))
-                        tasks.append(.init(inner: Array(repeating: support, count: fewShot.innerSteps), query: query))
-                    }
-                }
-                let record = learner.outerStep(&theta, tasks: tasks, workspace: ws)
-                metaLoss.append(record.meanLoss)
-                metaRows += record.rows
-                guard theta.parameters.allSatisfy(\.isFinite) else {
-                    throw Failure(description: "meta-training diverged after \(metaLoss.count) outer steps (non-finite parameters); lower .few_shot.inner_lr or .few_shot.outer_lr")
-                }
-            }
+            (metaLoss, metaRows) = try metaTrain(&theta, method: method, streams: streams, trainUsers: trainUsers,
+                                                 fewShot: fewShot, seed: config.seed)
         }
 
         // Held-out users: k-step personalisation from θ on each experience's first `support` samples.
@@ -133,6 +91,68 @@ public enum FewShotExecutor {
         return FewShotOutcome(config: fewShot, trainUsers: trainUsers, heldOutUsers: heldOut, accuracy: accuracy,
                               meanAccuracy: mean, userStd: std, metaLoss: metaLoss, metaRows: metaRows,
                               initialisation: theta.parameters)
+    }
+
+    /// Throws unless every user has the first held-out user's experiences and features, and every
+    /// experience holds a task: support (+ query while meta-training) for training users, support for held-out ones.
+    static func checkTasksFit(_ streams: [ExperienceStream], trainUsers: Int, fewShot: FewShotConfig) throws {
+        let first = streams[trainUsers]
+        let T = first.experiences.count
+        guard streams.allSatisfy({ $0.experiences.count == T && $0.dimension == first.dimension }) else {
+            throw Failure(description: "users have different numbers of experiences or features; few-shot tasks need the same for every user")
+        }
+        // Every task's support (+ query) and every held-out support must fit in its experience.
+        let need = fewShot.support + (fewShot.method == .scratch || fewShot.method == .fedavg ? 0 : fewShot.query)
+        for (i, s) in streams.enumerated() {
+            for e in s.experiences where e.train.count < (i < trainUsers ? need : fewShot.support) {
+                throw Failure(description: ".few_shot.support: user \(i)'s experience \(e.index) has \(e.train.count) training samples, "
+                    + "fewer than the \(i < trainUsers ? need : fewShot.support) a task needs (support\(i < trainUsers && need > fewShot.support ? " + query" : ""))")
+            }
+        }
+    }
+
+    /// Meta-trains `theta` on tasks drawn from the training users (the run seed's
+    /// "few_shot.tasks" stream); returns each outer step's mean loss and the rows trained on.
+    static func metaTrain(_ theta: inout MLP, method: MetaInitialisation.Method, streams: [ExperienceStream], trainUsers: Int,
+                          fewShot: FewShotConfig, seed: UInt64) throws -> (loss: [Double], rows: Int) {
+        let T = streams[trainUsers].experiences.count
+        var metaLoss: [Double] = []
+        var metaRows = 0
+        let learner = MetaInitialisation(method: method, innerRate: Float(fewShot.innerLR), outerRate: Float(fewShot.outerLR))
+        let ws = theta.makeWorkspace(capacity: max(fewShot.support, fewShot.query, 1))
+        var rng = RandomSource(seed: seed, stream: "few_shot.tasks")
+        let pooled: [Samples] = method == .fedavg ? streams[0..<trainUsers].map { s in
+            var all = Samples(dimension: s.dimension)
+            for e in s.experiences { all.append(e.train) }
+            return all
+        } : []
+        metaLoss.reserveCapacity(fewShot.metaSteps)
+        for _ in 0..<fewShot.metaSteps {
+            var tasks: [MetaInitialisation.Task] = []
+            for _ in 0..<fewShot.metaBatch {
+                let u = rng.uniformInt(below: trainUsers)
+                if method == .fedavg {
+                    let data = pooled[u]
+                    let batches = (0..<fewShot.innerSteps).map { _ in
+                        data.subset(distinctRows(min(fewShot.support, data.count), of: data.count, rng: &rng))
+                    }
+                    tasks.append(.init(inner: batches, query: Samples(dimension: data.dimension)))
+                } else {
+                    let e = streams[u].experiences[rng.uniformInt(below: T)].train
+                    let rows = distinctRows(fewShot.support + fewShot.query, of: e.count, rng: &rng)
+                    let support = e.subset(Array(rows[0..<fewShot.support]))
+                    let query = e.subset(Array(rows[fewShot.support...]))
+                    tasks.append(.init(inner: Array(repeating: support, count: fewShot.innerSteps), query: query))
+                }
+            }
+            let record = learner.outerStep(&theta, tasks: tasks, workspace: ws)
+            metaLoss.append(record.meanLoss)
+            metaRows += record.rows
+            guard theta.parameters.allSatisfy(\.isFinite) else {
+                throw Failure(description: "meta-training diverged after \(metaLoss.count) outer steps (non-finite parameters); lower .few_shot.inner_lr or .few_shot.outer_lr")
+            }
+        }
+        return (metaLoss, metaRows)
     }
 
     static func metaMethod(_ m: FewShotConfig.Method) -> MetaInitialisation.Method? {

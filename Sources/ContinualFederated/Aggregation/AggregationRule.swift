@@ -99,34 +99,9 @@ public enum AggregationRule: Sendable, Equatable, Hashable {
             guard n >= 4 * f + 3 else {
                 throw .tooFewClients(rule: "bulyan(byzantine: \(f))", clients: n, needed: 4 * f + 3)
             }
-            let selected = Self.bulyanSelection(updates, byzantine: f)
-            let beta = selected.count - 2 * f
-            let d = updates[0].delta.count
-            var out = [Float](repeating: 0, count: d)
-            var column = [Float](repeating: 0, count: selected.count)
-            for j in 0..<d {
-                for (k, i) in selected.enumerated() { column[k] = updates[i].delta[j] }
-                column.sort()
-                let med = Self.median(sorted: column[...])
-                let closest = column.sorted { (abs(Double($0) - med), $0) < (abs(Double($1) - med), $1) }
-                var s = 0.0
-                for v in closest.prefix(beta) { s += Double(v) }
-                out[j] = Float(s / Double(beta))
-            }
-            return out
+            return Self.bulyanMean(updates, selected: Self.bulyanSelection(updates, byzantine: f), byzantine: f)
         case .normalized:
-            let used = updates.indices.filter { updates[$0].steps > 0 }
-            guard !used.isEmpty else { throw .tooFewClients(rule: "fednova (updates with ≥ 1 local step)", clients: 0, needed: 1) }
-            let total = used.reduce(0.0) { $0 + Double(updates[$1].samples) }
-            guard total > 0 else { throw .zeroTotalWeight }
-            var tauEff = 0.0
-            var acc = [Double](repeating: 0, count: updates[0].delta.count)
-            for i in used {
-                let p = Double(updates[i].samples) / total, a = updates[i].steps
-                tauEff += p * a
-                for (j, v) in updates[i].delta.enumerated() { acc[j] += p * Double(v) / a }
-            }
-            return acc.map { Float(tauEff * $0) }
+            return try Self.normalizedMean(updates)
         case let .qFair(q, lipschitz):
             guard q >= 0, q.isFinite, lipschitz > 0, lipschitz.isFinite else {
                 throw .invalidRule("qfedavg needs q ≥ 0 and a Lipschitz estimate L > 0, got q = \(q), L = \(lipschitz)")
@@ -134,18 +109,58 @@ public enum AggregationRule: Sendable, Equatable, Hashable {
             if let c = updates.firstIndex(where: { !($0.loss >= 0 && $0.loss.isFinite) }) {
                 throw .invalidRule("qfedavg needs each client's loss ≥ 0 and finite; client \(c) reports \(updates[c].loss)")
             }
-            var acc = [Double](repeating: 0, count: updates[0].delta.count)
-            var h = 0.0
-            for u in updates {
-                let f = u.loss + 1e-10
-                let fq = _exp(q * _log(f))   // f^q (f > 0); exactly 1 at q = 0
-                let norm = u.l2Norm * lipschitz
-                h += q * (fq / f) * norm * norm + lipschitz * fq
-                let w = fq * lipschitz
-                for (j, v) in u.delta.enumerated() { acc[j] += w * Double(v) }
-            }
-            return acc.map { Float($0 / h) }
+            return Self.qFairMean(updates, q: q, lipschitz: lipschitz)
         }
+    }
+
+    /// Bulyan's second stage: per coordinate, the mean of the β = θ − 2f `selected` values
+    /// closest to their median (ties: the lower value first).
+    private static func bulyanMean(_ updates: [ClientUpdate], selected: [Int], byzantine f: Int) -> [Float] {
+        let beta = selected.count - 2 * f
+        let d = updates[0].delta.count
+        var out = [Float](repeating: 0, count: d)
+        var column = [Float](repeating: 0, count: selected.count)
+        for j in 0..<d {
+            for (k, i) in selected.enumerated() { column[k] = updates[i].delta[j] }
+            column.sort()
+            let med = Self.median(sorted: column[...])
+            let closest = column.sorted { (abs(Double($0) - med), $0) < (abs(Double($1) - med), $1) }
+            var s = 0.0
+            for v in closest.prefix(beta) { s += Double(v) }
+            out[j] = Float(s / Double(beta))
+        }
+        return out
+    }
+
+    /// FedNova: (Σ pᵢ aᵢ) · Σ pᵢ Δᵢ / aᵢ over the updates with at least one local step.
+    private static func normalizedMean(_ updates: [ClientUpdate]) throws(AggregationError) -> [Float] {
+        let used = updates.indices.filter { updates[$0].steps > 0 }
+        guard !used.isEmpty else { throw .tooFewClients(rule: "fednova (updates with ≥ 1 local step)", clients: 0, needed: 1) }
+        let total = used.reduce(0.0) { $0 + Double(updates[$1].samples) }
+        guard total > 0 else { throw .zeroTotalWeight }
+        var tauEff = 0.0
+        var acc = [Double](repeating: 0, count: updates[0].delta.count)
+        for i in used {
+            let p = Double(updates[i].samples) / total, a = updates[i].steps
+            tauEff += p * a
+            for (j, v) in updates[i].delta.enumerated() { acc[j] += p * Double(v) / a }
+        }
+        return acc.map { Float(tauEff * $0) }
+    }
+
+    /// q-FedAvg's update Σₖ Fₖ^q·L·δₖ / Σₖ hₖ (the rule's checks done).
+    private static func qFairMean(_ updates: [ClientUpdate], q: Double, lipschitz: Double) -> [Float] {
+        var acc = [Double](repeating: 0, count: updates[0].delta.count)
+        var h = 0.0
+        for u in updates {
+            let f = u.loss + 1e-10
+            let fq = _exp(q * _log(f))   // f^q (f > 0); exactly 1 at q = 0
+            let norm = u.l2Norm * lipschitz
+            h += q * (fq / f) * norm * norm + lipschitz * fq
+            let w = fq * lipschitz
+            for (j, v) in u.delta.enumerated() { acc[j] += w * Double(v) }
+        }
+        return acc.map { Float($0 / h) }
     }
 
     /// Bulyan's selection: the indices (in the order picked) of θ = n − 2f updates, each the
