@@ -189,6 +189,8 @@ public struct ByteWriter {
     public mutating func string(_ s: String) { let u = Array(s.utf8); int(u.count); bytes(u) }
     public mutating func ints(_ v: [Int]) { int(v.count); v.forEach { int($0) } }
     public mutating func bools(_ v: [Bool]) { int(v.count); bytes(v.map { $0 ? 1 : 0 }) }
+    /// Length-prefixed bytes (a nested encoding: a learner's checkpoint inside a run's).
+    public mutating func blob(_ b: [UInt8]) { int(b.count); bytes(b) }
 }
 
 /// Bounds-checked little-endian reader: running past the end throws `CheckpointError.truncated`.
@@ -246,4 +248,6 @@ public struct ByteReader {
         let n = try count()
         return try bytes(n).map { $0 != 0 }
     }
+    /// What `ByteWriter.blob` wrote.
+    public mutating func blob() throws -> [UInt8] { try bytes(try count()) }
 }

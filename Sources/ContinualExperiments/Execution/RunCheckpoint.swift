@@ -55,8 +55,7 @@ public enum RunCheckpoint: Sendable, Equatable {
                 case .training(let c):
                     let bytes = c.encoded()
                     w.int(0)
-                    w.int(bytes.count)
-                    w.bytes(bytes)
+                    w.blob(bytes)
                 case .ended(let status, let message):
                     w.int(1)
                     w.string(status.rawValue)
@@ -87,8 +86,7 @@ public enum RunCheckpoint: Sendable, Equatable {
         for _ in 0..<(try r.count(elementSize: 8)) {
             switch try r.int() {
             case 0:
-                let n = try r.count()
-                users.append(.training(try TrainerCheckpoint(decoding: try r.bytes(n))))
+                users.append(.training(try TrainerCheckpoint(decoding: try r.blob())))
             case 1:
                 let raw = try r.string()
                 guard let status = RunStatus(rawValue: raw) else { throw CheckpointError.mismatch("unknown user status \"\(raw)\"") }

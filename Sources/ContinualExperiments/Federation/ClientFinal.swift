@@ -22,7 +22,7 @@ struct ClientFinal: Sendable {
         f.bytesUp = try r.int()
         f.bytesDown = try r.int()
         f.adversary = try r.int() != 0
-        f.pattern = String(decoding: try r.bytes(try r.int()), as: UTF8.self)
+        f.pattern = try r.string()
         let d = try r.doubles()
         f.joules = d[0]
         f.trainSeconds = d[1]
@@ -56,9 +56,7 @@ struct ClientFinal: Sendable {
         w.int(c.bytesUp)
         w.int(c.bytesDown)
         w.int(c.adversary ? 1 : 0)
-        let name = Array(c.pattern.utf8)
-        w.int(name.count)
-        w.bytes(name)
+        w.string(c.pattern)
         w.doubles([c.joules, c.trainSeconds])
         w.int(Int(Int64(bitPattern: c.dataSeed)))
         w.int(Int(Int64(bitPattern: c.modelSeed)))

@@ -7,11 +7,9 @@ extension FederatedClient {
     /// which the factory rebuilds from its id.
     func encodeState(rounds R: Int, into w: inout ByteWriter) {
         let learner = trainer.roundCheckpoint(roundsDone: localRounds, capacity: R).encoded()
-        w.int(learner.count)
-        w.bytes(learner)
+        w.blob(learner)
         let personal = personalLearner?.roundCheckpoint(roundsDone: personalLearnerRounds, capacity: R).encoded() ?? []
-        w.int(personal.count)
-        w.bytes(personal)
+        w.blob(personal)
         w.floats(control)
         w.bools([holdsData])
         w.ints([personalLearnerRounds, federatedCursor, personalCursor, localRounds, consolidatedExperiences,
@@ -26,8 +24,8 @@ extension FederatedClient {
     /// Restores `encodeState`'s bytes on this client as the factory built it (same id, config
     /// and seed); releases its data when the saved client did not hold it.
     mutating func restoreState(from r: inout ByteReader) throws {
-        try trainer.restoreRounds(TrainerCheckpoint(decoding: try r.bytes(try r.count())))
-        let personal = try r.bytes(try r.count())
+        try trainer.restoreRounds(TrainerCheckpoint(decoding: try r.blob()))
+        let personal = try r.blob()
         guard personal.isEmpty == (personalLearner == nil) else {
             throw CheckpointError.mismatch("client \(id): the checkpoint \(personal.isEmpty ? "has no" : "has a") personal learner, this run \(personalLearner == nil ? "has none" : "has one")")
         }

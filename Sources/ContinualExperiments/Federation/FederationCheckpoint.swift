@@ -59,8 +59,7 @@ public struct FederationCheckpoint: Sendable, Equatable {
             w.int(list.count)
             for item in list {
                 w.string(item.name)
-                w.int(item.bytes.count)
-                w.bytes(item.bytes)
+                w.blob(item.bytes)
             }
         }
         return w.data
@@ -90,7 +89,7 @@ public struct FederationCheckpoint: Sendable, Equatable {
         for _ in 0..<3 {
             lists.append(try (0..<r.count(elementSize: 16)).map { _ in
                 let name = try r.string()
-                return NamedBytes(name: name, bytes: try r.bytes(try r.count()))
+                return NamedBytes(name: name, bytes: try r.blob())
             })
         }
         guard lists[1].count == 1 else { throw CheckpointError.mismatch("the per-round outcome is missing") }
@@ -122,21 +121,23 @@ extension FederationEngine {
             var state = ByteWriter()
             c.encodeState(rounds: R, into: &state)
             w.int(c.id)
-            w.int(state.data.count)
-            w.bytes(state.data)
-        }, decode: { r in (id: try r.int(), bytes: try r.bytes(try r.count())) }).sorted { $0.id < $1.id }
+            w.blob(state.data)
+        }, decode: { r in (id: try r.int(), bytes: try r.blob()) }).sorted { $0.id < $1.id }
         var series = ByteWriter()
         outcome.encodeRounds(into: &series)
         return FederationCheckpoint(
             seed: setup.config.seed, rounds: R, clients: setup.N, roundsDone: roundsDone, global: server.global.parameters,
             server: server.state, rdp: accountant.rdp,
-            algorithms: algorithms.map { a in
+            algorithms: zip(algorithmNames, algorithms).map { name, a in
                 var w = ByteWriter()
                 a.encodeState(into: &w)
-                return .init(name: String(describing: type(of: a)), bytes: w.data)
+                return .init(name: name, bytes: w.data)
             },
             roundSeries: series.data, clientStates: clients.map { .init(name: String($0.id), bytes: $0.bytes) })
     }
+
+    /// The algorithms' names as a checkpoint records them (their Swift type names, in order).
+    var algorithmNames: [String] { algorithms.map { String(describing: type(of: $0)) } }
 
     /// Puts `cp` in place of the engine's round-0 state: checks that it belongs to this run,
     /// builds this rank's clients it names (those not built yet) and restores their states, the
@@ -147,7 +148,7 @@ extension FederationEngine {
                 + "\(setup.config.seed), \(setup.R) rounds and \(setup.N) clients")
         }
         guard cp.roundsDone < setup.R else { throw CheckpointError.mismatch("all \(cp.rounds) rounds are done: nothing to resume") }
-        let names = algorithms.map { String(describing: type(of: $0)) }
+        let names = algorithmNames
         guard cp.algorithms.map(\.name) == names else {
             throw CheckpointError.mismatch("algorithms \(cp.algorithms.map(\.name)), this run has \(names)")
         }

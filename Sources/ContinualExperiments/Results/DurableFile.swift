@@ -29,15 +29,18 @@ enum DurableFile {
         }
     }
 
-    /// Removes the temporaries of `path` that writers killed mid-write left (SIGKILL skips the
-    /// cleanup above), recognised by the process id in their name no longer being alive. A file
-    /// rewritten often (a federated run's checkpoint every N rounds) would otherwise collect one
-    /// per kill.
-    static func removeStaleTemporaries(of path: String) {
+    /// Removes the temporaries `NAME.tmp-PID` of `path` that writers killed mid-write left
+    /// (SIGKILL skips the cleanup above). Without `lockHeld`, only those whose process is no
+    /// longer alive: a file rewritten often (a federated run's checkpoint every N rounds) would
+    /// otherwise collect one per kill. With it (the caller holds the file's writer lock, so no
+    /// live writer owns any), every one.
+    static func removeStaleTemporaries(of path: String, lockHeld: Bool = false) {
         let dir = (path as NSString).deletingLastPathComponent, prefix = (path as NSString).lastPathComponent + ".tmp-"
         let own = ProcessInfo.processInfo.processIdentifier
         for name in (try? FileManager.default.contentsOfDirectory(atPath: dir.isEmpty ? "." : dir)) ?? [] where name.hasPrefix(prefix) {
-            guard let pid = Int32(name.dropFirst(prefix.count)), pid != own, kill(pid, 0) != 0, errno == ESRCH else { continue }
+            if !lockHeld {
+                guard let pid = Int32(name.dropFirst(prefix.count)), pid != own, kill(pid, 0) != 0, errno == ESRCH else { continue }
+            }
             try? FileManager.default.removeItem(atPath: dir.isEmpty ? name : dir + "/" + name)
         }
     }

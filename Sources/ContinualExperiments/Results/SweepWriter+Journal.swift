@@ -19,12 +19,8 @@ extension SweepWriter {
     /// Temporary files of a writer that was killed (`NAME.h5.tmp-PID`, journal `*.tmp-PID`). Only
     /// the holder of the writer lock calls this, so no live writer owns them.
     static func removeStaleTemporaries(_ path: String) {
-        let url = URL(fileURLWithPath: path)
-        let dir = url.deletingLastPathComponent().path, base = url.lastPathComponent
+        DurableFile.removeStaleTemporaries(of: path, lockHeld: true)
         let fm = FileManager.default
-        for name in (try? fm.contentsOfDirectory(atPath: dir)) ?? [] where name.hasPrefix(base + ".tmp-") {
-            try? fm.removeItem(atPath: dir + "/" + name)
-        }
         let journal = journalPath(for: path)
         for name in (try? fm.contentsOfDirectory(atPath: journal)) ?? [] where name.contains(".tmp-") {
             try? fm.removeItem(atPath: journal + "/" + name)
