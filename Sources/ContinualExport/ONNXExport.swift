@@ -74,114 +74,23 @@ public enum ONNXExport {
 
     /// GraphProto: node = 1, name = 2, initializer = 5, doc_string = 10, input = 11, output = 12.
     static func graph(_ g: inout ProtobufWriter, _ network: ExportedNetwork) {
-        var nodes: [(String, [String], [String], [(String, Int64)])] = []   // op, inputs, outputs, int attributes
-        var initializers: [(String, [Int], [Float]?, [Int8]?)] = []
+        var graph = ONNXGraph()
         var current = "features"
         // The output layer's result is `logits`; a core-only graph ends in `embedding` (below).
         let lastDense = network.includesHead ? network.stages.lastIndex { if case .dense = $0 { return true } else { return false } } ?? -1 : -1
-        func activation(_ act: Activation, _ input: String, _ output: String) -> String {
-            let op: String
-            switch act {
-            case .identity: return input
-            case .relu: op = "Relu"
-            case .tanh: op = "Tanh"
-            case .sigmoid: op = "Sigmoid"
-            }
-            nodes.append((op, [input], [output], []))
-            return output
-        }
         var denseIndex = 0, adapterIndex = 0
         for (s, stage) in network.stages.enumerated() {
             switch stage {
             case .dense(let d):
-                let p = "dense\(denseIndex)"
-                let weight = p + ".weight"
-                if let q = d.int8 {
-                    // Weight-only int8: Cast + Mul rather than DequantizeLinear. ONNX Runtime's
-                    // extended graph optimisations fuse DequantizeLinear → Gemm into a dynamically
-                    // quantised MatMul that also quantises the activations (measured: logits off by
-                    // up to 0.016 on the habit-drift test sets), which is not the toolkit's int8
-                    // model; Cast + Mul computes w = q·s exactly and keeps the file int8.
-                    initializers.append((p + ".weight_int8", [d.inputs, d.outputs], nil, q.values))
-                    initializers.append((p + ".weight_scale", q.perTensor ? [] : [d.outputs],
-                                         q.perTensor ? [q.scales.first ?? 1] : q.scales, nil))
-                    nodes.append(("Cast", [p + ".weight_int8"], [p + ".weight_q"], [("to", float)]))
-                    nodes.append(("Mul", [p + ".weight_q", p + ".weight_scale"], [weight], []))
-                } else if d.factors == nil {
-                    initializers.append((weight, [d.inputs, d.outputs], d.weights, nil))
-                }
-                initializers.append((p + ".bias", [d.outputs], d.bias, nil))
-                let isLast = s == lastDense
-                let z = isLast && d.activation == .identity ? "logits" : p + ".z"
-                if let f = d.factors {
-                    // Low-rank: (x·U)·V + b, r·(in + out) multiply-adds instead of in·out.
-                    initializers.append((p + ".u", [d.inputs, f.rank], f.u, nil))
-                    initializers.append((p + ".v", [f.rank, d.outputs], f.v, nil))
-                    nodes.append(("MatMul", [current, p + ".u"], [p + ".xu"], []))
-                    nodes.append(("MatMul", [p + ".xu", p + ".v"], [p + ".xw"], []))
-                    nodes.append(("Add", [p + ".xw", p + ".bias"], [z], []))
-                } else {
-                    nodes.append(("Gemm", [current, weight, p + ".bias"], [z], []))
-                }
-                current = activation(d.activation, z, isLast ? "logits" : p + ".out")
+                current = graph.addDense(d, prefix: "dense\(denseIndex)", input: current, isLast: s == lastDense)
                 denseIndex += 1
             case .adapter(let a):
-                let p = "adapter\(adapterIndex)"
-                initializers.append((p + ".down.weight", [a.width, a.bottleneck], a.down, nil))
-                initializers.append((p + ".down.bias", [a.bottleneck], a.downBias, nil))
-                initializers.append((p + ".up.weight", [a.bottleneck, a.width], a.up, nil))
-                initializers.append((p + ".up.bias", [a.width], a.upBias, nil))
-                nodes.append(("MatMul", [current, p + ".down.weight"], [p + ".down.xw"], []))
-                nodes.append(("Add", [p + ".down.xw", p + ".down.bias"], [p + ".down.z"], []))
-                let u = activation(a.activation, p + ".down.z", p + ".down.out")
-                nodes.append(("MatMul", [u, p + ".up.weight"], [p + ".up.xw"], []))
-                nodes.append(("Add", [p + ".up.xw", p + ".up.bias"], [p + ".up.z"], []))
-                nodes.append(("Add", [current, p + ".up.z"], [p + ".out"], []))
-                current = p + ".out"
+                current = graph.addAdapter(a, prefix: "adapter\(adapterIndex)", input: current)
                 adapterIndex += 1
             }
         }
-        switch network.includesHead ? network.head : nil {
-        case nil:
-            // Core only: the last hidden activations, under a name of their own.
-            nodes.append(("Identity", [current], ["embedding"], []))
-        case .multiclass?:
-            nodes.append(("Softmax", ["logits"], ["probabilities"], [("axis", 1)]))
-        case .binary?:
-            initializers.append(("one", [], [1], nil))
-            nodes.append(("Sigmoid", ["logits"], ["p_positive"], []))
-            nodes.append(("Sub", ["one", "p_positive"], ["p_negative"], []))
-            nodes.append(("Concat", ["p_negative", "p_positive"], ["probabilities"], [("axis", 1)]))
-        }
-
-        for (i, n) in nodes.enumerated() {
-            g.message(1) { node in                                // GraphProto.node = 1
-                for input in n.1 { node.string(1, input) }        // NodeProto.input = 1
-                for output in n.2 { node.string(2, output) }      // NodeProto.output = 2
-                node.string(3, "\(n.0.lowercased())_\(i)")        // NodeProto.name = 3
-                node.string(4, n.0)                               // NodeProto.op_type = 4
-                for (name, value) in n.3 {
-                    node.message(5) { attr in                     // NodeProto.attribute = 5
-                        attr.string(1, name)                      // AttributeProto.name = 1
-                        attr.int(3, value)                        // AttributeProto.i = 3
-                        attr.int(20, attributeInt)                // AttributeProto.type = 20
-                    }
-                }
-            }
-        }
-        g.string(2, "continualkit_mlp")                           // GraphProto.name = 2
-        for (name, dims, floats, int8s) in initializers {
-            g.message(5) { t in                                   // GraphProto.initializer = 5
-                t.packedInts(1, dims.map(Int64.init))             // TensorProto.dims = 1
-                t.int(2, floats != nil ? float : int8)            // TensorProto.data_type = 2
-                t.string(8, name)                                 // TensorProto.name = 8
-                if let floats {
-                    t.packedFloats(4, floats)                     // TensorProto.float_data = 4 (packed)
-                } else if let int8s {
-                    t.data(9, int8s.map { UInt8(bitPattern: $0) }) // TensorProto.raw_data = 9
-                }
-            }
-        }
+        graph.addOutputs(network.includesHead ? network.head : nil, input: current)
+        graph.write(into: &g)
         valueInfo(&g, 11, "features", width: network.inputs)     // GraphProto.input = 11
         if network.includesHead {
             valueInfo(&g, 12, "logits", width: network.head.logitCount)      // GraphProto.output = 12
@@ -204,6 +113,127 @@ public enum ONNXExport {
                         shape.message(1) { $0.string(2, "N") }
                         shape.message(1) { $0.int(1, Int64(width)) }
                     }
+                }
+            }
+        }
+    }
+}
+
+/// The nodes and initializers of the graph `ONNXExport.graph` writes, collected stage by stage in
+/// graph order before they are serialised.
+private struct ONNXGraph {
+    /// op, inputs, outputs, int attributes.
+    var nodes: [(String, [String], [String], [(String, Int64)])] = []
+    /// name, dims, float values or int8 values.
+    var initializers: [(String, [Int], [Float]?, [Int8]?)] = []
+
+    /// The activation node of `act` from `input` to `output`; returns the activated tensor's name
+    /// (`input` itself for the identity, which needs no node).
+    mutating func activation(_ act: Activation, _ input: String, _ output: String) -> String {
+        let op: String
+        switch act {
+        case .identity: return input
+        case .relu: op = "Relu"
+        case .tanh: op = "Tanh"
+        case .sigmoid: op = "Sigmoid"
+        }
+        nodes.append((op, [input], [output], []))
+        return output
+    }
+
+    /// A dense stage: its initializers, `Gemm` (or the low-rank `MatMul`, `MatMul`, `Add`) and its
+    /// activation; returns the stage's output name (`logits` for the output layer).
+    mutating func addDense(_ d: ExportedNetwork.Dense, prefix p: String, input current: String, isLast: Bool) -> String {
+        let weight = p + ".weight"
+        if let q = d.int8 {
+            // Weight-only int8: Cast + Mul rather than DequantizeLinear. ONNX Runtime's
+            // extended graph optimisations fuse DequantizeLinear → Gemm into a dynamically
+            // quantised MatMul that also quantises the activations (measured: logits off by
+            // up to 0.016 on the habit-drift test sets), which is not the toolkit's int8
+            // model; Cast + Mul computes w = q·s exactly and keeps the file int8.
+            initializers.append((p + ".weight_int8", [d.inputs, d.outputs], nil, q.values))
+            initializers.append((p + ".weight_scale", q.perTensor ? [] : [d.outputs],
+                                 q.perTensor ? [q.scales.first ?? 1] : q.scales, nil))
+            nodes.append(("Cast", [p + ".weight_int8"], [p + ".weight_q"], [("to", ONNXExport.float)]))
+            nodes.append(("Mul", [p + ".weight_q", p + ".weight_scale"], [weight], []))
+        } else if d.factors == nil {
+            initializers.append((weight, [d.inputs, d.outputs], d.weights, nil))
+        }
+        initializers.append((p + ".bias", [d.outputs], d.bias, nil))
+        let z = isLast && d.activation == .identity ? "logits" : p + ".z"
+        if let f = d.factors {
+            // Low-rank: (x·U)·V + b, r·(in + out) multiply-adds instead of in·out.
+            initializers.append((p + ".u", [d.inputs, f.rank], f.u, nil))
+            initializers.append((p + ".v", [f.rank, d.outputs], f.v, nil))
+            nodes.append(("MatMul", [current, p + ".u"], [p + ".xu"], []))
+            nodes.append(("MatMul", [p + ".xu", p + ".v"], [p + ".xw"], []))
+            nodes.append(("Add", [p + ".xw", p + ".bias"], [z], []))
+        } else {
+            nodes.append(("Gemm", [current, weight, p + ".bias"], [z], []))
+        }
+        return activation(d.activation, z, isLast ? "logits" : p + ".out")
+    }
+
+    /// An adapter stage: down projection, activation, up projection and the residual `Add`;
+    /// returns its output name.
+    mutating func addAdapter(_ a: ExportedNetwork.Adapter, prefix p: String, input current: String) -> String {
+        initializers.append((p + ".down.weight", [a.width, a.bottleneck], a.down, nil))
+        initializers.append((p + ".down.bias", [a.bottleneck], a.downBias, nil))
+        initializers.append((p + ".up.weight", [a.bottleneck, a.width], a.up, nil))
+        initializers.append((p + ".up.bias", [a.width], a.upBias, nil))
+        nodes.append(("MatMul", [current, p + ".down.weight"], [p + ".down.xw"], []))
+        nodes.append(("Add", [p + ".down.xw", p + ".down.bias"], [p + ".down.z"], []))
+        let u = activation(a.activation, p + ".down.z", p + ".down.out")
+        nodes.append(("MatMul", [u, p + ".up.weight"], [p + ".up.xw"], []))
+        nodes.append(("Add", [p + ".up.xw", p + ".up.bias"], [p + ".up.z"], []))
+        nodes.append(("Add", [current, p + ".up.z"], [p + ".out"], []))
+        return p + ".out"
+    }
+
+    /// The graph's outputs after the stages: `probabilities` from `logits` for `head`, or the
+    /// core-only `embedding` (nil head) from `current`.
+    mutating func addOutputs(_ head: OutputHead?, input current: String) {
+        switch head {
+        case nil:
+            // Core only: the last hidden activations, under a name of their own.
+            nodes.append(("Identity", [current], ["embedding"], []))
+        case .multiclass?:
+            nodes.append(("Softmax", ["logits"], ["probabilities"], [("axis", 1)]))
+        case .binary?:
+            initializers.append(("one", [], [1], nil))
+            nodes.append(("Sigmoid", ["logits"], ["p_positive"], []))
+            nodes.append(("Sub", ["one", "p_positive"], ["p_negative"], []))
+            nodes.append(("Concat", ["p_negative", "p_positive"], ["probabilities"], [("axis", 1)]))
+        }
+    }
+
+    /// Serialises the nodes (named `<op>_<i>`), the graph's name and the initializers into `g`.
+    func write(into g: inout ProtobufWriter) {
+        for (i, n) in nodes.enumerated() {
+            g.message(1) { node in                                // GraphProto.node = 1
+                for input in n.1 { node.string(1, input) }        // NodeProto.input = 1
+                for output in n.2 { node.string(2, output) }      // NodeProto.output = 2
+                node.string(3, "\(n.0.lowercased())_\(i)")        // NodeProto.name = 3
+                node.string(4, n.0)                               // NodeProto.op_type = 4
+                for (name, value) in n.3 {
+                    node.message(5) { attr in                     // NodeProto.attribute = 5
+                        attr.string(1, name)                      // AttributeProto.name = 1
+                        attr.int(3, value)                        // AttributeProto.i = 3
+                        attr.int(20, ONNXExport.attributeInt)     // AttributeProto.type = 20
+                    }
+                }
+            }
+        }
+        g.string(2, "continualkit_mlp")                           // GraphProto.name = 2
+        for (name, dims, floats, int8s) in initializers {
+            g.message(5) { t in                                   // GraphProto.initializer = 5
+                t.packedInts(1, dims.map(Int64.init))             // TensorProto.dims = 1
+                t.int(2, floats != nil ? ONNXExport.float : ONNXExport.int8)  // TensorProto.data_type = 2
+                t.string(8, name)                                 // TensorProto.name = 8
+                if let floats {
+                    t.packedFloats(4, floats)                     // TensorProto.float_data = 4 (packed)
+                } else if let int8s {
+                    t.data(9, int8s.map { UInt8(bitPattern: $0) }) // TensorProto.raw_data = 9
                 }
             }
         }

@@ -25,6 +25,21 @@ public struct ONNXWeights: Sendable, Equatable {
         var floats: [Float]
         var raw: ArraySlice<UInt8>
         var int32s: [Int64]
+
+        /// The values of a float32 initializer (`float_data`, or little-endian `raw_data`), checked
+        /// against its shape; `name` is for the messages.
+        func floatValues(_ name: String) throws -> [Float] {
+            guard type == 1 else { throw ExportError.invalidFile("initializer \(name) is not float32 (data_type \(type))") }
+            var v = floats
+            if v.isEmpty && !raw.isEmpty {
+                guard raw.count % 4 == 0 else { throw ExportError.invalidFile("initializer \(name): raw_data is not a float32 array") }
+                v = ProtobufReader.littleEndianFloats(raw)
+            }
+            guard v.count == ONNXWeights.elementCount(dims) else {
+                throw ExportError.invalidFile("initializer \(name) has \(v.count) values for shape \(dims)")
+            }
+            return v
+        }
     }
 
     /// Parses `bytes` (a serialised ModelProto).
@@ -33,6 +48,45 @@ public struct ONNXWeights: Sendable, Equatable {
         do { model = try ProtobufReader.fields(of: bytes) } catch {
             throw ExportError.invalidFile("not an ONNX model (protobuf: \(error))")
         }
+        let (metadata, tensors, adapters) = try Self.initializers(of: model)
+        var sizes: [Int] = []
+        var parameters: [Float] = []
+        var i = 0
+        while true {
+            let p = "dense\(i)"
+            guard let bias = tensors[p + ".bias"] else { break }
+            let (w, dims) = try Self.weight(p, tensors)
+            guard dims.count == 2, dims[0] >= 1, dims[1] >= 1 else {
+                throw ExportError.invalidFile("initializer \(p).weight has shape \(dims), expected [inputs, outputs]")
+            }
+            if sizes.isEmpty { sizes = [dims[0]] }
+            guard dims[0] == sizes.last! else {
+                throw ExportError.invalidFile("\(p).weight has \(dims[0]) inputs; the previous layer has \(sizes.last!) outputs")
+            }
+            let b = try bias.floatValues(p + ".bias")
+            guard b.count == dims[1] else { throw ExportError.invalidFile("\(p).bias has \(b.count) values for \(dims[1]) outputs") }
+            sizes.append(dims[1])
+            parameters += w
+            parameters += b
+            i += 1
+        }
+        guard i > 0 else {
+            throw ExportError.invalidFile("the ONNX model has no dense0.weight/dense0.bias initializers (was it exported by `continual export`?)")
+        }
+        guard parameters.allSatisfy(\.isFinite) else { throw ExportError.invalidFile("the ONNX model has non-finite weights") }
+        layerSizes = sizes
+        self.parameters = parameters
+        self.metadata = metadata
+        adapterCount = adapters.count
+    }
+
+    /// Elements of a tensor of shape `dims` (negative dimensions count as 0).
+    private static func elementCount(_ dims: [Int]) -> Int { dims.reduce(1) { $0 &* max($1, 0) } }
+
+    /// The model's `metadata_props`, its graph's initializers by name, and the adapter stages
+    /// they name (`adapter<i>`); throws when the protobuf is malformed or there is no graph.
+    private static func initializers(of model: [ProtobufReader.Field]) throws
+        -> (metadata: [String: String], tensors: [String: Tensor], adapters: Set<String>) {
         var metadata: [String: String] = [:]
         var tensors: [String: Tensor] = [:]
         var adapters = Set<String>()
@@ -48,19 +102,7 @@ public struct ONNXWeights: Sendable, Equatable {
                 } else if f.number == 7, f.wireType == .lengthDelimited {    // ModelProto.graph
                     sawGraph = true
                     for g in try f.message() where g.number == 5 && g.wireType == .lengthDelimited {  // GraphProto.initializer
-                        var t = Tensor(dims: [], type: 0, floats: [], raw: [], int32s: [])
-                        var name = ""
-                        for x in try g.message() {
-                            switch x.number {
-                            case 1: t.dims += try x.ints().map { Int($0) }        // TensorProto.dims
-                            case 2: t.type = x.int                                 // TensorProto.data_type
-                            case 4: t.floats += try x.floats()                     // TensorProto.float_data
-                            case 5: t.int32s += try x.ints()                       // TensorProto.int32_data
-                            case 8: name = x.string                                // TensorProto.name
-                            case 9: t.raw = x.payload                              // TensorProto.raw_data
-                            default: break
-                            }
-                        }
+                        let (name, t) = try tensor(g)
                         if name.hasPrefix("adapter") { adapters.insert(String(name.prefix { $0 != "." })) }
                         tensors[name] = t
                     }
@@ -70,87 +112,58 @@ public struct ONNXWeights: Sendable, Equatable {
             throw ExportError.invalidFile("not an ONNX model (protobuf: \(e))")
         }
         guard sawGraph else { throw ExportError.invalidFile("not an ONNX model (no graph)") }
+        return (metadata, tensors, adapters)
+    }
 
-        func count(_ dims: [Int]) -> Int { dims.reduce(1) { $0 &* max($1, 0) } }
-        func floats(_ name: String, _ t: Tensor) throws -> [Float] {
-            guard t.type == 1 else { throw ExportError.invalidFile("initializer \(name) is not float32 (data_type \(t.type))") }
-            var v = t.floats
-            if v.isEmpty && !t.raw.isEmpty {
-                guard t.raw.count % 4 == 0 else { throw ExportError.invalidFile("initializer \(name): raw_data is not a float32 array") }
-                v = []
-                v.reserveCapacity(t.raw.count / 4)
-                var i = t.raw.startIndex
-                while i < t.raw.endIndex {
-                    var bits: UInt32 = 0
-                    for k in 0..<4 { bits |= UInt32(t.raw[i + k]) << (8 * UInt32(k)) }
-                    v.append(Float(bitPattern: bits))
-                    i += 4
-                }
+    /// One `TensorProto` (a graph initializer): its name and contents.
+    private static func tensor(_ field: ProtobufReader.Field) throws -> (name: String, tensor: Tensor) {
+        var t = Tensor(dims: [], type: 0, floats: [], raw: [], int32s: [])
+        var name = ""
+        for x in try field.message() {
+            switch x.number {
+            case 1: t.dims += try x.ints().map { Int($0) }        // TensorProto.dims
+            case 2: t.type = x.int                                 // TensorProto.data_type
+            case 4: t.floats += try x.floats()                     // TensorProto.float_data
+            case 5: t.int32s += try x.ints()                       // TensorProto.int32_data
+            case 8: name = x.string                                // TensorProto.name
+            case 9: t.raw = x.payload                              // TensorProto.raw_data
+            default: break
             }
-            guard v.count == count(t.dims) else {
-                throw ExportError.invalidFile("initializer \(name) has \(v.count) values for shape \(t.dims)")
-            }
-            return v
         }
+        return (name, t)
+    }
 
-        var sizes: [Int] = []
-        var parameters: [Float] = []
-        var i = 0
-        while true {
-            let p = "dense\(i)"
-            guard let bias = tensors[p + ".bias"] else { break }
-            var w: [Float]
-            let dims: [Int]
-            if let t = tensors[p + ".weight"] {
-                w = try floats(p + ".weight", t)
-                dims = t.dims
-            } else if let q = tensors[p + ".weight_int8"], let s = tensors[p + ".weight_scale"] {
-                guard q.type == 3, q.dims.count == 2, q.raw.count == count(q.dims) else {
-                    throw ExportError.invalidFile("initializer \(p).weight_int8 is not an int8 matrix")
-                }
-                let scales = try floats(p + ".weight_scale", s)
-                dims = q.dims
-                guard scales.count == 1 || scales.count == dims[1] else {
-                    throw ExportError.invalidFile("initializer \(p).weight_scale has \(scales.count) scales for \(dims[1]) outputs")
-                }
-                w = q.raw.enumerated().map { k, byte in Float(Int8(bitPattern: byte)) * scales[scales.count == 1 ? 0 : k % dims[1]] }
-            } else if let tu = tensors[p + ".u"], let tv = tensors[p + ".v"] {
-                // A low-rank factorised layer: W = U·V (U [in × r], V [r × out]), merged in float64.
-                let u = try floats(p + ".u", tu), v = try floats(p + ".v", tv)
-                guard tu.dims.count == 2, tv.dims.count == 2, tu.dims[1] == tv.dims[0], tu.dims[1] >= 1,
-                      u.count == count(tu.dims), v.count == count(tv.dims) else {
-                    throw ExportError.invalidFile("initializers \(p).u \(tu.dims) and \(p).v \(tv.dims) are not factors [in, r] and [r, out]")
-                }
-                let r = tu.dims[1]
-                dims = [tu.dims[0], tv.dims[1]]
-                w = (0..<(dims[0] * dims[1])).map { e in
-                    let (i, j) = (e / dims[1], e % dims[1])
-                    return Float((0..<r).reduce(0.0) { $0 + Double(u[i * r + $1]) * Double(v[$1 * dims[1] + j]) })
-                }
-            } else {
-                throw ExportError.invalidFile("the model has \(p).bias but no \(p).weight")
+    /// Dense layer `p`'s weight matrix W [in × out] (row-major) and its shape: float32, int8 with
+    /// its scales (dequantised q·scale), or low-rank factors U·V (multiplied in float64).
+    private static func weight(_ p: String, _ tensors: [String: Tensor]) throws -> (w: [Float], dims: [Int]) {
+        if let t = tensors[p + ".weight"] {
+            return (try t.floatValues(p + ".weight"), t.dims)
+        } else if let q = tensors[p + ".weight_int8"], let s = tensors[p + ".weight_scale"] {
+            guard q.type == 3, q.dims.count == 2, q.raw.count == elementCount(q.dims) else {
+                throw ExportError.invalidFile("initializer \(p).weight_int8 is not an int8 matrix")
             }
-            guard dims.count == 2, dims[0] >= 1, dims[1] >= 1 else {
-                throw ExportError.invalidFile("initializer \(p).weight has shape \(dims), expected [inputs, outputs]")
+            let scales = try s.floatValues(p + ".weight_scale")
+            let dims = q.dims
+            guard scales.count == 1 || scales.count == dims[1] else {
+                throw ExportError.invalidFile("initializer \(p).weight_scale has \(scales.count) scales for \(dims[1]) outputs")
             }
-            if sizes.isEmpty { sizes = [dims[0]] }
-            guard dims[0] == sizes.last! else {
-                throw ExportError.invalidFile("\(p).weight has \(dims[0]) inputs; the previous layer has \(sizes.last!) outputs")
+            return (q.raw.enumerated().map { k, byte in Float(Int8(bitPattern: byte)) * scales[scales.count == 1 ? 0 : k % dims[1]] }, dims)
+        } else if let tu = tensors[p + ".u"], let tv = tensors[p + ".v"] {
+            // A low-rank factorised layer: W = U·V (U [in × r], V [r × out]), merged in float64.
+            let u = try tu.floatValues(p + ".u"), v = try tv.floatValues(p + ".v")
+            guard tu.dims.count == 2, tv.dims.count == 2, tu.dims[1] == tv.dims[0], tu.dims[1] >= 1,
+                  u.count == elementCount(tu.dims), v.count == elementCount(tv.dims) else {
+                throw ExportError.invalidFile("initializers \(p).u \(tu.dims) and \(p).v \(tv.dims) are not factors [in, r] and [r, out]")
             }
-            let b = try floats(p + ".bias", bias)
-            guard b.count == dims[1] else { throw ExportError.invalidFile("\(p).bias has \(b.count) values for \(dims[1]) outputs") }
-            sizes.append(dims[1])
-            parameters += w
-            parameters += b
-            i += 1
+            let r = tu.dims[1]
+            let dims = [tu.dims[0], tv.dims[1]]
+            let w = (0..<(dims[0] * dims[1])).map { e in
+                let (i, j) = (e / dims[1], e % dims[1])
+                return Float((0..<r).reduce(0.0) { $0 + Double(u[i * r + $1]) * Double(v[$1 * dims[1] + j]) })
+            }
+            return (w, dims)
+        } else {
+            throw ExportError.invalidFile("the model has \(p).bias but no \(p).weight")
         }
-        guard i > 0 else {
-            throw ExportError.invalidFile("the ONNX model has no dense0.weight/dense0.bias initializers (was it exported by `continual export`?)")
-        }
-        guard parameters.allSatisfy(\.isFinite) else { throw ExportError.invalidFile("the ONNX model has non-finite weights") }
-        layerSizes = sizes
-        self.parameters = parameters
-        self.metadata = metadata
-        adapterCount = adapters.count
     }
 }

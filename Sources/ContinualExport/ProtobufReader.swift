@@ -34,16 +34,7 @@ public struct ProtobufReader: Sendable {
             guard wireType == .lengthDelimited, payload.count % 4 == 0 else {
                 throw Failure(description: "field \(number): not a packed float array")
             }
-            var out: [Float] = []
-            out.reserveCapacity(payload.count / 4)
-            var i = payload.startIndex
-            while i < payload.endIndex {
-                var b: UInt32 = 0
-                for k in 0..<4 { b |= UInt32(payload[i + k]) << (8 * UInt32(k)) }
-                out.append(Float(bitPattern: b))
-                i += 4
-            }
-            return out
+            return ProtobufReader.littleEndianFloats(payload)
         }
 
         /// A packed repeated varint (or a single varint field) as integers.
@@ -55,6 +46,21 @@ public struct ProtobufReader: Sendable {
             while i < payload.endIndex { out.append(Int64(bitPattern: try ProtobufReader.varint(payload, &i))) }
             return out
         }
+    }
+
+    /// The little-endian float32 values in `bytes` (a whole number of 4-byte words): packed
+    /// `float` fields and ONNX `raw_data`.
+    static func littleEndianFloats(_ bytes: ArraySlice<UInt8>) -> [Float] {
+        var out: [Float] = []
+        out.reserveCapacity(bytes.count / 4)
+        var i = bytes.startIndex
+        while i < bytes.endIndex {
+            var b: UInt32 = 0
+            for k in 0..<4 { b |= UInt32(bytes[i + k]) << (8 * UInt32(k)) }
+            out.append(Float(bitPattern: b))
+            i += 4
+        }
+        return out
     }
 
     static func varint(_ b: ArraySlice<UInt8>, _ i: inout Int) throws -> UInt64 {

@@ -63,15 +63,7 @@ struct ExportCommand: ParsableCommand {
         let sourceName = sourceName(stored)
         let route = self.route ?? stored.lastRoute
         if let e = stored.model.routeError(route) { throw CLIFailure.badInput("--route: \(e)") }
-        // The network that predicts what the run evaluated (gates folded in), or a refusal.
-        let form: (model: MLP, gates: UnitGates?, task: Int?)
-        do { form = try stored.exportedNetwork(route: route) } catch {
-            throw CLIFailure.badInput("cannot export \(sourceName): \(error)")
-        }
-        if form.gates != nil && parts == .core {
-            throw CLIFailure.badInput("cannot export \(sourceName) with --parts core: its last hidden layer's task gates are folded into "
-                + "the output layer, so the core alone would not give the evaluated features")
-        }
+        let form = try exportForm(stored, route: route, sourceName: sourceName)
         let model = form.model
         let granularity: QuantizedMLP.Granularity? = int8 ? (stored.config.quantization?.granularity ?? .perChannel) : nil
         let network: ExportedNetwork
@@ -93,57 +85,95 @@ struct ExportCommand: ParsableCommand {
             if updatable == true { throw CLIFailure.badInput("--updatable applies to --format coreml only") }
             bytes = ONNXExport.modelProto(network, producerVersion: ResultsSchema.toolkitVersion, metadata: metadata)
         case .tflite:
-            let description = "ContinualKit \(stored.config.strategyLabel) model (\(sourceName)), route \(route)"
-            let tfliteMetadata = metadata + [("continualkit.version", ResultsSchema.toolkitVersion)]
-            if updatable == true {
-                // Opt-in: a `train` signature for what the strategy trains on device (plain SGD):
-                // the output layer (last_layer) or every bias (bitfit on a single-head model).
-                let names = stored.config.strategy.map(\.typeName)
-                let trainable: TFLiteTraining.Trainable
-                if names.contains("last_layer"), stored.onDeviceTrainableLayers == [stored.model.spec.denseLayerCount - 1] {
-                    trainable = .outputLayer
-                } else if names.contains("bitfit"), stored.model.spec.heads == 1 {
-                    trainable = .biases
-                } else {
-                    throw CLIFailure.badInput("--updatable with --format tflite: strategy \(stored.config.strategyLabel) does not train "
-                        + "a fixed set of layers on device; LiteRT training signatures are exported for last_layer and (single-head) bitfit runs")
-                }
-                if let reason = TFLiteTraining.unsupportedReason(network, optimizer: stored.config.optimizer.spec, trainable: trainable) {
-                    throw CLIFailure.badInput("--updatable with --format tflite: \(reason)")
-                }
-                do {
-                    bytes = try TFLiteTraining.model(network, trainable: trainable, optimizer: stored.config.optimizer.spec,
-                                                     description: description, metadata: tfliteMetadata)
-                } catch {
-                    throw CLIFailure.badInput("cannot export \(sourceName) to LiteRT: \(error)")
-                }
-            } else {
-                bytes = TFLiteExport.model(network, description: description, metadata: tfliteMetadata)
-            }
+            bytes = try tfliteBytes(stored, network: network, route: route, sourceName: sourceName, metadata: metadata)
         case .coreml:
-            var update: CoreMLExport.Updatable? = nil
-            let trainable = stored.onDeviceTrainableLayers
-            if updatable == true && parts == .core {
-                throw CLIFailure.badInput("--updatable: a core-only model (--parts core) has no output layer or loss to train")
-            }
-            if updatable == true && trainable == nil {
-                throw CLIFailure.badInput("--updatable: strategy \(stored.config.strategyLabel) does not train a fixed set of dense layers on device; "
-                    + "Core ML updatable models are exported for last_layer and bitfit runs")
-            }
-            if updatable != false, parts == .all, let layers = trainable, !(int8 && updatable == nil) {
-                update = CoreMLExport.Updatable(denseLayers: layers, learningRate: Double(stored.config.optimizer.learningRate),
-                                                miniBatchSize: stored.config.training.options.batchSize,
-                                                epochs: max(stored.config.training.options.epochs, 1))
-            }
-            do {
-                bytes = try CoreMLExport.modelSpec(network, updatable: update, version: ResultsSchema.toolkitVersion,
-                                                   shortDescription: "ContinualKit \(stored.config.strategyLabel) model (\(sourceName))",
-                                                   metadata: metadata + [("continualkit.updatable_layers", update.map { $0.denseLayers.map(String.init).joined(separator: ",") } ?? "")])
-            } catch {
-                throw CLIFailure.badInput("cannot export \(sourceName) to Core ML: \(error)")
-            }
+            bytes = try coreMLBytes(stored, network: network, sourceName: sourceName, metadata: metadata)
         }
         try Self.writeWhole(Data(bytes), to: output)
+        printWritten(stored, model: model, network: network, granularity: granularity, route: route, byteCount: bytes.count)
+        if let task = form.task { print("task \(task)'s unit gates are folded into the weights (the mask the run evaluated it with)") }
+        if let reference {
+            try writeReference(stored, exported: model, gates: form.gates, network: network, granularity: granularity, route: route,
+                               to: reference)
+        }
+    }
+
+    /// The network that predicts what the run evaluated through `route` (gates folded in), or a
+    /// refusal (also of --parts core when the last hidden layer's gates live in the output layer).
+    private func exportForm(_ stored: StoredModel, route: Int, sourceName: String) throws -> (model: MLP, gates: UnitGates?, task: Int?) {
+        let form: (model: MLP, gates: UnitGates?, task: Int?)
+        do { form = try stored.exportedNetwork(route: route) } catch {
+            throw CLIFailure.badInput("cannot export \(sourceName): \(error)")
+        }
+        if form.gates != nil && parts == .core {
+            throw CLIFailure.badInput("cannot export \(sourceName) with --parts core: its last hidden layer's task gates are folded into "
+                + "the output layer, so the core alone would not give the evaluated features")
+        }
+        return form
+    }
+
+    /// The `.tflite` bytes: inference only, or (opt-in, --updatable) with a `train` signature for
+    /// what the strategy trains on device.
+    private func tfliteBytes(_ stored: StoredModel, network: ExportedNetwork, route: Int, sourceName: String,
+                             metadata: [(String, String)]) throws -> [UInt8] {
+        let description = "ContinualKit \(stored.config.strategyLabel) model (\(sourceName)), route \(route)"
+        let tfliteMetadata = metadata + [("continualkit.version", ResultsSchema.toolkitVersion)]
+        guard updatable == true else {
+            return TFLiteExport.model(network, description: description, metadata: tfliteMetadata)
+        }
+        // Opt-in: a `train` signature for what the strategy trains on device (plain SGD):
+        // the output layer (last_layer) or every bias (bitfit on a single-head model).
+        let names = stored.config.strategy.map(\.typeName)
+        let trainable: TFLiteTraining.Trainable
+        if names.contains("last_layer"), stored.onDeviceTrainableLayers == [stored.model.spec.denseLayerCount - 1] {
+            trainable = .outputLayer
+        } else if names.contains("bitfit"), stored.model.spec.heads == 1 {
+            trainable = .biases
+        } else {
+            throw CLIFailure.badInput("--updatable with --format tflite: strategy \(stored.config.strategyLabel) does not train "
+                + "a fixed set of layers on device; LiteRT training signatures are exported for last_layer and (single-head) bitfit runs")
+        }
+        if let reason = TFLiteTraining.unsupportedReason(network, optimizer: stored.config.optimizer.spec, trainable: trainable) {
+            throw CLIFailure.badInput("--updatable with --format tflite: \(reason)")
+        }
+        do {
+            return try TFLiteTraining.model(network, trainable: trainable, optimizer: stored.config.optimizer.spec,
+                                            description: description, metadata: tfliteMetadata)
+        } catch {
+            throw CLIFailure.badInput("cannot export \(sourceName) to LiteRT: \(error)")
+        }
+    }
+
+    /// The Core ML spec bytes; the layers a last_layer or bitfit run trains are updatable unless
+    /// --no-updatable (or --int8 without --updatable).
+    private func coreMLBytes(_ stored: StoredModel, network: ExportedNetwork, sourceName: String,
+                             metadata: [(String, String)]) throws -> [UInt8] {
+        var update: CoreMLExport.Updatable? = nil
+        let trainable = stored.onDeviceTrainableLayers
+        if updatable == true && parts == .core {
+            throw CLIFailure.badInput("--updatable: a core-only model (--parts core) has no output layer or loss to train")
+        }
+        if updatable == true && trainable == nil {
+            throw CLIFailure.badInput("--updatable: strategy \(stored.config.strategyLabel) does not train a fixed set of dense layers on device; "
+                + "Core ML updatable models are exported for last_layer and bitfit runs")
+        }
+        if updatable != false, parts == .all, let layers = trainable, !(int8 && updatable == nil) {
+            update = CoreMLExport.Updatable(denseLayers: layers, learningRate: Double(stored.config.optimizer.learningRate),
+                                            miniBatchSize: stored.config.training.options.batchSize,
+                                            epochs: max(stored.config.training.options.epochs, 1))
+        }
+        do {
+            return try CoreMLExport.modelSpec(network, updatable: update, version: ResultsSchema.toolkitVersion,
+                                              shortDescription: "ContinualKit \(stored.config.strategyLabel) model (\(sourceName))",
+                                              metadata: metadata + [("continualkit.updatable_layers", update.map { $0.denseLayers.map(String.init).joined(separator: ",") } ?? "")])
+        } catch {
+            throw CLIFailure.badInput("cannot export \(sourceName) to Core ML: \(error)")
+        }
+    }
+
+    /// "wrote FILE: format, route, stages, precision, size" (and a LiteRT training model's signatures).
+    private func printWritten(_ stored: StoredModel, model: MLP, network: ExportedNetwork, granularity: QuantizedMLP.Granularity?,
+                              route: Int, byteCount: Int) {
         let kinds = network.stages.map { stage -> String in
             switch stage {
             case .adapter: return "adapter"
@@ -158,16 +188,11 @@ struct ExportCommand: ParsableCommand {
             ? (format == .onnx ? "" : ", low-rank factors written as their product U·V") : ", LoRA merged"
         print("wrote \(output): \(format.rawValue), route \(route), \(kinds.count) stages (\(kinds.joined(separator: ", "))), "
               + "\(granularity.map { "int8 " + $0.rawValue } ?? "float32")\(lowRankNote)"
-              + "\(parts == .core ? ", core only (output embedding)" : ""), \(bytes.count) bytes")
+              + "\(parts == .core ? ", core only (output embedding)" : ""), \(byteCount) bytes")
         if format == .tflite && updatable == true {
             let adam: Bool = { if case .adam = stored.config.optimizer.spec { return true } else { return false } }()
             print("signatures: serving_default, train (one \(adam ? "Adam" : "SGD") step), parameters, restore"
                   + (adam ? ", begin_session" : ""))
-        }
-        if let task = form.task { print("task \(task)'s unit gates are folded into the weights (the mask the run evaluated it with)") }
-        if let reference {
-            try writeReference(stored, exported: model, gates: form.gates, network: network, granularity: granularity, route: route,
-                               to: reference)
         }
     }
 

@@ -46,6 +46,29 @@ struct InspectCommand: ParsableCommand {
                 throw CLIFailure.badInput("\(file): \(error)")
             }
         }
+        let contents = try readContents()
+        let a = contents.attributes
+        printHeader(contents)
+        if a["kind"] == "sweep", let (table, by) = try? SweepReport.read(path: file) {
+            printSweep(contents, groups: SweepReport.groups(table, by: by), rows: table.rows.count, by: by)
+            if !runs { return populationLines(contents.runs) }
+        }
+        if !brief { printRunBlocks(contents.runs) }
+        let pending = SweepWriter.journalEntries(file).count
+        if pending > 0 {
+            printError("note: \(pending) finished run(s) of an interrupted or running writer wait in \(SweepWriter.journalPath(for: file)); "
+                + "`--resume` or `continual repair` folds them into the file")
+        }
+        printRunTable(contents.runs)
+        let federated = contents.runs.filter { $0.federation != nil && $0.status == "completed" }
+        if !federated.isEmpty, a["kind"] != "sweep" { print("\n" + Self.federationTable(federated)) }
+        if brief { populationLines(contents.runs) }
+        else if users && !contents.runs.contains(where: { $0.population != nil }) { populationLines([]) }
+    }
+
+    /// The file's contents, with a warning per unreadable run group; refuses a file with no
+    /// readable run (all damaged) or that is not a results file at all.
+    private func readContents() throws -> ResultsReader.Contents {
         let contents: ResultsReader.Contents
         do {
             contents = try ResultsReader.read(path: file)
@@ -65,6 +88,11 @@ struct InspectCommand: ParsableCommand {
             throw CLIFailure.badInput("\(file) is not a ContinualKit results file\(kind): it has neither /runs nor /summary "
                 + "(a checkpoint is resumed with `continual run --resume-from`, a scenario file is read by `continual scenario`)")
         }
+        return contents
+    }
+
+    /// The provenance lines: toolkit, schema, creation time, git commit, experiment, tuning.
+    private func printHeader(_ contents: ResultsReader.Contents) {
         let a = contents.attributes
         print("\(file): \(a["toolkit"] ?? "?") \(a["toolkit_version"] ?? "?"), schema \(a["schema_version"] ?? "?"), created \(a["created_utc"] ?? "?")")
         if let commit = a["git_commit"], !commit.isEmpty {
@@ -72,45 +100,48 @@ struct InspectCommand: ParsableCommand {
         }
         print("experiment \(a["experiment_name"] ?? "?"): \(contents.runs.count) run(s)")
         if !contents.tuning.isEmpty { print(TuningText.lines(contents.tuning)) }
-        if a["kind"] == "sweep", let (table, by) = try? SweepReport.read(path: file) {
-            let shard = a["shard"].flatMap { $0.isEmpty ? nil : " (shard \($0))" } ?? ""
-            let groups = SweepReport.groups(table, by: by)
-            print("sweep of \(a["sweep_run_count"] ?? "?") runs\(shard); \(table.rows.count) in /summary, \(groups.count) configuration(s) in sweep order;")
-            if let stored = contents.summary?.rows.count, stored > table.rows.count {
-                printError("warning: \(file): /summary repeats \(stored - table.rows.count) row(s) of the same run id; each run is counted once")
+    }
+
+    /// A sweep file's grouped view: one row per configuration (seeds pooled) from the `rows` of
+    /// /summary, and the federated runs' table.
+    private func printSweep(_ contents: ResultsReader.Contents, groups: [SweepReport.Group], rows: Int, by: [String]) {
+        let a = contents.attributes
+        let shard = a["shard"].flatMap { $0.isEmpty ? nil : " (shard \($0))" } ?? ""
+        print("sweep of \(a["sweep_run_count"] ?? "?") runs\(shard); \(rows) in /summary, \(groups.count) configuration(s) in sweep order;")
+        if let stored = contents.summary?.rows.count, stored > rows {
+            printError("warning: \(file): /summary repeats \(stored - rows) row(s) of the same run id; each run is counted once")
+        }
+        let axes = by.filter { $0 != "variant" && $0 != "name" }
+        if !axes.isEmpty { print("rows differ in: " + (["variant"] + axes).joined(separator: ", ") + " (seeds pooled in each row);") }
+        print("mean ± std over seeds, 95% CI (Student t), n seeds completed; percentage points:\n")
+        let width = isatty(STDOUT_FILENO) == 1 ? ProgressPrinter.terminalWidth() : 80
+        print(SweepReport.text(groups, width: width))
+        let federated = contents.runs.filter { $0.federation != nil && $0.status == "completed" }
+        if !federated.isEmpty { print("\n" + Self.federationTable(federated)) }
+    }
+
+    /// Every run's block: status, accuracy matrix, metrics, budget and population lines.
+    private func printRunBlocks(_ runs: [ResultsReader.StoredRun]) {
+        for r in runs {
+            print("\nrun \(r.name) [\(r.runId)] strategy=\(r.strategy) seed=\(r.seed): \(r.status)\(r.message.isEmpty ? "" : " — " + r.message)")
+            if !r.accuracy.isEmpty {
+                print(SummaryText.matrix(r.accuracy, names: r.experienceNames, randomBaseline: r.randomBaseline))
+                let m = r.metrics
+                print(String(format: "ACC %.2f%%  BWT %+.2f  FWT %+.2f  forgetting %.2f  (points)",
+                             (m["acc"] ?? .nan) * 100, (m["bwt"] ?? .nan) * 100, (m["fwt"] ?? .nan) * 100,
+                             (m["forgetting"] ?? .nan) * 100))
+                if !r.steps.isEmpty { print(Self.budgetLine(r)) }
             }
-            let axes = by.filter { $0 != "variant" && $0 != "name" }
-            if !axes.isEmpty { print("rows differ in: " + (["variant"] + axes).joined(separator: ", ") + " (seeds pooled in each row);") }
-            print("mean ± std over seeds, 95% CI (Student t), n seeds completed; percentage points:\n")
-            let width = isatty(STDOUT_FILENO) == 1 ? ProgressPrinter.terminalWidth() : 80
-            print(SweepReport.text(groups, width: width))
-            let federated = contents.runs.filter { $0.federation != nil && $0.status == "completed" }
-            if !federated.isEmpty { print("\n" + Self.federationTable(federated)) }
-            if !runs { return populationLines(contents.runs) }
+            if let p = r.population { print(p.headline()) }
+            if users, let p = r.population { print(p.table()) }
         }
-        if !brief {
-            for r in contents.runs {
-                print("\nrun \(r.name) [\(r.runId)] strategy=\(r.strategy) seed=\(r.seed): \(r.status)\(r.message.isEmpty ? "" : " — " + r.message)")
-                if !r.accuracy.isEmpty {
-                    print(SummaryText.matrix(r.accuracy, names: r.experienceNames, randomBaseline: r.randomBaseline))
-                    let m = r.metrics
-                    print(String(format: "ACC %.2f%%  BWT %+.2f  FWT %+.2f  forgetting %.2f  (points)",
-                                 (m["acc"] ?? .nan) * 100, (m["bwt"] ?? .nan) * 100, (m["fwt"] ?? .nan) * 100,
-                                 (m["forgetting"] ?? .nan) * 100))
-                    if !r.steps.isEmpty { print(Self.budgetLine(r)) }
-                }
-                if let p = r.population { print(p.headline()) }
-                if users, let p = r.population { print(p.table()) }
-            }
-            print("")
-        }
-        let pending = SweepWriter.journalEntries(file).count
-        if pending > 0 {
-            printError("note: \(pending) finished run(s) of an interrupted or running writer wait in \(SweepWriter.journalPath(for: file)); "
-                + "`--resume` or `continual repair` folds them into the file")
-        }
+        print("")
+    }
+
+    /// The one-line-per-run table: name, strategy, status, ACC, BWT, FWT, forgetting, mean steps.
+    private func printRunTable(_ runs: [ResultsReader.StoredRun]) {
         print("name                 strategy         status      ACC%    BWT     FWT     forget  steps/e")
-        for r in contents.runs {
+        for r in runs {
             let m = r.metrics
             print(r.name.padding(toLength: 20, withPad: " ", startingAt: 0) + " "
                 + r.strategy.padding(toLength: 16, withPad: " ", startingAt: 0) + " "
@@ -119,10 +150,6 @@ struct InspectCommand: ParsableCommand {
                          (m["fwt"] ?? .nan) * 100, (m["forgetting"] ?? .nan) * 100,
                          r.steps.isEmpty ? Double.nan : Double(r.steps.reduce(0, +)) / Double(r.steps.count)))
         }
-        let federated = contents.runs.filter { $0.federation != nil && $0.status == "completed" }
-        if !federated.isEmpty, a["kind"] != "sweep" { print("\n" + Self.federationTable(federated)) }
-        if brief { populationLines(contents.runs) }
-        else if users && !contents.runs.contains(where: { $0.population != nil }) { populationLines([]) }
     }
 
     /// Population runs' users where the per-run blocks are not printed (--brief, a sweep's

@@ -68,4 +68,22 @@ extension RunCommand {
             throw CLIFailure.badInput("\(resumeFrom): \(error)")
         }
     }
+
+    /// --stop-after K: trains `run` through experience (round) K and saves its learner state to
+    /// `checkpoint`; nothing goes to the results file.
+    func stopEarly(_ run: ResolvedRun, resumingFrom resume: RunCheckpoint?, after k: Int, checkpoint: String) throws {
+        let result = RunExecutor.execute(run, resumingFrom: resume, stopAfter: k)
+        guard let state = result.runCheckpoint else {
+            if !quiet { print(SummaryText.run(result) + "\n") }
+            throw CLIFailure.runFailed("run \(run.config.name) ended before \(run.config.federation != nil ? "round" : "experience") \(k) (\(result.status.rawValue): \(result.message)); no checkpoint written")
+        }
+        do {
+            try CheckpointFile.write(state, configJSON: run.canonicalJSON, dataDigest: try run.config.scenarioDataDigest(),
+                                     to: checkpoint)
+        } catch {
+            throw CLIFailure.runFailed("cannot write checkpoint \(checkpoint): \(error)")
+        }
+        print("run \(run.config.name) \(result.message); checkpoint: \(checkpoint)")
+        print("resume with: continual run \(file)\(variant.map { " --variant \($0)" } ?? "") --resume-from \(checkpoint)")
+    }
 }

@@ -91,14 +91,7 @@ struct RunCommand: ParsableCommand {
         Provenance.prefetch(experimentPath: experiment.path)   // overlaps validation below
         let path = output ?? experiment.output
         let target = ResultsOutput(path: path, resume: self.resume, resumeOrStart: resumeOrStart, overwrite: overwrite)
-        var runs = experiment.runs
-        if let variant {
-            runs = runs.filter { $0.config.name == variant }
-            guard !runs.isEmpty else {
-                throw CLIFailure.badInput("\(file): no variant named \"\(variant)\"; variants: "
-                    + experiment.runs.map(\.config.name).joined(separator: ", "))
-            }
-        }
+        var runs = try selectedRuns(experiment)
         let checkpointing = stopAfter != nil || resumeFrom != nil || checkpointEvery != nil
         let resume = try checkpointToResume(runs)
         // Everything checkable without training, before anything is written (exit 2 on a problem).
@@ -121,22 +114,7 @@ struct RunCommand: ParsableCommand {
         var session = SweepSession(experiment: experiment)
         session.selected = runs
         if let k = stopAfter, let checkpoint {
-            // Stop early: nothing goes to the results file, the learner state to the checkpoint.
-            let run = runs[0]
-            let result = RunExecutor.execute(run, resumingFrom: resume, stopAfter: k)
-            guard let state = result.runCheckpoint else {
-                if !quiet { print(SummaryText.run(result) + "\n") }
-                throw CLIFailure.runFailed("run \(run.config.name) ended before \(run.config.federation != nil ? "round" : "experience") \(k) (\(result.status.rawValue): \(result.message)); no checkpoint written")
-            }
-            do {
-                try CheckpointFile.write(state, configJSON: run.canonicalJSON, dataDigest: try run.config.scenarioDataDigest(),
-                                         to: checkpoint)
-            } catch {
-                throw CLIFailure.runFailed("cannot write checkpoint \(checkpoint): \(error)")
-            }
-            print("run \(run.config.name) \(result.message); checkpoint: \(checkpoint)")
-            print("resume with: continual run \(file)\(variant.map { " --variant \($0)" } ?? "") --resume-from \(checkpoint)")
-            return
+            return try stopEarly(runs[0], resumingFrom: resume, after: k, checkpoint: checkpoint)
         }
         guard jobs >= 1 else { throw CLIFailure.badInput("--jobs must be ≥ 1") }
         let writer = try target.openWriter(session)
@@ -169,7 +147,24 @@ struct RunCommand: ParsableCommand {
         printer.end()
         TuningJournal(results: path).remove()   // every run is in the file, and its choices with them
         let results = collected.values.sorted { $0.run.sweepIndex < $1.run.sweepIndex }
-        if session.selected.count > 12, let (table, by) = try? SweepReport.read(path: path) {
+        try printSummary(results, selected: session.selected.count, path: path, width: width, outcome: outcome)
+    }
+
+    /// The experiment's runs, or only those of --variant (refused when it names none).
+    private func selectedRuns(_ experiment: ExperimentFile) throws -> [ResolvedRun] {
+        guard let variant else { return experiment.runs }
+        let runs = experiment.runs.filter { $0.config.name == variant }
+        guard !runs.isEmpty else {
+            throw CLIFailure.badInput("\(file): no variant named \"\(variant)\"; variants: "
+                + experiment.runs.map(\.config.name).joined(separator: ", "))
+        }
+        return runs
+    }
+
+    /// After the session: the comparison (or, for more than 12 runs, the grouped table read back
+    /// from the file), the results path, and a failure when a run did not complete.
+    private func printSummary(_ results: [RunResult], selected: Int, path: String, width: Int, outcome: SweepSession.Outcome) throws {
+        if selected > 12, let (table, by) = try? SweepReport.read(path: path) {
             // Many runs: one row per configuration (mean ± std over seeds), as `sweep` prints.
             // Compact by default (one screen): the measures beyond accuracy with --verbose or
             // `continual inspect`.

@@ -58,58 +58,11 @@ public enum ResultsReader {
             if root.exists("runs") {
                 let group = try root.openGroup("runs")
                 for id in try group.childNames() {
-                  do {
-                    let g = try group.openGroup(id)
-                    let a = g.attributes
-                    var run = StoredRun(
-                        runId: try a.string("run_id") ?? id, name: try a.string("name") ?? "",
-                        strategy: try a.string("strategy") ?? "", status: try a.string("status") ?? "",
-                        message: try a.string("message") ?? "", seed: try a.scalar("seed", as: Int64.self) ?? 0,
-                        configJSON: try a.string("config_json") ?? "", accuracy: [], randomBaseline: [],
-                        experienceNames: [], metrics: [:], trainSeconds: .nan)
-                    if g.exists("accuracy_matrix") {
-                        let d = try g.openDataset("accuracy_matrix")
-                        let shape = try d.shape
-                        let values: [Double] = try d.read()
-                        if shape.count == 2 {
-                            run.accuracy = (0..<shape[0]).map { Array(values[($0 * shape[1])..<(($0 + 1) * shape[1])]) }
-                        }
+                    do {
+                        runs.append(try readRun(group.openGroup(id), id: id))
+                    } catch {
+                        damaged.append((id, "\(error)"))
                     }
-                    if g.exists("baseline_random") { run.randomBaseline = try g.openDataset("baseline_random").read() }
-                    if g.exists("experience_names") { run.experienceNames = try g.openDataset("experience_names").readStrings() }
-                    if g.exists("metrics") {
-                        let m = try g.openGroup("metrics").attributes
-                        for name in try m.names() { run.metrics[name] = try m.scalar(name, as: Double.self) }
-                    }
-                    if g.exists("costs") {
-                        run.trainSeconds = try g.openGroup("costs").attributes.scalar("train_seconds", as: Double.self) ?? .nan
-                    }
-                    run.sweepIndex = try a.scalar("sweep_index", as: Int64.self) ?? 0
-                    if g.exists("federation") {
-                        let f = try g.openGroup("federation")
-                        var global = try f.attributes.scalar("global_acc", as: Double.self)
-                        if global == nil, f.exists("global_final_accuracy") {
-                            // Files written before the attribute: the same definition from the dataset.
-                            let d = try f.openDataset("global_final_accuracy")
-                            let shape = try d.shape, values: [Double] = try d.read()
-                            if shape.count == 2 {
-                                global = FederationOutcome.globalACC((0..<shape[0]).map { Array(values[($0 * shape[1])..<(($0 + 1) * shape[1])]) })
-                            }
-                        }
-                        let share = try f.attributes.string("share") ?? ""
-                        run.federation = (share, try f.attributes.string("aggregation") ?? "",
-                                          share == "all" ? (global ?? .nan) : .nan)
-                    }
-                    if g.exists("steps") { run.steps = try g.openDataset("steps").read() }
-                    run.population = try PopulationRows.read(g)
-                    if let kind = try? a.string("training_budget"), let value = try? a.scalar("training_budget_value", as: Int64.self) {
-                        run.budget = kind == "epochs" ? "\(value) epoch\(value == 1 ? "" : "s")/exp"
-                            : kind == "flops_per_experience" ? String(format: "%.2g FLOPs/exp", Double(value)) : "\(value) steps/exp"
-                    }
-                    runs.append(run)
-                  } catch {
-                    damaged.append((id, "\(error)"))
-                  }
                 }
             }
             // Group names are run ids (hashes): list the runs in the experiment's order instead.
@@ -124,6 +77,61 @@ public enum ResultsReader {
             }
             return contents
         }
+    }
+}
+
+extension ResultsReader {
+    /// One run group `g` (group name `id`): identity, accuracy matrix, baselines, metrics, costs,
+    /// federation, steps, population and training budget.
+    private static func readRun(_ g: HDF5Group, id: String) throws -> StoredRun {
+        let a = g.attributes
+        var run = StoredRun(
+            runId: try a.string("run_id") ?? id, name: try a.string("name") ?? "",
+            strategy: try a.string("strategy") ?? "", status: try a.string("status") ?? "",
+            message: try a.string("message") ?? "", seed: try a.scalar("seed", as: Int64.self) ?? 0,
+            configJSON: try a.string("config_json") ?? "", accuracy: [], randomBaseline: [],
+            experienceNames: [], metrics: [:], trainSeconds: .nan)
+        if g.exists("accuracy_matrix") {
+            let d = try g.openDataset("accuracy_matrix")
+            let shape = try d.shape
+            let values: [Double] = try d.read()
+            if shape.count == 2 {
+                run.accuracy = (0..<shape[0]).map { Array(values[($0 * shape[1])..<(($0 + 1) * shape[1])]) }
+            }
+        }
+        if g.exists("baseline_random") { run.randomBaseline = try g.openDataset("baseline_random").read() }
+        if g.exists("experience_names") { run.experienceNames = try g.openDataset("experience_names").readStrings() }
+        if g.exists("metrics") {
+            let m = try g.openGroup("metrics").attributes
+            for name in try m.names() { run.metrics[name] = try m.scalar(name, as: Double.self) }
+        }
+        if g.exists("costs") {
+            run.trainSeconds = try g.openGroup("costs").attributes.scalar("train_seconds", as: Double.self) ?? .nan
+        }
+        run.sweepIndex = try a.scalar("sweep_index", as: Int64.self) ?? 0
+        if g.exists("federation") { run.federation = try readFederation(g.openGroup("federation")) }
+        if g.exists("steps") { run.steps = try g.openDataset("steps").read() }
+        run.population = try PopulationRows.read(g)
+        if let kind = try? a.string("training_budget"), let value = try? a.scalar("training_budget_value", as: Int64.self) {
+            run.budget = kind == "epochs" ? "\(value) epoch\(value == 1 ? "" : "s")/exp"
+                : kind == "flops_per_experience" ? String(format: "%.2g FLOPs/exp", Double(value)) : "\(value) steps/exp"
+        }
+        return run
+    }
+
+    /// A federation group's share, aggregation rule and global ACC (NaN unless share = all).
+    private static func readFederation(_ f: HDF5Group) throws -> (share: String, aggregation: String, globalACC: Double) {
+        var global = try f.attributes.scalar("global_acc", as: Double.self)
+        if global == nil, f.exists("global_final_accuracy") {
+            // Files written before the attribute: the same definition from the dataset.
+            let d = try f.openDataset("global_final_accuracy")
+            let shape = try d.shape, values: [Double] = try d.read()
+            if shape.count == 2 {
+                global = FederationOutcome.globalACC((0..<shape[0]).map { Array(values[($0 * shape[1])..<(($0 + 1) * shape[1])]) })
+            }
+        }
+        let share = try f.attributes.string("share") ?? ""
+        return (share, try f.attributes.string("aggregation") ?? "", share == "all" ? (global ?? .nan) : .nan)
     }
 }
 

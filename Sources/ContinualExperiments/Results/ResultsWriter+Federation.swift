@@ -7,6 +7,40 @@ extension ResultsWriter {
     /// matrices and metrics are in `population/` (its users are the evaluated clients).
     static func writeFederation(_ f: FederationOutcome, into run: HDF5Group) throws {
         let g = try run.createGroup("federation")
+        try writeFederationAttributes(f, into: g)
+        try writeRoundSeries(f, into: g)
+        if let trace = f.fedbuff, let fb = f.config.fedbuff { try writeFedBuff(trace, fb, into: g) }
+
+        let E = f.evaluatedRounds.count
+        let evaluation = try g.write(f.evaluatedRounds.map(Int64.init), shape: [E], name: "evaluated_round")
+        try evaluation.attributes.set("meaning", "round after which each evaluation was taken")
+        try evaluation.makeDimensionScale(name: "evaluated_round")
+        try along(evaluation, in: g, f.globalAccuracy, "global_accuracy", "mean accuracy of the global model on the evaluated clients' current test data (NaN unless share = all)")
+        try along(evaluation, in: g, f.personalAccuracy, "personal_accuracy", "mean accuracy of the model each phone predicts with, on its current test data")
+
+        try writeClientSeries(f, into: g)
+        try writeEvaluatedClients(f, evaluations: E, into: g)
+        if let pc = f.config.partition, !f.partitionTrainCounts.isEmpty {
+            // The split of the labelled stream among the clients (federation.partition), as drawn.
+            let a = g.attributes
+            try a.set("partition", pc.type.rawValue)
+            if pc.type == .dirichlet { try a.set("partition_alpha", pc.alpha) }
+            if pc.type == .classes { try a.set("partition_classes_per_client", Int64(pc.classesPerClient)) }
+            try a.set("partition_draws", Int64(f.partitionAttempts))
+            let n = f.partitionTrainCounts.count
+            for (values, name, meaning) in [(f.partitionTrainCounts, "partition_train", "training samples of each client (row) in each experience"),
+                                            (f.partitionTestCounts, "partition_test", "test samples of each client (row) in each experience"),
+                                            (f.partitionLabelCounts, "partition_label_counts", "training samples of each client (row) per label (partition_labels)")] {
+                let d = try g.write(values.flatMap { $0 }.map(Int64.init), shape: [n, values.first?.count ?? 0], name: name)
+                try d.attributes.set("meaning", meaning)
+            }
+            _ = try g.write(f.partitionLabels.map(Int64.init), shape: [f.partitionLabels.count], name: "partition_labels")
+        }
+    }
+
+    /// The federation group's settings and totals: clients, rounds, sampling, sharing, rules,
+    /// parameters, ε (and its accountant), global ACC, updates and wall times.
+    private static func writeFederationAttributes(_ f: FederationOutcome, into g: HDF5Group) throws {
         let a = g.attributes
         try a.set("meaning", "federated simulation: datasets indexed by round, client or evaluation")
         try a.set("clients", Int64(f.clients))
@@ -34,21 +68,25 @@ extension ResultsWriter {
             try a.set("accountant", "RDP of the Poisson-subsampled Gaussian mechanism (Mironov et al. 2019), converted to "
                 + "(ε, δ) as in Google's dp-accounting; assumes each client is included independently with probability q")
         }
+    }
 
-        /// A 1-D dataset along `scale` (round, evaluation or client), with its meaning and units.
-        func along<T: HDF5Scalar>(_ scale: HDF5Dataset, _ v: [T], _ name: String, _ meaning: String,
-                                  _ units: String? = nil) throws {
-            let d = try g.write(v, shape: [v.count], name: name)
-            try d.attributes.set("meaning", meaning)
-            if let units { try d.attributes.set("units", units) }
-            try d.attachDimensionScale(scale, toDimension: 0)
-        }
+    /// A 1-D dataset of `g` along `scale` (round, evaluation or client), with its meaning and units.
+    private static func along<T: HDF5Scalar>(_ scale: HDF5Dataset, in g: HDF5Group, _ v: [T], _ name: String, _ meaning: String,
+                                             _ units: String? = nil) throws {
+        let d = try g.write(v, shape: [v.count], name: name)
+        try d.attributes.set("meaning", meaning)
+        if let units { try d.attributes.set("units", units) }
+        try d.attachDimensionScale(scale, toDimension: 0)
+    }
 
+    /// The `round` scale and the per-round series: participation, bytes, energy, update norms,
+    /// ε, samples, aggregation (and client failures when configured).
+    private static func writeRoundSeries(_ f: FederationOutcome, into g: HDF5Group) throws {
         let R = f.invited.count
         let round = try g.write((0..<R).map { Int64($0) }, shape: [R], name: "round")
         try round.makeDimensionScale(name: "round")
         func perRound<T: HDF5Scalar>(_ v: [T], _ name: String, _ meaning: String, _ units: String? = nil) throws {
-            try along(round, v, name, meaning, units)
+            try along(round, in: g, v, name, meaning, units)
         }
         try perRound(f.invited.map(Int64.init), "invited", "clients sampled in the round")
         try perRound(f.available.map(Int64.init), "available", "invited clients whose device allowed training that day")
@@ -67,21 +105,16 @@ extension ResultsWriter {
             try perRound(f.dropped.map(Int64.init), "dropped", "clients that started the round and dropped out before uploading (their update never reached the server)")
             try perRound(f.stragglers.map(Int64.init), "stragglers", "clients whose local round missed round_deadline (their update was discarded)")
         }
+    }
 
-        if let trace = f.fedbuff, let fb = f.config.fedbuff { try writeFedBuff(trace, fb, into: g) }
-
-        let E = f.evaluatedRounds.count
-        let evaluation = try g.write(f.evaluatedRounds.map(Int64.init), shape: [E], name: "evaluated_round")
-        try evaluation.attributes.set("meaning", "round after which each evaluation was taken")
-        try evaluation.makeDimensionScale(name: "evaluated_round")
-        try along(evaluation, f.globalAccuracy, "global_accuracy", "mean accuracy of the global model on the evaluated clients' current test data (NaN unless share = all)")
-        try along(evaluation, f.personalAccuracy, "personal_accuracy", "mean accuracy of the model each phone predicts with, on its current test data")
-
+    /// The `client` scale and the per-client series: invitations, participations, adversaries,
+    /// bytes, energy, device pattern (and failures when configured).
+    private static func writeClientSeries(_ f: FederationOutcome, into g: HDF5Group) throws {
         let n = f.clients
         let client = try g.write((0..<n).map { Int64($0) }, shape: [n], name: "client")
         try client.makeDimensionScale(name: "client")
         func perClient<T: HDF5Scalar>(_ v: [T], _ name: String, _ meaning: String, _ units: String? = nil) throws {
-            try along(client, v, name, meaning, units)
+            try along(client, in: g, v, name, meaning, units)
         }
         try perClient(f.invitations.map(Int64.init), "invitations", "rounds the client was sampled in")
         try perClient(f.participations.map(Int64.init), "participations", "rounds whose aggregate got the client's update")
@@ -94,7 +127,11 @@ extension ResultsWriter {
             try perClient(f.clientDropouts.map(Int64.init), "client_dropouts", "rounds in which the client dropped out mid-round")
             try perClient(f.clientStraggles.map(Int64.init), "client_straggles", "rounds in which the client missed the deadline")
         }
+    }
 
+    /// The evaluated clients' ids, the final global model's accuracy on each, and the accuracy
+    /// quantiles over them at each of the `E` evaluations.
+    private static func writeEvaluatedClients(_ f: FederationOutcome, evaluations E: Int, into g: HDF5Group) throws {
         let m = f.evaluatedClients.count
         let evaluated = try g.write(f.evaluatedClients.map(Int64.init), shape: [m], name: "evaluated_client")
         try evaluated.attributes.set("meaning", "ids of the clients whose models are evaluated (population/ is indexed by them)")
@@ -109,21 +146,6 @@ extension ResultsWriter {
             try p.attributes.set("meaning", "quantiles (population.quantiles levels) over evaluated clients, per evaluation")
             let gq = try g.write(f.globalQuantiles.flatMap { $0 }, shape: [E, q], name: "global_accuracy_quantiles")
             try gq.attributes.set("meaning", "quantiles (population.quantiles levels) over evaluated clients, per evaluation")
-        }
-        if let pc = f.config.partition, !f.partitionTrainCounts.isEmpty {
-            // The split of the labelled stream among the clients (federation.partition), as drawn.
-            try a.set("partition", pc.type.rawValue)
-            if pc.type == .dirichlet { try a.set("partition_alpha", pc.alpha) }
-            if pc.type == .classes { try a.set("partition_classes_per_client", Int64(pc.classesPerClient)) }
-            try a.set("partition_draws", Int64(f.partitionAttempts))
-            let n = f.partitionTrainCounts.count
-            for (values, name, meaning) in [(f.partitionTrainCounts, "partition_train", "training samples of each client (row) in each experience"),
-                                            (f.partitionTestCounts, "partition_test", "test samples of each client (row) in each experience"),
-                                            (f.partitionLabelCounts, "partition_label_counts", "training samples of each client (row) per label (partition_labels)")] {
-                let d = try g.write(values.flatMap { $0 }.map(Int64.init), shape: [n, values.first?.count ?? 0], name: name)
-                try d.attributes.set("meaning", meaning)
-            }
-            _ = try g.write(f.partitionLabels.map(Int64.init), shape: [f.partitionLabels.count], name: "partition_labels")
         }
     }
 
