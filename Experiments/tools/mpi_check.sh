@@ -74,6 +74,26 @@ for n in 2 3; do
     echo "mpi_check: federated run on $n ranks is bit-identical to one process (mpirun $(awk "BEGIN { printf \"%.2f\", $end - $start }") s)"
 done
 
+# Checkpoints under MPI (issue 42): a run saving every 3 rounds on 2 ranks ends as the plain run;
+# its last save (written by rank 0 from every rank's clients) resumes in one process and on 3
+# ranks to the same bits; a checkpoint made in one process resumes on 2 ranks.
+exp=(Experiments/tools/mpi_federated.json --variant fedper_krum)
+"$bin" run "${exp[@]}" --output "$work/ck_plain.h5" --quiet > /dev/null
+timeout 300 "${mpi[@]}" -np 2 "$bin" run "${exp[@]}" --checkpoint-every 3 --checkpoint "$work/np2.ckpt" --output "$work/ck_saving.h5" \
+    > "$work/ck_saving.log" 2>&1 || { cat "$work/ck_saving.log"; fail "saving checkpoints under mpirun -np 2 failed"; }
+test -s "$work/np2.ckpt" || fail "no checkpoint written under mpirun -np 2"
+python3 Experiments/tools/same_results.py "$work/ck_plain.h5" "$work/ck_saving.h5" || fail "saving checkpoints on 2 ranks changed the results"
+"$bin" run "${exp[@]}" --resume-from "$work/np2.ckpt" --output "$work/ck_resumed1.h5" --quiet > /dev/null
+python3 Experiments/tools/same_results.py "$work/ck_plain.h5" "$work/ck_resumed1.h5" || fail "a 2-rank checkpoint resumed in one process differs"
+timeout 300 "${mpi[@]}" -np 3 "$bin" run "${exp[@]}" --resume-from "$work/np2.ckpt" --output "$work/ck_resumed3.h5" \
+    > "$work/ck_resumed3.log" 2>&1 || { cat "$work/ck_resumed3.log"; fail "resuming under mpirun -np 3 failed"; }
+python3 Experiments/tools/same_results.py "$work/ck_plain.h5" "$work/ck_resumed3.h5" || fail "a 2-rank checkpoint resumed on 3 ranks differs"
+"$bin" run "${exp[@]}" --stop-after 2 --checkpoint "$work/one.ckpt" > /dev/null
+timeout 300 "${mpi[@]}" -np 2 "$bin" run "${exp[@]}" --resume-from "$work/one.ckpt" --output "$work/ck_resumed2.h5" \
+    > "$work/ck_resumed2.log" 2>&1 || { cat "$work/ck_resumed2.log"; fail "resuming under mpirun -np 2 failed"; }
+python3 Experiments/tools/same_results.py "$work/ck_plain.h5" "$work/ck_resumed2.h5" || fail "a one-process checkpoint resumed on 2 ranks differs"
+echo "mpi_check: checkpoints saved on 2 ranks resume on 1 and 3, one saved alone resumes on 2: all bit-identical to the plain run"
+
 # The Slurm batch script of docs/federated.md for an MPI run, on the repository's one-node cluster: 2 tasks,
 # mpirun inside the allocation, compared with the single-process file (CK_SKIP_SLURM=1 skips).
 if [ "${CK_SKIP_SLURM:-}" != 1 ]; then

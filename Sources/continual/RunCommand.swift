@@ -109,7 +109,7 @@ struct RunCommand: ParsableCommand {
             runs = experiment.runs.filter { variant == nil || $0.config.name == variant }
         }
         if mpi || MPIWorld.launchedUnderMPI() {
-            if try runDistributed(runs) { return }
+            if try runDistributed(runs, resumingFrom: resume) { return }
         }
         var session = SweepSession(experiment: experiment)
         session.selected = runs
@@ -191,15 +191,19 @@ extension RunCommand {
     /// Under MPI: every rank computes every run in order (federated runs split their clients over
     /// the ranks; other runs are refused); ranks other than 0 stop here (returns true), rank 0
     /// goes on to write the results (returns false) and finishes MPI when the process exits.
-    func runDistributed(_ runs: [ResolvedRun]) throws -> Bool {
+    /// --resume-from and --checkpoint-every work as in one process: every rank reads the
+    /// checkpoint and restores its own clients; every rank takes part in each save (the clients
+    /// are gathered), and rank 0 writes it.
+    func runDistributed(_ runs: [ResolvedRun], resumingFrom resume: RunCheckpoint?) throws -> Bool {
         let world: MPIWorld
         do { world = try MPIWorld.start() } catch { throw CLIFailure.badInput("--mpi: \(error)") }
         guard world.size > 1 else { return false }
         if let other = runs.first(where: { $0.config.federation == nil }) {
             throw CLIFailure.badInput("--mpi splits the clients of federated runs over ranks; run \"\(other.config.name)\" has no \"federation\" block (run it without mpirun, or shard a sweep with --shard)")
         }
-        if resume || resumeOrStart || stopAfter != nil || resumeFrom != nil || checkpointEvery != nil {
-            throw CLIFailure.badInput("--mpi runs every run whole on every rank: --resume, --resume-or-start, --stop-after, --checkpoint-every and --resume-from are not available")
+        if self.resume || resumeOrStart || stopAfter != nil {
+            throw CLIFailure.badInput("--mpi runs every run whole on every rank: --resume, --resume-or-start and --stop-after are not available "
+                + "(--checkpoint-every N --checkpoint F saves a federated run while it goes on, --resume-from F continues it)")
         }
         FederationRunner.transport = world
         atexit { try? MPIWorld.current?.finish() }
@@ -208,8 +212,12 @@ extension RunCommand {
                 + "each simulates the clients with id ≡ rank (mod \(world.size)); rank 0 writes the results")
             return false
         }
+        // The same saves as rank 0's, which alone writes them (see `periodicCheckpoints`).
+        let saves = checkpointEvery.map { RoundCheckpoints(every: $0) { _ in } }
         for run in runs {
-            let result = RunExecutor.execute(run)
+            let result = resume != nil || saves != nil
+                ? RunExecutor.execute(run, resumingFrom: resume, stopAfter: nil, checkpoints: saves)
+                : RunExecutor.execute(run)
             if result.status != .completed {
                 FileHandle.standardError.write(Data("rank \(world.rank): run \(run.config.name) \(result.status.rawValue): \(result.message)\n".utf8))
             }
