@@ -28,6 +28,8 @@ import tempfile
 
 import jsonschema
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Self-contained experiments (synthetic data, or the bundled digits) covering scenarios,
 # strategies, sweeps, tuning, populations, federations, schedules and device settings.
@@ -118,6 +120,26 @@ def as_experiment(fragment, schema):
     return base
 
 
+def schema_words(node, keys=None, choices=None):
+    """Property names and string enum values anywhere in a schema."""
+    keys = set() if keys is None else keys
+    choices = set() if choices is None else choices
+    if isinstance(node, dict):
+        for k, v in node.get("properties", {}).items():
+            keys.add(k)
+        for v in node.get("enum", []):
+            if isinstance(v, str):
+                choices.add(v)
+        if isinstance(node.get("const"), str):
+            choices.add(node["const"])
+        for v in node.values():
+            schema_words(v, keys, choices)
+    elif isinstance(node, list):
+        for v in node:
+            schema_words(v, keys, choices)
+    return keys, choices
+
+
 def free_form(schema, doc_path):
     """Whether the schema leaves the value at doc_path free-form: a mutation there is not seen."""
     v = jsonschema.Draft202012Validator(schema)
@@ -141,6 +163,17 @@ def main():
         for e in validator.iter_errors(json.load(open(path))):
             problems.append(f"{os.path.relpath(path, ROOT)}: shipped but refused at /{'/'.join(map(str, e.absolute_path))}: {e.message[:120]}")
     print(f"check_schema: {len(shipped)} shipped experiment files against the schema")
+    # Every key the schema names (the keys validate accepts, read from the decoders) and every
+    # choice it lists is in the JSON reference (check_reference.py reads the Swift sources; this
+    # reads what the decoders ask for, so a key decoded outside a strict container counts too).
+    import check_reference
+    words, _ = check_reference.documented_words()
+    keys, choices = schema_words(schema)
+    for key in sorted(keys - words):
+        problems.append(f"docs/json-reference.md: the key \"{key}\" (in the schema: validate accepts it) is not in the reference")
+    for value in sorted(choices - words):
+        problems.append(f"docs/json-reference.md: the choice \"{value}\" (in the schema) is not in the reference")
+    print(f"check_schema: {len(keys)} keys and {len(choices)} choices of the schema against the reference")
     examples = 0
     for page in [os.path.join(ROOT, "README.md")] + sorted(glob.glob(os.path.join(ROOT, "docs", "*.md"))):
         for block in re.findall(r"```json\n(.*?)```", open(page).read(), re.S):
