@@ -10,9 +10,9 @@ struct SchemaCommand: ParsableCommand {
         discussion: """
         Derived from the same decoding `validate` runs, so it lists every key and choice it \
         accepts. It checks keys, JSON kinds and choices, and requires no key (variants override \
-        part of a base); ranges and rules between keys remain `validate`'s. In VS Code: save it \
-        (continual schema -o experiment.schema.json) and map it in settings.json under \
-        "json.schemas", or add "$schema" to a file. docs/json-reference.md#editor-schema.
+        part of a base); ranges and rules between keys remain `validate`'s. Save it (continual schema -o experiment.schema.json) and name it \
+        in a file ("$schema": "experiment.schema.json", which the toolkit ignores) or map it in \
+        VS Code's settings.json under "json.schemas". docs/json-reference.md#editor-schema.
         """
     )
 

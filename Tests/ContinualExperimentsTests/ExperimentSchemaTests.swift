@@ -87,6 +87,16 @@ struct ExperimentSchemaTests {
         #expect(ewc["lambda"] != nil)
     }
 
+    @Test("a file may name its schema with \"$schema\": a string, ignored (same runs, same ids); anything else is refused there")
+    func schemaKey() throws {
+        let plain = #"{"name": "s", "scenario": {"type": "habit_drift"}, "strategy": ["naive"]}"#
+        let named = #"{"$schema": "../experiment.schema.json", "name": "s", "scenario": {"type": "habit_drift"}, "strategy": ["naive"]}"#
+        let a = try ExperimentFile.parse(data: Data(plain.utf8)), b = try ExperimentFile.parse(data: Data(named.utf8))
+        #expect(a.runs.map(\.runId) == b.runs.map(\.runId) && !a.runs.isEmpty)
+        let wrong = #"{"$schema": 3, "name": "s", "scenario": {"type": "habit_drift"}, "strategy": ["naive"]}"#
+        #expect { try ExperimentFile.parse(data: Data(wrong.utf8)) } throws: { ($0 as? ConfigError)?.location == ".$schema" }
+    }
+
     @Test("a choice decoded by a real decoder is unchanged by the describer hook")
     func realDecodingUnchanged() throws {
         let json = Data(#"{"layers": [1], "mode": "step", "gamma": 0.5, "count": 3}"#.utf8)

@@ -51,7 +51,9 @@ public struct ExperimentFile: Sendable {
     /// Largest accepted `threads`.
     public static let maximumThreads = 64
 
-    static let experimentKeys: Set<String> = ["name", "description", "output", "variants", "sweep", "threads", "tune"]
+    /// `$schema`: where an editor finds the JSON Schema (`continual schema -o FILE`); a string,
+    /// read by editors, ignored here.
+    static let experimentKeys: Set<String> = ["name", "description", "output", "variants", "sweep", "threads", "tune", "$schema"]
     static let runKeys: Set<String> = Set(RunConfig.CodingKeys.allCases.map(\.stringValue))
 
     /// Reads and validates `path`. Errors name the file and the key path (or line and column).
@@ -84,6 +86,7 @@ public struct ExperimentFile: Sendable {
         let name = try string(top["name"], at: ".name", file: path) ?? "experiment"
         try checkName(name, at: ".name", file: path)
         let description = try string(top["description"], at: ".description", file: path) ?? ""
+        _ = try string(top["$schema"], at: ".$schema", file: path)
         // A written output is relative to the experiment file; the default to the working directory.
         let output = try string(top["output"], at: ".output", file: path).map { FilePaths.resolve($0, against: FilePaths.directory(of: path)) }
             ?? "results/\(name).h5"

@@ -36,6 +36,7 @@ public enum ExperimentSchema {
         var top = runProperties
         top["name"] = name
         top["description"] = .object(["type": "string"])
+        top["$schema"] = .object(["type": "string", "description": "where editors find this schema (continual schema -o FILE); ignored by the toolkit"])
         top["output"] = .object(["type": "string", "description": "results file, relative to the experiment file"])
         top["threads"] = .object(["type": "integer", "minimum": .int(1), "maximum": .int(Int64(ExperimentFile.maximumThreads))])
         top["sweep"] = .object(["$ref": "#/$defs/sweep"])
