@@ -94,4 +94,30 @@ struct TuningJournalTests {
         #expect(again.status == 0 && !again.stdout.contains("finished before an interruption"))
         #expect(!journal.exists)
     }
+
+    @Test("a sweep stopped after its tuning finished resumes: the journal's runs are reused and /tuning is rewritten, not duplicated")
+    func resumeAfterTuning() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let exp = dir.write("e.json", text)
+        let out = dir.path("r.h5"), journal = TuningJournal(results: out)
+        let first = try runCLI(["sweep", exp, "-o", out, "--jobs", "2"])
+        #expect(first.status == 0, "\(first.stderr)")
+        let tuned = try ResultsReader.read(path: out).tuning
+        // What a kill after the tuning leaves: the header (with /tuning) written, the journal whole.
+        let file = try ExperimentFile.parse(data: Data(text.utf8), path: exp)
+        let whole = TuningJournal(results: dir.path("whole.h5"))
+        try whole.start()
+        _ = try await Tuner.tune(file, jobs: 2, journal: whole)
+        try journal.start(with: whole.entries())
+        let resumed = try runCLI(["sweep", exp, "-o", out, "--jobs", "2", "--resume"])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        #expect(resumed.stdout.contains("6 of them finished before an interruption"))
+        #expect(resumed.stdout.contains("0 written now"))
+        #expect(!journal.exists)
+        let again = try ResultsReader.read(path: out).tuning
+        #expect(again.count == 1 && again.map(\.recordJSON) == tuned.map(\.recordJSON))
+        #expect(again.map(\.meanScores).description == tuned.map(\.meanScores).description)
+    }
 }
+

@@ -7,7 +7,10 @@ import ContinualHDF5
 ///   total FLOPs), `chosen_index` (-1: none) and `wall_seconds` (a timing).
 /// `/tuning` itself says what the protocol is, so a reader of the file alone can tell.
 enum TuningWriter {
+    /// Replaces an existing `/tuning`: a sweep resumed after its tuning finished writes the header
+    /// again, with the same records (the journal's selection runs are reused bit for bit).
     static func write(_ records: [TuningRecord], into root: HDF5Group) throws {
+        if root.exists("tuning") { try root.delete("tuning") }
         let tuning = try root.createGroup("tuning")
         try tuning.attributes.set("meaning", "hyperparameters selected per variant before its reported runs: every grid point trained "
             + "on each selection seed with a validation split carved from the training data of each experience (test sets not read), "
