@@ -4,6 +4,8 @@ from one catalogue of methods, so the three files cannot drift apart:
 
   Experiments/mnist_split.json     split MNIST-784 (5 experiences of 2 digits), task-, domain- and class-IL
   Experiments/mnist_permuted.json  permuted MNIST-784 (10 seeded pixel permutations), domain-IL
+  Experiments/mnist_permuted_task_class.json  the same stream, task-IL (one 10-way head per
+                                   permutation) and class-IL (100 classes: 10 per permutation)
   Experiments/mnist1d_400.json     split MNIST-1D, the same three settings
 
 Protocol (stated in every file's description and in docs/mnist-tables.md):
@@ -90,9 +92,9 @@ HSU = {
 STRENGTH_KEY = {"l2": "lambda", "ewc": "lambda", "online_ewc": "lambda", "si": "c", "mas": "lambda"}
 
 
-def variant(name, setting, strategy, optimizer=None, tune=None, permuted=False):
+def variant(name, setting, strategy, optimizer=None, tune=None, one_setting=False):
     v = {"name": f"{name}_{setting}", "strategy": strategy}
-    if not permuted:
+    if not one_setting:
         v["scenario"] = {"setting": setting}
         if setting == "task":
             v["model"] = {"multi_head": True}
@@ -109,7 +111,9 @@ def tune_block(grid, optimizer):
 
 def variants(settings, permuted=False, overrides=None):
     """Every method's variants in `settings`; `overrides` replaces a method's strategy list for
-    this file (MNIST-1D's signals are not in [0, 1], so its generative replay decodes Gaussian)."""
+    this file (MNIST-1D's signals are not in [0, 1], so its generative replay decodes Gaussian).
+    A file of one setting leaves it to its scenario; Hsu's rows are for split MNIST only."""
+    one = len(settings) == 1
     out = []
     for setting in settings:
         for name, (strategy, allowed, grid, optimizer) in METHODS.items():
@@ -117,9 +121,9 @@ def variants(settings, permuted=False, overrides=None):
                 continue
             strategy = (overrides or {}).get(name, strategy)
             if name in ("slda", "ncm"):   # no learning rate, no strength: nothing to select
-                out.append(variant(name, setting, strategy, optimizer, tune=None, permuted=permuted))
+                out.append(variant(name, setting, strategy, optimizer, tune=None, one_setting=one))
                 continue
-            out.append(variant(name, setting, strategy, optimizer, tune_block(grid, optimizer), permuted))
+            out.append(variant(name, setting, strategy, optimizer, tune_block(grid, optimizer), one))
         out.extend(paper_rows(setting, permuted))
     return out
 
@@ -178,6 +182,14 @@ FILES = [
      "under a fixed seeded pixel permutation (the first unpermuted), domain-incremental, one 10-way head. ",
      "128 optimizer steps: 4 × 32 batches of the 4,000 training digits of an experience",
      {"type": "permuted_digits", "path": "../datasets/mnist784.h5", "experiences": 10, "seed": 7}, ("domain",), None),
+    ("mnist_permuted_task_class",
+     "Permuted MNIST-784 on the 5,000-image real MNIST subset (datasets/mnist784.h5): the stream of mnist_permuted.json (10 "
+     "experiences, the same seeded pixel permutations), task-incremental (one 10-way head per permutation, task label at test "
+     "time) and class-incremental (permutation e's digit d is class 10e + d: one 100-way head), the two other scenarios of "
+     "van de Ven & Tolias 2019. ",
+     "128 optimizer steps: 4 × 32 batches of the 4,000 training digits of an experience",
+     {"type": "permuted_digits", "path": "../datasets/mnist784.h5", "experiences": 10, "seed": 7, "setting": "class"},
+     ("task", "class"), None),
     ("mnist1d_400",
      "Split MNIST-1D (datasets/mnist1d.h5: 12,000 procedurally generated 40-point signals, 9,600 train + 2,400 test): 5 "
      "experiences of 2 classes in the task-, domain- and class-incremental settings. ",

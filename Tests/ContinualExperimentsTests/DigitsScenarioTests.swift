@@ -58,4 +58,29 @@ struct DigitsScenarioTests {
         for j in 0..<64 { #expect(x2.features[j] == x0.features[p[j]]) }
         #expect(o.permutation(0, dimension: 64, seed: 5) == Array(0..<64))
     }
+
+    @Test("permuted_digits settings: task keeps the digits and asks for one head per permutation; class offsets them by 10·e")
+    func permutedSettings() throws {
+        var o = PermutedDigitsScenario()
+        o.path = digitsPath
+        o.experiences = 3
+        let domain = try o.makeStream(seed: 5)
+        o.setting = .task
+        let task = try o.makeStream(seed: 5)
+        #expect(o.providesTaskIdentity && task.metadata["requires"] != nil && task.head == domain.head)
+        o.setting = .class
+        let cls = try o.makeStream(seed: 5)
+        #expect(!o.providesTaskIdentity && cls.head == .multiclass(classes: 30))
+        for e in 0..<3 {
+            #expect(task.experiences[e].train == domain.experiences[e].train)
+            #expect(task.experiences[e].metadata["task_id"] == "\(e)")
+            #expect(cls.experiences[e].train.features == domain.experiences[e].train.features)
+            #expect(cls.experiences[e].test.labels == domain.experiences[e].test.labels.map { $0 + Int32(10 * e) })
+        }
+        // The default is not written: run ids of files made before `setting` existed stay the same.
+        let encoded = String(decoding: try JSONEncoder().encode(PermutedDigitsScenario()), as: UTF8.self)
+        #expect(!encoded.contains("setting"))
+        #expect(String(decoding: try JSONEncoder().encode(o), as: UTF8.self).contains("\"setting\":\"class\""))
+    }
 }
+

@@ -146,8 +146,9 @@ public struct RunConfig: Codable, Sendable, Equatable {
     /// decoding and again by `RunExecutor` (for configs built in code).
     public func consistencyProblem() -> (path: [String], message: String)? {
         if let problem = compositionProblem() { return (["strategy"], problem) }
-        if let split = scenario.options as? SplitDigitsScenario, split.setting == .task, !model.multiHead {
-            return (["model", "multi_head"], "split_digits \"setting\": \"task\" needs \"multi_head\": true (one head per "
+        if scenario.options.providesTaskIdentity, scenario.options is SplitDigitsScenario || scenario.options is PermutedDigitsScenario,
+           !model.multiHead {
+            return (["model", "multi_head"], "\(scenario.typeName) \"setting\": \"task\" needs \"multi_head\": true (one head per "
                 + "experience); with one shared head it is the domain setting (use \"setting\": \"domain\")")
         }
         if usesTaskLabels && !scenario.options.providesTaskIdentity && !allowTaskLabels {
