@@ -14,11 +14,14 @@ public final class HDF5File {
     /// Whether the file accepts writes.
     public let mode: Mode
     let handle: HDF5Handle
+    /// Objects not to be opened (`HDF5Quarantine`), fixed when an untrusted file is opened read-only.
+    let quarantined: Set<String>
 
-    private init(path: String, mode: Mode, id: hid_t) {
+    private init(path: String, mode: Mode, id: hid_t, quarantined: Set<String> = []) {
         self.path = path
         self.mode = mode
         self.handle = HDF5Handle(id, release: H5Fclose)
+        self.quarantined = quarantined
     }
 
     deinit { handle.close() }
@@ -67,7 +70,8 @@ public final class HDF5File {
         let id = H5Fopen(path, flags, access)
         try check(id, .cannot("open", path))
         closeOnExec(id)
-        return HDF5File(path: path, mode: mode, id: id)
+        let quarantined = mode == .readOnly && !trusted ? HDF5Quarantine.objects(ofFileAt: path) : []
+        return HDF5File(path: path, mode: mode, id: id, quarantined: quarantined)
     }
 
     /// Marks the file's descriptor close-on-exec. libhdf5 opens files without `O_CLOEXEC`, and

@@ -9,6 +9,7 @@ extension HDF5Group {
         let target = newName ?? name
         let object = "'\(displayPath(joinPath(path, name)))'"
         guard exists(name) else { throw file.failure("copy", object, kind: .notFound, reason: "it does not exist") }
+        try refuseIfQuarantined(joinPath(path, name), "copy")
         guard !destination.exists(target) else {
             throw destination.file.failure("copy into", "'\(displayPath(joinPath(destination.path, target)))'",
                                            kind: .alreadyExists, reason: "it already exists")

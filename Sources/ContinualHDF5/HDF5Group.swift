@@ -100,6 +100,7 @@ public struct HDF5Group {
         guard exists(path) else {
             throw HDF5Error(.notFound, "no \(kind) '\(displayPath(full))' in \(file.path)")
         }
+        try refuseIfQuarantined(full, "open")
         // Links HDF5 would follow into trouble, named plainly (its own error is "unknown").
         var link = H5L_info_t()
         if H5Lget_info(handle.id, path, &link, chdf5_H5P_DEFAULT()) >= 0 {
@@ -125,6 +126,14 @@ public struct HDF5Group {
             throw HDF5Error(.typeMismatch, "'\(displayPath(full))' in \(file.path) is \(found), not a \(kind)")
         }
         return (object, full)
+    }
+
+    /// Throws for an object in (or below) one the read-check process saw libhdf5 fail on
+    /// (`HDF5Quarantine`): reading it again here is where a damaged file crashes libhdf5.
+    func refuseIfQuarantined(_ full: String, _ verb: String) throws {
+        guard let group = HDF5Quarantine.cover(full, in: file.quarantined) else { return }
+        throw HDF5Error(.library, "cannot \(verb) '\(displayPath(full))' in \(file.path): the HDF5 library failed reading "
+            + "'\(displayPath(group))' in a separate process (the file is damaged there), so it is not read in this one")
     }
 
     /// Link-creation properties that create missing intermediate groups. Caller closes.

@@ -47,7 +47,8 @@ struct HostileInputRegressionTests {
     }
 
     /// The fuzzer's libhdf5 findings (Fuzz/findings): each is now a clear error from a child
-    /// process — never a signal or a hang in the command itself.
+    /// process, or a run group reported damaged and left out — never a signal or a hang in the
+    /// command itself.
     @Test("damaged files that crash or hang libhdf5 are reported as damaged by inspect, merge, repair and export",
           arguments: ["results-libhdf5-H5HG_read-memcpy.h5", "results-libhdf5-H5D_contig_read-null-memcpy.h5",
                       "results-libhdf5-H5T_conv_struct_opt.h5", "hdf5_scenario-libhdf5-H5HG-hang.h5",
@@ -63,7 +64,10 @@ struct HostileInputRegressionTests {
                      ["repair", copy, "-o", work.path("r.h5")],
                      ["export", copy, "--format", "onnx", "-o", work.path("m.onnx")]] {
             let r = try Self.runLimited(args, limit: 60, environment: env)
-            #expect(!r.signaled && r.status != 0 && r.status < 128, "\(args[0]): \(r.status) \(r.stderr)")
+            // Refused, or (a fault inside one run group, which is quarantined: issue 41.1) the
+            // run group is reported as damaged and left out.
+            let said = r.stderr.contains("damaged") || r.stderr.contains("unreadable")
+            #expect(!r.signaled && (r.status != 0 || said) && r.status < 128, "\(args[0]): \(r.status) \(r.stderr)")
             #expect(r.seconds < 30, "\(args[0]) took \(r.seconds) s")
             #expect(!r.stderr.contains("HDF5-DIAG") && !r.stderr.contains("#000"), "raw libhdf5 stack: \(r.stderr)")
             #expect(!FileManager.default.fileExists(atPath: work.path("m.onnx")))

@@ -70,24 +70,26 @@ public enum RunDigest {
         return h.hasher!.finalize()
     }
 
-    /// Reads everything `digest` reads, without hashing, calling `progress` after each object
-    /// (the CLI's isolated reader uses it to tell a slow read from a hung one). It goes on past
-    /// errors inside the hierarchy, so it reaches every object a later reader might touch (a
-    /// damaged run group is for `repair` to skip, not a reason to refuse the file); it throws
-    /// only when the root itself cannot be listed. Each object it could not read is passed to
-    /// `failure` with its path (`/a/b` for a group or dataset, `/a/b@name` for an attribute), so
-    /// the caller decides which damage the file's readers can skip.
-    public static func readAll(_ group: HDF5Group, progress: @escaping () -> Void,
+    /// Reads everything `digest` reads, without hashing, calling `progress` with each object's
+    /// path before reading it (the CLI's isolated reader uses it to tell a slow read from a hung
+    /// one, and to name the group a crash happened in). It goes on past errors inside the
+    /// hierarchy, so it reaches every object a later reader might touch (a damaged run group is
+    /// for `repair` to skip, not a reason to refuse the file); it throws only when the root itself
+    /// cannot be listed. Each object it could not read is passed to `failure` with its path (`/a/b`
+    /// for a group or dataset, `/a/b@name` for an attribute), so the caller decides which damage
+    /// the file's readers can skip. Objects in `skipping` (absolute paths) are not opened at all.
+    public static func readAll(_ group: HDF5Group, skipping: Set<String> = [], progress: @escaping (_ path: String) -> Void,
                                failure: @escaping (_ path: String, _ error: Error) -> Void = { _, _ in }) throws {
-        var h = Sink(hasher: nil, progress: progress, failure: failure)
+        var h = Sink(hasher: nil, progress: progress, failure: failure, skipping: skipping)
         try add(group, relative: "", into: &h)
     }
 
     /// Where the serialisation goes: a hasher, or nowhere (a read-through).
     struct Sink {
         var hasher: SHA256?
-        var progress: (() -> Void)? = nil
+        var progress: ((String) -> Void)? = nil
         var failure: ((String, Error) -> Void)? = nil
+        var skipping: Set<String> = []
         mutating func update<Bytes: Sequence>(_ bytes: Bytes) where Bytes.Element == UInt8 { hasher?.update(bytes) }
         mutating func update<T>(raw values: [T]) { hasher?.update(raw: values) }
     }
@@ -107,7 +109,8 @@ public enum RunDigest {
         try step(at: relative) { try addAttributes(group.attributes, of: relative, skipping: relative.isEmpty ? excluded : [], into: &h) }
         for name in try group.childNames() {
             let path = relative + "/" + name
-            h.progress?()
+            if h.skipping.contains(path) { continue }
+            h.progress?(path)
             if let child = try? group.openGroup(name) {
                 tag("G", path, into: &h)
                 try step(at: path) { try add(child, relative: path, into: &h) }
