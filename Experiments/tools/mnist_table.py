@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The MNIST-784 comparison tables of docs/mnist-tables.md from a results file of
-Experiments/mnist_split.json (or mnist_permuted.json): per setting, every method's ACC (tuned
+Experiments/mnist_split.json (or mnist_permuted.json, mnist_permuted_task_class.json,
+mnist1d_400.json): per setting, every method's ACC (tuned
 row: values selected on validation data; `_paper` rows: Hsu et al.'s values), the chosen values,
 Hsu et al. 2018's number where Table 2 has the row, the strict verdict (continualkit.verdicts) and
 every ordering between two methods that Table 2 reports in that setting, checked on our rows.
@@ -118,8 +119,11 @@ def main(path, readme=False):
     tuning = load_tuning(path)
     chosen = dict(zip(tuning["variant"], tuning["chosen"])) if len(tuning) else {}
     settings = [s for s in ("task", "domain", "class") if any(str(v).endswith("_" + s) for v in df["variant"])]
-    # Hsu et al.'s Table 2 is split MNIST: a permuted stream is compared with no published number.
-    hsu_rows = {} if experiment_json(path).get("scenario", {}).get("type") == "permuted_digits" else HSU_ROWS
+    # Hsu et al.'s Table 2 is split MNIST: a permuted stream, or other data (MNIST-1D), is compared
+    # with no published number.
+    scenario = experiment_json(path).get("scenario", {})
+    split_mnist = scenario.get("type") == "split_digits" and "mnist784" in str(scenario.get("path", ""))
+    hsu_rows = HSU_ROWS if split_mnist else {}
     lines = []
     for s in settings:
         lines += setting_table(df, chosen, s, hsu_rows) + [""]

@@ -44,6 +44,7 @@ public enum Registry {
         ContextDependentGating.Options.self,
         ERAML.Options.self,
         SeparateNetworks.Options.self,
+        CLSER.Options.self,
     ]
 
     public static let scenarios: [any ScenarioOptions.Type] = [
