@@ -22,15 +22,11 @@ struct RoutedIsolation {
 
     static let contextCount = 2
 
-    init(routing: RoutingMode, contextFeature: String, freezeCoreAfter: Int) {
-        self.routing = routing
-        self.contextFeature = contextFeature
-        self.freezeCoreAfter = freezeCoreAfter
-    }
-
     /// The state for a method's route options.
     init(_ options: some RoutedCopiesOptions) {
-        self.init(routing: options.routing, contextFeature: options.contextFeature, freezeCoreAfter: options.freezeCoreAfter)
+        routing = options.routing
+        contextFeature = options.contextFeature
+        freezeCoreAfter = options.freezeCoreAfter
     }
 
     /// Copies and route stride of every extension block for `experiences` experiences.

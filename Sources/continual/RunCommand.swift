@@ -42,7 +42,7 @@ struct RunCommand: ParsableCommand {
     @Flag(help: "Plain log lines even on a terminal.")
     var plain = false
 
-    @Option(help: "Run only this variant (by name).")
+    @Option(help: "Run only this variant: its name in \"variants\" (all of its sweep's runs), or one run's full name (e.g. naive_seed=2).")
     var variant: String?
 
     @Option(name: .shortAndLong, help: "Runs in flight at once (default 1: one after another).")
@@ -102,11 +102,14 @@ struct RunCommand: ParsableCommand {
         try resources.checkDisk(DiskEstimate(runs: runs.count, bytesPerRun: report.meanDiskBytes), output: target.path, experiment: experiment)
         if !experiment.tuneTargets.isEmpty {
             guard !checkpointing else { throw CLIFailure.badInput("--stop-after and --resume-from do not combine with a \"tune\" block yet; run it whole") }
-            if let variant { experiment.tuneTargets.removeAll { $0.variant != variant } }
+            if let variant {
+                let wanted = Set(experiment.runs.filter { Self.matches($0, variant) }.map(\.variant))
+                experiment.tuneTargets.removeAll { !wanted.contains($0.variant) }
+            }
             // Under MPI every rank tunes alike; no rank keeps a tuning journal (they would share it).
             let journalled = mpi || MPIWorld.launchedUnderMPI() ? nil : target
             experiment = try TuningStage.apply(experiment, jobs: jobs, output: journalled, quiet: quiet)
-            runs = experiment.runs.filter { variant == nil || $0.config.name == variant }
+            runs = experiment.runs.filter { variant == nil || Self.matches($0, variant!) }
         }
         if mpi || MPIWorld.launchedUnderMPI() {
             if try runDistributed(runs, resumingFrom: resume) { return }
@@ -153,12 +156,18 @@ struct RunCommand: ParsableCommand {
     /// The experiment's runs, or only those of --variant (refused when it names none).
     private func selectedRuns(_ experiment: ExperimentFile) throws -> [ResolvedRun] {
         guard let variant else { return experiment.runs }
-        let runs = experiment.runs.filter { $0.config.name == variant }
+        let runs = experiment.runs.filter { Self.matches($0, variant) }
         guard !runs.isEmpty else {
-            throw CLIFailure.badInput("\(file): no variant named \"\(variant)\"; variants: "
-                + experiment.runs.map(\.config.name).joined(separator: ", "))
+            var seen = Set<String>()
+            let names = experiment.runs.map { $0.variant.isEmpty ? $0.config.name : $0.variant }.filter { seen.insert($0).inserted }
+            throw CLIFailure.badInput("\(file): no variant or run named \"\(variant)\"; variants: " + names.joined(separator: ", "))
         }
         return runs
+    }
+
+    /// A run is selected by its variant's name (every run of that variant's sweep) or its own full name.
+    static func matches(_ run: ResolvedRun, _ name: String) -> Bool {
+        run.variant == name || run.config.name == name
     }
 
     /// After the session: the comparison (or, for more than 12 runs, the grouped table read back

@@ -48,4 +48,20 @@ struct RunCLITests {
         // --overwrite replaces it.
         #expect(try SweepCLITests.run(["run", "s.json", "-o", "cut.h5", "--overwrite", "-q", "--jobs", "2"], in: scratch.url).status == 0)
     }
+
+    @Test("--variant takes a variant's name (all of its sweep's runs) or one run's full name, and lists the variants otherwise")
+    func variantSelection() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let exp = dir.write("v.json", tinyExperiment(name: "v", extra: #""sweep": {"parameters": {"seed": [1, 2]}},"#))
+        let all = try runCLI(["run", exp, "--variant", "naive", "-o", dir.path("a.h5"), "-q"])
+        #expect(all.status == 0, "\(all.stderr)")
+        #expect(try ResultsReader.read(path: dir.path("a.h5")).runs.map(\.name).sorted() == ["naive_seed=1", "naive_seed=2"])
+        let one = try runCLI(["run", exp, "--variant", "naive_seed=2", "-o", dir.path("b.h5"), "-q"])
+        #expect(one.status == 0, "\(one.stderr)")
+        #expect(try ResultsReader.read(path: dir.path("b.h5")).runs.map(\.name) == ["naive_seed=2"])
+        let none = try runCLI(["run", exp, "--variant", "nave", "-o", dir.path("c.h5"), "-q"])
+        #expect(none.status == 2 && none.stderr.contains("variants: naive, joint"), "\(none.stderr)")
+    }
 }
+

@@ -65,10 +65,12 @@ public struct RunEstimate: Sendable, Equatable {
     /// Training sample-steps (epochs × training rows incl. replayed rows) + evaluated rows +
     /// simulated days, over every user of a population.
     public var work: Double = 0
-    /// Key path of the largest memory term (e.g. `.model.hidden[0]`).
+    /// Floating-point operations: 6 × parameters per training row (forward and backward) and
+    /// 2 × parameters per evaluated row.
     public var flops: Double = 0
     /// Key path of the largest memory term (e.g. `.model.hidden[0]`).
     public var memoryKey = ""
+    /// Key paths of the largest work term and of what makes the FLOPs large (a wide layer, or the work's key).
     public var workKey = ""
     public var flopsKey = ""
     /// Bytes the run adds to its results file (`DiskEstimate.runBytes`).
@@ -176,7 +178,10 @@ struct ScenarioSize {
             // A float per value, as text (CSV) or compressed (HDF5): a few bytes each; 8 is generous.
             let rows = max(bytes / 8, 1)
             let copies = type == "permuted_digits" ? max(num("experiences") ?? 5, 1) : 1
-            let dim = type == "dataset" ? 64.0 : 64.0
+            // The file's width is not read before a run (a damaged file is read in a child, by
+            // the run): 64, the 8×8 digits', sizes the rows here; wider data (MNIST's 784) makes
+            // the feature memory an under-estimate, the file-size term above does not change.
+            let dim = 64.0
             return ScenarioSize(train: rows * copies, test: rows * copies / 4, experiences: type == "permuted_digits" ? copies : 10,
                                 dimension: dim, classes: num("classes") ?? 10, generated: rows * copies,
                                 key: type == "permuted_digits" ? ".scenario.experiences" : ".scenario.path", fileBytes: bytes)

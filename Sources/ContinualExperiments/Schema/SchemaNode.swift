@@ -69,30 +69,18 @@ final class SchemaNode {
         return .object(out)
     }
 
-    /// The (object, key) pairs of strict objects at or below this node whose key is untyped.
-    func untypedStrictKeys() -> [(SchemaNode, String)] {
-        var out: [(SchemaNode, String)] = []
-        for key in strictKeys ?? [] where properties.first(where: { $0.key == key }).map({ $0.node.isEmpty }) ?? true {
-            out.append((self, key))
-        }
-        for (_, node) in properties { out += node.untypedStrictKeys() }
-        if let items { out += items.untypedStrictKeys() }
+    /// Every key of a strict object at or below this node that no probe pass gave a type (its
+    /// schema is `{}`): the object, the key and its key path below this node.
+    func untypedStrictKeys(path: String = "") -> [(object: SchemaNode, key: String, path: String)] {
+        var out = (strictKeys ?? []).filter { key in properties.first { $0.key == key }.map { $0.node.isEmpty } ?? true }
+            .map { (object: self, key: $0, path: path + "." + $0) }
+        for (key, node) in properties { out += node.untypedStrictKeys(path: path + "." + key) }
+        if let items { out += items.untypedStrictKeys(path: path + "[]") }
         return out
     }
 
-    /// Keys of strict objects below this node that no probe pass gave a type (their schema is
-    /// `{}`), as key paths: what the schema cannot check.
-    func untypedKeys(path: String = "") -> [String] {
-        var out: [String] = []
-        for key in strictKeys ?? [] where properties.first(where: { $0.key == key }).map({ $0.node.isEmpty }) ?? true {
-            out.append(path + "." + key)
-        }
-        for (key, node) in properties where !(strictKeys?.contains(key) == false && node.isEmpty) {
-            out += node.untypedKeys(path: path + "." + key)
-        }
-        if let items { out += items.untypedKeys(path: path + "[]") }
-        return out
-    }
+    /// The key paths of `untypedStrictKeys`: what the schema cannot check.
+    func untypedKeys() -> [String] { untypedStrictKeys().map(\.path) }
 }
 
 extension JSONValue: ExpressibleByStringLiteral, ExpressibleByBooleanLiteral, ExpressibleByArrayLiteral {

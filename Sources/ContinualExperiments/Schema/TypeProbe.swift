@@ -33,7 +33,7 @@ final class TypeProbe {
         // A key still untyped is probed alone in its object (exclusive keys, "capacity" or
         // "capacity_bytes", each show when the other is absent), then beside each other key
         // ("run" is read only with "results").
-        for (object, key) in root.untypedStrictKeys() where passes < Self.maximumPasses {
+        for (object, key, _) in root.untypedStrictKeys() where passes < Self.maximumPasses {
             isolate(key, in: object, with: nil)
             for partner in object.strictKeys ?? [] where partner != key && object.child(key).isEmpty {
                 isolate(key, in: object, with: partner)
