@@ -145,7 +145,22 @@ extension ResultsReader {
 
     /// Checks every run group of `path` against its SHA-256 digest (`RunDigest`), plus the
     /// finished runs a killed writer left in the file's journal (named `journal:<id>`).
-    public static func verify(path: String) throws -> [Verification] {
+    ///
+    /// A running writer folds journal entries into the file (a rename) and then deletes them, so
+    /// an entry listed here can be gone when it is read: it is in the file now, not damaged. Such
+    /// a pass starts again (up to `attempts` times, then the vanished entries are left out), so a
+    /// reader during a sweep sees one committed state and never calls a healthy run damaged.
+    public static func verify(path: String, attempts: Int = 5) throws -> [Verification] {
+        for attempt in 1...max(attempts, 1) {
+            let (found, vanished) = try verifyOnce(path: path)
+            if vanished == 0 || attempt == attempts { return found }
+        }
+        return []
+    }
+
+    /// One pass of `verify`: the verifications, and how many journal entries vanished during it
+    /// (left out of the verifications).
+    static func verifyOnce(path: String) throws -> ([Verification], vanished: Int) {
         try HDF5Lock.withLock {
             var out: [Verification] = []
             func scan(_ file: String, prefix: String) throws {
@@ -170,14 +185,25 @@ extension ResultsReader {
                                             status: .unlisted("listed in the file's run manifest, but its group is gone")))
                 }
             }
+            // The entries are listed before the file is read: one folded in between is then in
+            // the file (and skipped below), one folded after it vanishes (and the pass restarts).
+            let entries = SweepWriter.journalEntries(path)
             try scan(path, prefix: "")
-            for entry in SweepWriter.journalEntries(path) {
+            let inFile = Set(out.map(\.runId))
+            var vanished = 0
+            for entry in entries where !inFile.contains(((entry as NSString).lastPathComponent as NSString).deletingPathExtension) {
+                let before = out.count
                 do { try scan(entry, prefix: "journal:") } catch {
+                    guard FileManager.default.fileExists(atPath: entry) else {
+                        out.removeSubrange(before...)   // folded into the file and deleted while read
+                        vanished += 1
+                        continue
+                    }
                     out.append(Verification(runId: "journal:" + (entry as NSString).lastPathComponent, name: "",
                                             status: .unreadable("\(error)")))
                 }
             }
-            return out
+            return (out, vanished)
         }
     }
 }
