@@ -20,6 +20,10 @@ struct ContinualCommand: ParsableCommand {
     /// Like `ParsableCommand.main()`, but usage errors exit with 2 (bad input), not 64.
     static func main() {
         UntrustedRead.install()
+        if let problem = ResultsKey.problem {
+            FileHandle.standardError.write(Data("error: \(problem)\n".utf8))
+            Foundation.exit(2)
+        }
         do {
             var command = try parseAsRoot()
             try command.run()

@@ -16,7 +16,7 @@ struct RunManifestTests {
         let path = try sweptResults(in: work, name: "mf").path
         let file = try HDF5File.open(path: path, mode: .readOnly)
         defer { try? file.close() }
-        let manifest = try #require(RunManifest.read(file.root))
+        let manifest = try #require(RunManifest.read(file.root)).digests
         let runs = try file.root.openGroup("runs")
         #expect(Set(manifest.keys) == Set(try runs.childNames()) && manifest.count == 2)
         for (id, digest) in manifest {
@@ -65,4 +65,55 @@ struct RunManifestTests {
         let results = try ResultsReader.verify(path: path)
         #expect(results.count == 2 && results.allSatisfy { $0.status.isDamaged })
     }
+
+    /// With `CONTINUALKIT_RESULTS_KEY_FILE` the manifest is sealed (HMAC-SHA256): an edit that
+    /// recomputes the run's digest and the manifest — undetectable by digests — is damage to a
+    /// reader holding the key, whether the forger drops the seal or keeps the old one.
+    @Test("a keyed seal catches a run edited with its digest and manifest recomputed; another key and a short key are named")
+    func keyedSeal() throws {
+        let work = TemporaryDirectory()
+        defer { work.cleanup() }
+        let key = work.path("k.key"), other = work.path("o.key"), short = work.path("s.key")
+        #expect(FileManager.default.createFile(atPath: key, contents: Data((0..<32).map { UInt8($0) })))
+        #expect(FileManager.default.createFile(atPath: other, contents: Data((0..<32).map { UInt8(255 - $0) })))
+        #expect(FileManager.default.createFile(atPath: short, contents: Data([1, 2, 3])))
+        let keyed = [ResultsKey.variable: key]
+        let json = work.write("k.json", tinyExperiment(name: "k"))
+        let path = work.path("k.h5")
+        #expect(try runCLI(["sweep", json, "-o", path], environment: keyed).status == 0)
+        let clean = try runCLI(["inspect", path, "--verify"], environment: keyed)
+        #expect(clean.status == 0 && clean.stdout.contains("2 verified"), "\(clean.stdout) \(clean.stderr)")
+        let run = try ResultsReader.read(path: path).runs[0].runId
+        let seal: String = try {
+            let f = try HDF5File.open(path: path, mode: .readWrite)
+            defer { try? f.close() }
+            let seal = try #require(try f.root.attributes.string(RunManifest.sealAttribute))
+            let g = try f.root.openGroup("runs/\(run)")
+            try g.openGroup("metrics").attributes.set("acc", 0.99)
+            try RunDigest.seal(g)
+            try RunManifest.write(f.root)   // this process has no key: the seal is dropped
+            return seal
+        }()
+        // Digests alone: the forgery passes.
+        #expect(try runCLI(["inspect", path, "--verify"]).status == 0)
+        let dropped = try runCLI(["inspect", path, "--verify"], environment: keyed)
+        #expect(dropped.status == 2 && dropped.stdout.contains("the file is not sealed"), "\(dropped.stdout)")
+        do {
+            let f = try HDF5File.open(path: path, mode: .readWrite)
+            defer { try? f.close() }
+            try f.root.attributes.set(RunManifest.sealAttribute, seal)
+        }
+        let kept = try runCLI(["inspect", path, "--verify"], environment: keyed)
+        #expect(kept.status == 2 && kept.stdout.contains("seal does not match"), "\(kept.stdout)")
+        let merged = try runCLI(["merge", work.path("m.h5"), path], environment: keyed)
+        #expect(merged.stderr.contains("seal does not match"), "\(merged.stderr)")
+        // A file sealed with another key says so; a key file that is too short stops every command.
+        let json2 = work.write("o.json", tinyExperiment(name: "o"))
+        #expect(try runCLI(["sweep", json2, "-o", work.path("o.h5")], environment: [ResultsKey.variable: other]).status == 0)
+        let foreign = try runCLI(["inspect", work.path("o.h5"), "--verify"], environment: keyed)
+        #expect(foreign.status == 2 && foreign.stdout.contains("sealed with another key"), "\(foreign.stdout)")
+        let bad = try runCLI(["inspect", work.path("o.h5")], environment: [ResultsKey.variable: short])
+        #expect(bad.status == 2 && bad.stderr.contains("at least 16"), "\(bad.stderr)")
+    }
 }
+

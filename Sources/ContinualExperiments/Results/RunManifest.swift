@@ -12,9 +12,22 @@ import Foundation
 /// edit on. With it, a run whose digest is missing, differs from the manifest's, or that the
 /// manifest does not list, is damage; so is a listed run that is gone. Files written before
 /// manifests (no attribute) are checked run by run as before. Like the digests, the manifest is
-/// not a signature: whoever rewrites runs, digests and manifest together is not detected.
+/// not a signature: whoever rewrites runs, digests and manifest together is not detected —
+/// unless the file is sealed with a key (`ResultsKey`): then the root attribute
+/// `run_manifest_hmac` holds HMAC-SHA256(key, manifest text) and `run_manifest_key_id` names
+/// the key, and a reader holding the key calls every run of a file with a missing or wrong seal
+/// damaged.
 public enum RunManifest {
     public static let attribute = "run_manifest"
+    public static let sealAttribute = "run_manifest_hmac"
+    public static let keyIdAttribute = "run_manifest_key_id"
+
+    /// A file's manifest as read: the listed digests, and why its seal fails under this
+    /// process's key (nil: no key set, or the seal holds).
+    public struct Listing: Sendable {
+        public var digests: [String: String]
+        public var sealProblem: String?
+    }
 
     /// Sets `root`'s manifest from the digests stored on the groups of `/runs`.
     static func write(_ root: HDF5Group) throws {
@@ -26,22 +39,50 @@ public enum RunManifest {
                 entries[id] = .string(digest)
             }
         }
-        try root.attributes.set(attribute, JSONValue.object(entries).canonicalText())
+        let text = JSONValue.object(entries).canonicalText()
+        try root.attributes.set(attribute, text)
+        if let key = ResultsKey.key {
+            try root.attributes.set(sealAttribute, SHA256.hex(HMAC.sha256(key: key, message: Array(text.utf8))))
+            try root.attributes.set(keyIdAttribute, ResultsKey.keyId(key))
+        } else {
+            for stale in [sealAttribute, keyIdAttribute] where root.attributes.contains(stale) { try root.attributes.delete(stale) }
+        }
     }
 
     /// `root`'s manifest, nil when the file has none (written before manifests). An attribute
     /// that is not a JSON object of strings is reported as an empty manifest that lists nothing,
-    /// so every run of the file counts as damaged rather than unchecked.
-    public static func read(_ root: HDF5Group) -> [String: String]? {
-        guard let text = (try? root.attributes.string(attribute)) ?? nil else { return nil }
-        return (try? JSONDecoder().decode([String: String].self, from: Data(text.utf8))) ?? [:]
+    /// so every run of the file counts as damaged rather than unchecked. With a key set
+    /// (`ResultsKey`), the seal is checked too.
+    public static func read(_ root: HDF5Group) -> Listing? {
+        guard let text = (try? root.attributes.string(attribute)) ?? nil else {
+            return ResultsKey.key == nil ? nil : Listing(digests: [:], sealProblem: "the file has no run manifest to check against the key in \(ResultsKey.variable)")
+        }
+        let digests = (try? JSONDecoder().decode([String: String].self, from: Data(text.utf8))) ?? [:]
+        return Listing(digests: digests, sealProblem: sealProblem(root, text: text))
+    }
+
+    /// Why `root`'s seal does not hold under this process's key; nil when no key is set or it holds.
+    static func sealProblem(_ root: HDF5Group, text: String) -> String? {
+        guard let key = ResultsKey.key else { return nil }
+        guard let seal = (try? root.attributes.string(sealAttribute)) ?? nil else {
+            return "the file is not sealed, and \(ResultsKey.variable) sets a key (written without it, or its seal was removed)"
+        }
+        let expected = SHA256.hex(HMAC.sha256(key: key, message: Array(text.utf8)))
+        guard HMAC.equal(Array(seal.utf8), Array(expected.utf8)) else {
+            let other = ((try? root.attributes.string(keyIdAttribute)) ?? nil).flatMap { $0 == ResultsKey.keyId(key) ? nil : $0 }
+            return other.map { "the file is sealed with another key (\($0)) than \(ResultsKey.variable)'s (\(ResultsKey.keyId(key)))" }
+                ?? "the run manifest's seal does not match: the file was edited by someone without the key"
+        }
+        return nil
     }
 
     /// The status of run group `group` (id `id`): its own digest check, then, when the file has a
     /// manifest, the manifest's word on it.
-    public static func verify(_ group: HDF5Group, id: String, manifest: [String: String]?) -> RunDigest.Status {
+    public static func verify(_ group: HDF5Group, id: String, manifest listing: Listing?) -> RunDigest.Status {
         let own = RunDigest.verify(group)
-        guard let manifest, !own.isDamaged else { return own }
+        guard let listing, !own.isDamaged else { return own }
+        if let problem = listing.sealProblem { return .unlisted(problem) }
+        let manifest = listing.digests
         guard let listed = manifest[id] else {
             return .unlisted("not in the file's run manifest (added to the file after it was written)")
         }
@@ -56,8 +97,8 @@ public enum RunManifest {
     }
 
     /// Runs the manifest lists that `present` lacks (deleted groups), sorted.
-    public static func missing(_ manifest: [String: String]?, present: [String]) -> [String] {
+    public static func missing(_ manifest: Listing?, present: [String]) -> [String] {
         guard let manifest else { return [] }
-        return Set(manifest.keys).subtracting(present).sorted()
+        return Set(manifest.digests.keys).subtracting(present).sorted()
     }
 }

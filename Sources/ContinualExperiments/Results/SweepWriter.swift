@@ -118,7 +118,7 @@ public final class SweepWriter: @unchecked Sendable {
     /// Sorts the run groups of `runs` into complete ones (sealed, with a summary row) and
     /// incomplete ones to rerun: cut short, or damaged (the reason appended to `damage`). A
     /// complete run whose summary columns are not this sweep's is refused.
-    private static func classifyRuns(_ runs: HDF5Group, manifest: [String: String]?, layout: SummaryLayout, path: String,
+    private static func classifyRuns(_ runs: HDF5Group, manifest: RunManifest.Listing?, layout: SummaryLayout, path: String,
                                      damage: inout [(id: String, reason: String)]) throws -> (complete: [String], incomplete: [String]) {
         var complete: [String] = [], incomplete: [String] = []
         for id in try runs.childNames() {

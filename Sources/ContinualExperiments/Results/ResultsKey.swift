@@ -1,0 +1,39 @@
+import ContinualCore
+import Foundation
+
+/// The optional key that seals results files (`RunManifest`): an HMAC-SHA256 of the run manifest
+/// under a key only its holder has, so that rewriting runs, digests and manifest together — which
+/// plain SHA-256 digests cannot detect — is detected too.
+///
+/// The key is the content of the file named by `CONTINUALKIT_RESULTS_KEY_FILE` (at least 16
+/// bytes; e.g. `head -c 32 /dev/urandom > results.key`), read once per process. With a key,
+/// every writer seals the files it commits, and every reader (`inspect --verify`, `merge`,
+/// `repair`, `--resume`, warm starts and exports) refuses, as damage, the runs of a file whose
+/// seal is missing or does not match. Without one, nothing is sealed or checked by key.
+public enum ResultsKey {
+    public static let variable = "CONTINUALKIT_RESULTS_KEY_FILE"
+
+    /// The key, or nil when none is set. An unreadable or short key file is a fatal
+    /// configuration error, reported by `problem`.
+    public static var key: [UInt8]? { loaded.key }
+
+    /// Why the configured key cannot be used (missing file, fewer than 16 bytes); nil when fine or unset.
+    public static var problem: String? { loaded.problem }
+
+    /// A short public name of the key (the first 8 hex digits of its SHA-256), stored beside the
+    /// seal so a reader with another key is told so.
+    static func keyId(_ key: [UInt8]) -> String { String(SHA256.hex(SHA256.hash(key)).prefix(8)) }
+
+    private static let loaded: (key: [UInt8]?, problem: String?) = load(ProcessInfo.processInfo.environment[variable])
+
+    static func load(_ path: String?) -> (key: [UInt8]?, problem: String?) {
+        guard let path, !path.isEmpty else { return (nil, nil) }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            return (nil, "\(variable) names \(path), which cannot be read")
+        }
+        guard data.count >= 16 else {
+            return (nil, "the key in \(path) (\(variable)) has \(data.count) bytes; at least 16 are needed (e.g. head -c 32 /dev/urandom > \(path))")
+        }
+        return ([UInt8](data), nil)
+    }
+}
