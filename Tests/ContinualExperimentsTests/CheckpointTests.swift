@@ -154,6 +154,34 @@ import ContinualStrategies
         }
     }
 
+    /// With `CONTINUALKIT_RESULTS_KEY_FILE`, a checkpoint is sealed with HMAC-SHA256: a forgery
+    /// whose editor recomputed the SHA-256 checksum resumes without the key and is refused with it.
+    @Test func aKeyedSealCatchesAForgedCheckpointWithARecomputedChecksum() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let key = dir.path("k.key")
+        #expect(FileManager.default.createFile(atPath: key, contents: Data((0..<32).map { UInt8($0) })))
+        let keyed = [ResultsKey.variable: key]
+        let exp = dir.write("e.json", tinyExperiment(name: "ck"))
+        let ck = dir.path("ck.h5")
+        let stop = try runCLI(["run", exp, "--variant", "naive", "--stop-after", "1", "--checkpoint", ck], environment: keyed)
+        #expect(stop.status == 0, "\(stop.stderr)")
+        #expect(try runCLI(["run", exp, "--variant", "naive", "--resume-from", ck, "-o", dir.path("a.h5")], environment: keyed).status == 0)
+        // The forgery: one payload byte changed, the SHA-256 checksum recomputed.
+        do {
+            let file = try HDF5File.open(path: ck, mode: .readWrite)
+            var payload = try file.root.openDataset("payload").read(as: UInt8.self)
+            payload[payload.count - 5] ^= 0x01
+            try file.root.delete("payload")
+            _ = try file.root.write(payload, shape: [payload.count], name: "payload", compress: false)
+            try file.root.attributes.set("checksum", SHA256.hex(SHA256.hash(payload)))
+        }
+        let refused = try runCLI(["run", exp, "--variant", "naive", "--resume-from", ck, "-o", dir.path("b.h5")], environment: keyed)
+        #expect(refused.status == 2 && refused.stderr.contains("seal does not match"), "\(refused.status) \(refused.stderr)")
+        let unkeyed = try runCLI(["export", ck, "--format", "onnx", "-o", dir.path("m.onnx")])
+        #expect(!unkeyed.stderr.contains("seal"), "without a key the seal is not checked: \(unkeyed.stderr)")
+    }
+
     @Test func truncatedFileIsRejectedWithAClearMessage() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
