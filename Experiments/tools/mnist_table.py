@@ -52,9 +52,12 @@ def setting_table(df, chosen, setting, hsu_rows):
         if paper_cols:
             row += paper_cells(df, variants, m, setting, acc, hsu_rows.get(m, {}).get(setting))
         out.append(row)
-    for extra in [v for v in variants if "_paper_" in v and not any(v == f"{t[:-len(setting)-1]}_paper_{setting}" for t in tuned)]:
+    # Without the paper's columns (other data than split MNIST-784), every Hsu's-values row is a row
+    # of its own; with them, those of a tuned method sit in its row and the rest follow.
+    for extra in [v for v in variants if "_paper_" in v
+                  and (not paper_cols or not any(v == f"{t[:-len(setting)-1]}_paper_{setting}" for t in tuned))]:
         acc, steps = values(df, extra)
-        out.append(f"| {extra[:-len(setting)-1]} | {steps:.0f} | {fmt(acc)} | Hsu's values | — | — | — |")
+        out.append(f"| {extra[:-len(setting)-1]} | {steps:.0f} | {fmt(acc)} | Hsu's values |" + (" — | — | — |" if paper_cols else ""))
     return out
 
 
