@@ -159,4 +159,26 @@ public struct HDF5Attributes {
             }
         }
     }
+
+    /// Reads attribute `name` whatever its type — references, variable-length data, compounds —
+    /// into the type's native memory form and discards it (variable-length memory reclaimed).
+    /// For the isolated reader (`RunDigest.readAll`): copying an object (`H5Ocopy`, as `merge` and
+    /// `repair` do) converts every attribute this way, and a damaged global-heap entry behind a
+    /// `DIMENSION_LIST` crashed libhdf5 there while the typed readers never touched it.
+    public func readThrough(_ name: String) throws {
+        _ = try read(name) { attribute, type, space, count in
+            let memoryType = try check(H5Tget_native_type(type, H5T_DIR_ASCEND), file.failure("read", object(name)))
+            defer { H5Tclose(memoryType) }
+            let size = H5Tget_size(memoryType)
+            guard count > 0, size > 0 else { return () }
+            let buffer = UnsafeMutableRawPointer.allocate(byteCount: count * size, alignment: 16)
+            defer { buffer.deallocate() }
+            buffer.initializeMemory(as: UInt8.self, repeating: 0, count: count * size)
+            try check(H5Aread(attribute, memoryType, buffer), file.failure("read", object(name)))
+            if H5Tdetect_class(memoryType, H5T_VLEN) > 0 || H5Tis_variable_str(memoryType) > 0 {
+                H5Dvlen_reclaim(memoryType, space, chdf5_H5P_DEFAULT(), buffer)
+            }
+        }
+    }
 }
+

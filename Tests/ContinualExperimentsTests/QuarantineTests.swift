@@ -107,5 +107,24 @@ struct QuarantineTests {
         let repair = try runCLI(["repair", path, "-o", work.path("r.h5")])
         #expect(repair.status == 2, "\(repair.status) \(repair.stdout) \(repair.stderr)")
     }
+
+    /// Found by the byte-flip campaign: `merge` copies run groups with `H5Ocopy`, which converts
+    /// the variable-length reference attributes (`DIMENSION_LIST`) the typed readers never read;
+    /// a damaged global-heap entry behind one crashed the command. The child now reads them too.
+    @Test("a run group whose reference attribute crashes libhdf5 on copy is quarantined, and merge skips it")
+    func referenceAttributeCrashOnCopy() throws {
+        let work = TemporaryDirectory()
+        defer { work.cleanup() }
+        let path = work.path("v.h5")
+        try FileManager.default.copyItem(atPath: packageRoot.appendingPathComponent("Fuzz/findings/results-libhdf5-H5HG_read-vlen-attribute-copy.h5").path,
+                                         toPath: path)
+        let merged = work.path("m.h5")
+        let merge = try runCLI(["merge", merged, path])
+        #expect(merge.status == 0, "\(merge.status) \(merge.stderr)")
+        #expect(merge.stderr.contains("in a separate process"), "\(merge.stderr)")
+        #expect(try ResultsReader.read(path: merged).runs.count == 1)
+        let repair = try runCLI(["repair", path, "-o", work.path("r.h5")])
+        #expect(repair.status < 128, "\(repair.status) \(repair.stderr)")
+    }
 }
 

@@ -155,7 +155,10 @@ public enum RunDigest {
                 tag("As", path + "@" + name, into: &h)
                 for s in try a.strings(name) ?? [] { text(s, into: &h) }
             case .compound, .other:
-                return  // references (dimension scales): file addresses, not content
+                // References (dimension scales): file addresses, not content, so not hashed; a
+                // read-through still reads them as `H5Ocopy` will (variable-length conversion).
+                if h.hasher == nil { try a.readThrough(name) }
+                return
             }
         }
     }
