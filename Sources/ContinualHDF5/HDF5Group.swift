@@ -131,6 +131,7 @@ public struct HDF5Group {
     /// Throws for an object in (or below) one the read-check process saw libhdf5 fail on
     /// (`HDF5Quarantine`): reading it again here is where a damaged file crashes libhdf5.
     func refuseIfQuarantined(_ full: String, _ verb: String) throws {
+        if file.mode == .readOnly, let observe = HDF5Quarantine.openObserver { observe(file.path, full) }
         guard let group = HDF5Quarantine.cover(full, in: file.quarantined) else { return }
         throw HDF5Error(.library, "cannot \(verb) '\(displayPath(full))' in \(file.path): the HDF5 library failed reading "
             + "'\(displayPath(group))' in a separate process (the file is damaged there), so it is not read in this one")

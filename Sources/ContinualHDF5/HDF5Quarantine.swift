@@ -28,6 +28,19 @@ public enum HDF5Quarantine {
         objects[key] = paths.isEmpty ? nil : paths
     }
 
+    /// Adds `paths` to what is recorded for the file whose identity is `key`.
+    public static func add(_ paths: Set<String>, forFileKey key: String) {
+        lock.lock()
+        defer { lock.unlock() }
+        let all = (objects[key] ?? []).union(paths)
+        objects[key] = all.isEmpty ? nil : all
+    }
+
+    /// Called with (file path, object path) each time an object of an untrusted read-only file is
+    /// opened or copied (nil: no one listens). The supervisor of a salvaging command
+    /// (`continual`'s `Supervisor`) records the run group being read, so a crash names it.
+    nonisolated(unsafe) public static var openObserver: (@Sendable (_ file: String, _ object: String) -> Void)?
+
     /// The quarantined object paths of the file at `path` (empty when none were recorded).
     public static func objects(ofFileAt path: String) -> Set<String> {
         guard let key = fileKey(path) else { return [] }

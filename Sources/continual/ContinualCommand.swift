@@ -24,6 +24,7 @@ struct ContinualCommand: ParsableCommand {
             FileHandle.standardError.write(Data("error: \(problem)\n".utf8))
             Foundation.exit(2)
         }
+        Supervisor.start(CommandLine.arguments)
         do {
             var command = try parseAsRoot()
             try command.run()

@@ -80,7 +80,7 @@ enum UntrustedRead {
         while true {
             switch try ChildRead.run(path, skipping: skipped, memory: memory) {
             case .read(let failed):
-                HDF5Quarantine.set(failed.union(skipped), forFileKey: key)
+                HDF5Quarantine.add(failed.union(skipped), forFileKey: key)
                 lock.lock()
                 checked.insert(key)
                 lock.unlock()

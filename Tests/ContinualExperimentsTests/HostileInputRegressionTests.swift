@@ -21,7 +21,9 @@ struct HostileInputRegressionTests {
         p.standardOutput = out
         p.standardError = err
         let start = Date()
-        try p.run()
+        // Under the HDF5 lock: a file another test opens is marked close-on-exec just after
+        // libhdf5 opens it, and a child spawned in between would inherit it with its lock.
+        try HDF5Lock.withLock { try p.run() }
         let done = DispatchSemaphore(value: 0)
         DispatchQueue.global().async { p.waitUntilExit(); done.signal() }
         if done.wait(timeout: .now() + limit) == .timedOut {

@@ -33,34 +33,37 @@ struct QuarantineTests {
         let work = TemporaryDirectory()
         defer { work.cleanup() }
         let path = work.path("r.h5")
-        do {
-            let f = try HDF5File.create(path: path)
-            _ = try f.root.write([Float(1)], shape: [1], name: "runs/a/x")
-            _ = try f.root.write([Float(2)], shape: [1], name: "runs/ab/x")
+        // Under the HDF5 lock, as the toolkit opens files (see `HDF5Lock`).
+        try HDF5Lock.withLock {
+            do {
+                let f = try HDF5File.create(path: path)
+                _ = try f.root.write([Float(1)], shape: [1], name: "runs/a/x")
+                _ = try f.root.write([Float(2)], shape: [1], name: "runs/ab/x")
+                try f.close()
+            }
+            let key = try #require(HDF5Quarantine.fileKey(path))
+            HDF5Quarantine.set(["/runs/a"], forFileKey: key)
+            defer { HDF5Quarantine.set([], forFileKey: key) }
+            let f = try HDF5File.open(path: path)
+            #expect(throws: HDF5Error.self) { try f.root.openGroup("runs/a") }
+            #expect(throws: HDF5Error.self) { try f.root.openDataset("runs/a/x") }
+            #expect(throws: HDF5Error.self) { try f.root.openGroup("runs").openDataset("a/x") }
+            #expect(try f.root.openDataset("runs/ab/x").read() as [Float] == [2])  // a prefix of the name is not the group
+            do {
+                _ = try f.root.openGroup("runs/a")
+            } catch {
+                #expect("\(error)".contains("failed reading 'runs/a' in a separate process"), "\(error)")
+            }
+            let trusted = try HDF5File.open(path: path, trusted: true)
+            #expect(try trusted.root.openDataset("runs/a/x").read() as [Float] == [1])
+            // A rewritten file is another file: its record does not follow the path.
             try f.close()
+            try trusted.close()
+            let g = try HDF5File.open(path: path, mode: .readWrite)
+            try g.root.attributes.set("touched", Int64(1))
+            try g.close()
+            #expect(try HDF5File.open(path: path).root.openDataset("runs/a/x").read() as [Float] == [1])
         }
-        let key = try #require(HDF5Quarantine.fileKey(path))
-        HDF5Quarantine.set(["/runs/a"], forFileKey: key)
-        defer { HDF5Quarantine.set([], forFileKey: key) }
-        let f = try HDF5File.open(path: path)
-        #expect(throws: HDF5Error.self) { try f.root.openGroup("runs/a") }
-        #expect(throws: HDF5Error.self) { try f.root.openDataset("runs/a/x") }
-        #expect(throws: HDF5Error.self) { try f.root.openGroup("runs").openDataset("a/x") }
-        #expect(try f.root.openDataset("runs/ab/x").read() as [Float] == [2])  // a prefix of the name is not the group
-        do {
-            _ = try f.root.openGroup("runs/a")
-        } catch {
-            #expect("\(error)".contains("failed reading 'runs/a' in a separate process"), "\(error)")
-        }
-        let trusted = try HDF5File.open(path: path, trusted: true)
-        #expect(try trusted.root.openDataset("runs/a/x").read() as [Float] == [1])
-        // A rewritten file is another file: its record does not follow the path.
-        try f.close()
-        try trusted.close()
-        let g = try HDF5File.open(path: path, mode: .readWrite)
-        try g.root.attributes.set("touched", Int64(1))
-        try g.close()
-        #expect(try HDF5File.open(path: path).root.openDataset("runs/a/x").read() as [Float] == [1])
     }
 
     @Test("inspect --verify, merge and repair name the run libhdf5 failed in and keep the other, with no signal")
@@ -125,6 +128,28 @@ struct QuarantineTests {
         #expect(try ResultsReader.read(path: merged).runs.count == 1)
         let repair = try runCLI(["repair", path, "-o", work.path("r.h5")])
         #expect(repair.status < 128, "\(repair.status) \(repair.stderr)")
+    }
+
+    /// Found by the byte-flip campaign: files the child reads to the end on which the command's own
+    /// reads crash libhdf5. The salvaging commands run supervised: a crash inside a run group
+    /// quarantines it and the command runs again; a crash elsewhere is a clean refusal.
+    @Test("a command that crashes inside a run group runs again without it; a crash elsewhere is exit 2, never a signal")
+    func supervisedCommands() throws {
+        let work = TemporaryDirectory()
+        defer { work.cleanup() }
+        let inside = work.path("in.h5"), outside = work.path("out.h5")
+        try FileManager.default.copyItem(atPath: packageRoot.appendingPathComponent("Fuzz/findings/results-libhdf5-crash-after-read-check.h5").path,
+                                         toPath: inside)
+        try FileManager.default.copyItem(atPath: packageRoot.appendingPathComponent("Fuzz/findings/results-libhdf5-crash-outside-run-groups.h5").path,
+                                         toPath: outside)
+        let merge = try runCLI(["merge", work.path("m.h5"), inside])
+        #expect(merge.status == 0 && merge.stderr.contains("running again with that group left out"), "\(merge.status) \(merge.stderr)")
+        let repair = try runCLI(["repair", inside, "-o", work.path("r.h5")])
+        #expect(repair.status < 128, "\(repair.status) \(repair.stderr)")
+        let verify = try runCLI(["inspect", outside, "--verify"])
+        #expect(verify.status == 2 && verify.stderr.contains("outside any run group it can skip"), "\(verify.status) \(verify.stderr)")
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: work.path("")).filter { $0.contains(".tmp-") }
+        #expect(leftovers.isEmpty, "\(leftovers)")
     }
 }
 

@@ -1,0 +1,103 @@
+import ContinualExperiments
+import ContinualHDF5
+import Foundation
+
+/// Runs the commands that salvage damaged results files (`inspect`, `merge`, `repair`, `export`)
+/// in a child copy of this process, so that a libhdf5 crash costs one run group, not the command.
+///
+/// The read-check child (`UntrustedRead`) quarantines the run groups libhdf5 fails in while it
+/// reads a file through. It cannot foresee everything: libhdf5's behaviour on a damaged file
+/// depends on what it read before, so a byte-flip campaign still found files the child read to the
+/// end and the command's own reads (a digest, an `H5Ocopy`) crashed. Here the command itself runs
+/// as the child: it reports each run group (or `/summary`) of an untrusted file as it opens it
+/// (`HDF5Quarantine.openObserver`); when it dies of a signal, the group it was in is quarantined
+/// and the command runs again without it — up to `maxRetries` times. Output of a crashed attempt
+/// has already been printed (the child shares this process's terminal); a note says it runs again.
+enum Supervisor {
+    static let innerVariable = "CONTINUALKIT_SUPERVISED"
+    static let quarantineVariable = "CONTINUALKIT_QUARANTINE"
+    static let reportVariable = "CONTINUALKIT_SUPERVISOR_REPORT"
+    static let supervised: Set<String> = ["inspect", "merge", "repair", "export"]
+    static let maxRetries = 16
+
+    /// In the child: reports opened groups and applies the parent's quarantine. In the parent of a
+    /// supervised command: runs it as a child until it does not crash, then exits with its status.
+    /// Otherwise returns at once.
+    static func start(_ arguments: [String]) {
+        let environment = ProcessInfo.processInfo.environment
+        if environment[innerVariable] != nil {
+            installInner(report: environment[reportVariable], quarantine: environment[quarantineVariable] ?? "")
+            return
+        }
+        guard arguments.count > 1, supervised.contains(arguments[1]), environment[UntrustedRead.childVariable] == nil,
+              let status = supervise(arguments) else { return }
+        Foundation.exit(status)
+    }
+
+    static func installInner(report: String?, quarantine: String) {
+        for line in quarantine.split(separator: "\n") {
+            let parts = line.split(separator: "\t", maxSplits: 1).map(String.init)
+            guard parts.count == 2, let key = HDF5Quarantine.fileKey(parts[0]) else { continue }
+            HDF5Quarantine.add([parts[1]], forFileKey: key)
+        }
+        guard let report, let handle = FileHandle(forWritingAtPath: report) else { return }
+        let last = LastGroup()
+        HDF5Quarantine.openObserver = { file, object in
+            // "/" for any other object, so a crash after leaving a run group is not blamed on it.
+            let group = ReadCheckCommand.skippableGroup(of: object) ?? "/"
+            guard last.changed(to: file + "\t" + group) else { return }
+            handle.write(Data("enter\t\(file)\t\(group)\n".utf8))
+        }
+    }
+
+    /// The last (file, group) reported, so each is written once per visit.
+    final class LastGroup: @unchecked Sendable {
+        private let lock = NSLock()
+        private var value = ""
+        func changed(to new: String) -> Bool {
+            lock.lock()
+            defer { lock.unlock() }
+            guard new != value else { return false }
+            value = new
+            return true
+        }
+    }
+
+    /// Runs the command as a child until it ends without a signal; its exit status (nil: no
+    /// child could be started, and the command runs in this process, unsupervised, as before).
+    static func supervise(_ arguments: [String]) -> Int32? {
+        var quarantined: [String] = []
+        for _ in 0...maxRetries {
+            let report = NSTemporaryDirectory() + "continualkit-supervisor-\(getpid())-\(UInt64.random(in: 0...UInt64.max)).txt"
+            guard FileManager.default.createFile(atPath: report, contents: nil) else { return nil }
+            defer { try? FileManager.default.removeItem(atPath: report) }
+            let child = Process()
+            child.executableURL = URL(fileURLWithPath: UntrustedRead.executablePath())
+            child.arguments = Array(arguments.dropFirst())
+            var environment = ProcessInfo.processInfo.environment
+            environment[innerVariable] = "1"
+            environment[reportVariable] = report
+            environment[quarantineVariable] = quarantined.joined(separator: "\n")
+            environment["SWIFT_BACKTRACE"] = "enable=no"
+            child.environment = environment
+            do { try child.run() } catch { return nil }
+            child.waitUntilExit()
+            guard child.terminationReason == .uncaughtSignal else { return child.terminationStatus }
+            // A crashed attempt's durable writes (`NAME.tmp-PID`) are its own: removed here.
+            for argument in arguments.dropFirst() { unlink(argument + ".tmp-\(child.processIdentifier)") }
+            let lines = (try? String(contentsOfFile: report, encoding: .utf8))?.split(separator: "\n") ?? []
+            let signal = child.terminationStatus
+            guard let last = lines.last?.split(separator: "\t", maxSplits: 2), last.count == 3, last[2] != "/",
+                  !quarantined.contains(last[1] + "\t" + last[2]) else {
+                FileHandle.standardError.write(Data(("error: the HDF5 library crashed (signal \(signal), \(String(cString: strsignal(signal)))) "
+                    + "while the command read a damaged file, outside any run group it can skip; nothing was written\n").utf8))
+                return 2
+            }
+            quarantined.append(last[1] + "\t" + last[2])
+            FileHandle.standardError.write(Data(("note: the HDF5 library crashed (signal \(signal)) after the command opened '\(last[2].dropFirst())' "
+                + "of \(last[1]); running again with that group left out as damaged\n").utf8))
+        }
+        FileHandle.standardError.write(Data("error: more than \(maxRetries) run groups crashed the HDF5 library; the file is too damaged to salvage\n".utf8))
+        return 2
+    }
+}
