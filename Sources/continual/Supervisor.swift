@@ -83,6 +83,11 @@ enum Supervisor {
             do { try child.run() } catch { return nil }
             child.waitUntilExit()
             guard child.terminationReason == .uncaughtSignal else { return child.terminationStatus }
+            // Only a fault is libhdf5's doing; a closed pipe (`| head`), an interrupt or a kill
+            // ends the command as it would have ended it unsupervised.
+            guard [SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE].contains(child.terminationStatus) else {
+                return 128 + child.terminationStatus
+            }
             // A crashed attempt's durable writes (`NAME.tmp-PID`) are its own: removed here.
             for argument in arguments.dropFirst() { unlink(argument + ".tmp-\(child.processIdentifier)") }
             let lines = (try? String(contentsOfFile: report, encoding: .utf8))?.split(separator: "\n") ?? []
