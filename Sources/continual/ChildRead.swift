@@ -39,13 +39,11 @@ enum ChildRead {
         // file on a slow machine is not mistaken for a hang inside libhdf5.
         let progress = Pipe()
         child.standardOutput = progress
-        // Report lines go to a file, not a pipe: a file cannot fill up and block the child, and
-        // whatever it wrote before a crash is there to read.
-        let reportPath = NSTemporaryDirectory() + "continualkit-read-check-\(getpid())-\(UInt64.random(in: 0...UInt64.max)).txt"
-        guard FileManager.default.createFile(atPath: reportPath, contents: nil), let report = FileHandle(forWritingAtPath: reportPath) else {
+        // Report lines go to a `ReportFile`.
+        guard let reportFile = ReportFile("read-check"), let report = FileHandle(forWritingAtPath: reportFile.path) else {
             return .read(failed: [])  // cannot isolate: read in-process as before
         }
-        defer { try? FileManager.default.removeItem(atPath: reportPath) }
+        defer { reportFile.remove() }
         child.standardError = report
         let activity = Activity()
         progress.fileHandleForReading.readabilityHandler = { handle in
@@ -71,7 +69,7 @@ enum ChildRead {
                 break
             }
         }
-        let lines = (try? String(contentsOfFile: reportPath, encoding: .utf8))?.split(separator: "\n").map(String.init) ?? []
+        let lines = reportFile.lines
         let entered = lines.last { $0.hasPrefix("enter ") }.map { String($0.dropFirst(6)) }
         if let hung { return .fault(verb: "timed out", detail: hung, group: long ? nil : entered) }
         if child.terminationReason == .uncaughtSignal {

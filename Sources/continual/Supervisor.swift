@@ -68,15 +68,14 @@ enum Supervisor {
     static func supervise(_ arguments: [String]) -> Int32? {
         var quarantined: [String] = []
         for _ in 0...maxRetries {
-            let report = NSTemporaryDirectory() + "continualkit-supervisor-\(getpid())-\(UInt64.random(in: 0...UInt64.max)).txt"
-            guard FileManager.default.createFile(atPath: report, contents: nil) else { return nil }
-            defer { try? FileManager.default.removeItem(atPath: report) }
+            guard let report = ReportFile("supervisor") else { return nil }
+            defer { report.remove() }
             let child = Process()
             child.executableURL = URL(fileURLWithPath: UntrustedRead.executablePath())
             child.arguments = Array(arguments.dropFirst())
             var environment = ProcessInfo.processInfo.environment
             environment[innerVariable] = "1"
-            environment[reportVariable] = report
+            environment[reportVariable] = report.path
             environment[quarantineVariable] = quarantined.joined(separator: "\n")
             environment["SWIFT_BACKTRACE"] = "enable=no"
             child.environment = environment
@@ -90,7 +89,7 @@ enum Supervisor {
             }
             // A crashed attempt's durable writes (`NAME.tmp-PID`) are its own: removed here.
             for argument in arguments.dropFirst() { unlink(argument + ".tmp-\(child.processIdentifier)") }
-            let lines = (try? String(contentsOfFile: report, encoding: .utf8))?.split(separator: "\n") ?? []
+            let lines = report.lines
             let signal = child.terminationStatus
             guard let last = lines.last?.split(separator: "\t", maxSplits: 2), last.count == 3, last[2] != "/",
                   !quarantined.contains(last[1] + "\t" + last[2]) else {

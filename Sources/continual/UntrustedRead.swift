@@ -59,11 +59,6 @@ enum UntrustedRead {
     /// The child's variable carrying `memoryLimit` (bytes).
     static let memoryVariable = "CONTINUALKIT_READ_CHECK_MEMORY"
 
-    static func fileSize(_ path: String) -> Int {
-        var st = stat()
-        return stat(path, &st) == 0 ? Int(st.st_size) : 0
-    }
-
     /// Run groups a file may lose to crashes or hangs of the child before it is refused whole.
     static let maxSkippedGroups = 16
 
@@ -73,7 +68,7 @@ enum UntrustedRead {
         let known = checked.contains(key)
         lock.unlock()
         if known { return }
-        let memory = memoryLimit(fileSize: fileSize(path))
+        let memory = memoryLimit(fileSize: SweepWriter.size(path))
         // A crash or hang inside one run group (or /summary) costs that group, not the file: the
         // child is run again without it, so `repair` and `merge` can salvage the others.
         var skipped: [String] = []

@@ -37,9 +37,9 @@ public enum CheckpointFile {
             try root.attributes.set("format", format)
             try root.attributes.set("version", Int64(TrainerCheckpoint.version))
             try root.attributes.set("checksum", SHA256.hex(SHA256.hash(bytes)))
-            if let key = ResultsKey.key {
-                try root.attributes.set("seal", SHA256.hex(HMAC.sha256(key: key, message: bytes)))
-                try root.attributes.set("seal_key_id", ResultsKey.keyId(key))
+            if let seal = ResultsKey.seal(bytes) {
+                try root.attributes.set("seal", seal.hmac)
+                try root.attributes.set("seal_key_id", seal.keyId)
             }
             try root.attributes.set("config_json", configJSON)
             try root.attributes.set("experiences_done", Int64(runCheckpoint.experiencesDone))
@@ -126,18 +126,11 @@ public enum CheckpointFile {
             guard found == storedChecksum else {
                 throw CheckpointError.mismatch("\(path) is corrupt: the payload's SHA-256 \(found.prefix(16))… does not match the stored \(storedChecksum.prefix(16))…")
             }
-            if let problem = sealProblem(bytes, seal: seal, keyId: sealKey) { throw CheckpointError.mismatch("\(path): \(problem)") }
+            if let problem = ResultsKey.sealProblem(bytes, seal: seal, keyId: sealKey, subject: "the checkpoint",
+                                                    sealName: "the checkpoint's seal") {
+                throw CheckpointError.mismatch("\(path): \(problem)")
+            }
             return try RunCheckpoint(decoding: bytes)
         }
-    }
-
-    /// With a key (`ResultsKey`), why the payload's seal does not hold; nil without a key or when it holds.
-    static func sealProblem(_ bytes: [UInt8], seal: String?, keyId: String?) -> String? {
-        guard let key = ResultsKey.key else { return nil }
-        guard let seal else { return "the checkpoint is not sealed, and \(ResultsKey.variable) sets a key (written without it)" }
-        let expected = SHA256.hex(HMAC.sha256(key: key, message: bytes))
-        if HMAC.equal(Array(seal.utf8), Array(expected.utf8)) { return nil }
-        if let keyId, keyId != ResultsKey.keyId(key) { return "the checkpoint is sealed with another key (\(keyId)) than \(ResultsKey.variable)'s" }
-        return "the checkpoint's seal does not match: it was edited by someone without the key"
     }
 }

@@ -36,4 +36,21 @@ public enum ResultsKey {
         }
         return ([UInt8](data), nil)
     }
+
+    /// HMAC-SHA256 of `message` under the key (hex) and the key's id; nil when no key is set.
+    static func seal(_ message: [UInt8]) -> (hmac: String, keyId: String)? {
+        key.map { (SHA256.hex(HMAC.sha256(key: $0, message: message)), keyId($0)) }
+    }
+
+    /// Why `seal` (stored with `keyId`) does not hold for `message` under this process's key; nil
+    /// when no key is set or it holds. `subject` names the sealed thing ("the file"), `sealName`
+    /// its seal ("the run manifest's seal") in the messages.
+    static func sealProblem(_ message: [UInt8], seal: String?, keyId: String?, subject: String, sealName: String) -> String? {
+        guard let key else { return nil }
+        guard let seal else { return "\(subject) is not sealed, and \(variable) sets a key (written without it, or its seal was removed)" }
+        if HMAC.equal(Array(seal.utf8), Array(SHA256.hex(HMAC.sha256(key: key, message: message)).utf8)) { return nil }
+        if let keyId, keyId != self.keyId(key) { return "\(subject) is sealed with another key (\(keyId)) than \(variable)'s (\(self.keyId(key)))" }
+        return "\(sealName) does not match: \(subject) was edited by someone without the key"
+    }
 }
+

@@ -151,11 +151,12 @@ extension ResultsReader {
     /// a pass starts again (up to `attempts` times, then the vanished entries are left out), so a
     /// reader during a sweep sees one committed state and never calls a healthy run damaged.
     public static func verify(path: String, attempts: Int = 5) throws -> [Verification] {
-        for attempt in 1...max(attempts, 1) {
+        var attempt = 1
+        while true {
             let (found, vanished) = try verifyOnce(path: path)
-            if vanished == 0 || attempt == attempts { return found }
+            if vanished == 0 || attempt >= attempts { return found }
+            attempt += 1
         }
-        return []
     }
 
     /// One pass of `verify`: the verifications, and how many journal entries vanished during it

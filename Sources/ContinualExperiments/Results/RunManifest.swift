@@ -41,9 +41,9 @@ public enum RunManifest {
         }
         let text = JSONValue.object(entries).canonicalText()
         try root.attributes.set(attribute, text)
-        if let key = ResultsKey.key {
-            try root.attributes.set(sealAttribute, SHA256.hex(HMAC.sha256(key: key, message: Array(text.utf8))))
-            try root.attributes.set(keyIdAttribute, ResultsKey.keyId(key))
+        if let seal = ResultsKey.seal(Array(text.utf8)) {
+            try root.attributes.set(sealAttribute, seal.hmac)
+            try root.attributes.set(keyIdAttribute, seal.keyId)
         } else {
             for stale in [sealAttribute, keyIdAttribute] where root.attributes.contains(stale) { try root.attributes.delete(stale) }
         }
@@ -63,17 +63,9 @@ public enum RunManifest {
 
     /// Why `root`'s seal does not hold under this process's key; nil when no key is set or it holds.
     static func sealProblem(_ root: HDF5Group, text: String) -> String? {
-        guard let key = ResultsKey.key else { return nil }
-        guard let seal = (try? root.attributes.string(sealAttribute)) ?? nil else {
-            return "the file is not sealed, and \(ResultsKey.variable) sets a key (written without it, or its seal was removed)"
-        }
-        let expected = SHA256.hex(HMAC.sha256(key: key, message: Array(text.utf8)))
-        guard HMAC.equal(Array(seal.utf8), Array(expected.utf8)) else {
-            let other = ((try? root.attributes.string(keyIdAttribute)) ?? nil).flatMap { $0 == ResultsKey.keyId(key) ? nil : $0 }
-            return other.map { "the file is sealed with another key (\($0)) than \(ResultsKey.variable)'s (\(ResultsKey.keyId(key)))" }
-                ?? "the run manifest's seal does not match: the file was edited by someone without the key"
-        }
-        return nil
+        ResultsKey.sealProblem(Array(text.utf8), seal: (try? root.attributes.string(sealAttribute)) ?? nil,
+                               keyId: (try? root.attributes.string(keyIdAttribute)) ?? nil,
+                               subject: "the file", sealName: "the run manifest's seal")
     }
 
     /// The status of run group `group` (id `id`): its own digest check, then, when the file has a

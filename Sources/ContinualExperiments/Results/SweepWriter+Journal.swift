@@ -27,7 +27,8 @@ extension SweepWriter {
         }
     }
 
-    static func size(_ path: String) -> Int {
+    /// Bytes of the file at `path`, 0 when it cannot be read.
+    public static func size(_ path: String) -> Int {
         var st = stat()
         return stat(path, &st) == 0 ? Int(st.st_size) : 0
     }
