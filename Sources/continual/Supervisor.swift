@@ -2,8 +2,9 @@ import ContinualExperiments
 import ContinualHDF5
 import Foundation
 
-/// Runs the commands that salvage damaged results files (`inspect`, `merge`, `repair`, `export`)
-/// in a child copy of this process, so that a libhdf5 crash costs one run group, not the command.
+/// Runs the commands that salvage damaged results files (`inspect`, `merge`, `repair`, `export`,
+/// and `run` or `sweep` with `--resume` or `--resume-or-start`) in a child copy of this process,
+/// so that a libhdf5 crash costs one run group, not the command.
 ///
 /// The read-check child (`UntrustedRead`) quarantines the run groups libhdf5 fails in while it
 /// reads a file through. It cannot foresee everything: libhdf5's behaviour on a damaged file
@@ -13,12 +14,18 @@ import Foundation
 /// (`HDF5Quarantine.openObserver`); when it dies of a signal, the group it was in is quarantined
 /// and the command runs again without it — up to `maxRetries` times. Output of a crashed attempt
 /// has already been printed (the child shares this process's terminal); a note says it runs again.
+/// SIGINT, SIGTERM and SIGHUP sent to this process are passed on to the child, which stops as it
+/// would alone (a sweep keeps its finished runs) and whose exit status this process returns.
 enum Supervisor {
     static let innerVariable = "CONTINUALKIT_SUPERVISED"
     static let quarantineVariable = "CONTINUALKIT_QUARANTINE"
     static let reportVariable = "CONTINUALKIT_SUPERVISOR_REPORT"
     static let supervised: Set<String> = ["inspect", "merge", "repair", "export"]
+    /// Supervised only when they open an existing results file (`SweepWriter.rebuild`).
+    static let supervisedWhenResuming: Set<String> = ["run", "sweep"]
     static let maxRetries = 16
+    /// The running child, for the signal handlers (0: none).
+    nonisolated(unsafe) private static var childPid: pid_t = 0
 
     /// In the child: reports opened groups and applies the parent's quarantine. In the parent of a
     /// supervised command: runs it as a child until it does not crash, then exits with its status.
@@ -26,12 +33,32 @@ enum Supervisor {
     static func start(_ arguments: [String]) {
         let environment = ProcessInfo.processInfo.environment
         if environment[innerVariable] != nil {
-            installInner(report: environment[reportVariable], quarantine: environment[quarantineVariable] ?? "")
+            // The command's read-check child keeps the quarantine but reports nothing: its reads
+            // are not the command's (its lines, written over the command's, once blamed a crash
+            // on the wrong group).
+            let report = environment[UntrustedRead.childVariable] == nil ? environment[reportVariable] : nil
+            installInner(report: report, quarantine: environment[quarantineVariable] ?? "")
             return
         }
-        guard arguments.count > 1, supervised.contains(arguments[1]), environment[UntrustedRead.childVariable] == nil,
+        guard arguments.count > 1, isSupervised(arguments), environment[UntrustedRead.childVariable] == nil,
               let status = supervise(arguments) else { return }
         Foundation.exit(status)
+    }
+
+    /// Whether the command `arguments` (the program name first) runs under supervision.
+    static func isSupervised(_ arguments: [String]) -> Bool {
+        supervised.contains(arguments[1])
+            || supervisedWhenResuming.contains(arguments[1]) && arguments.contains { $0 == "--resume" || $0 == "--resume-or-start" }
+    }
+
+    /// Passes SIGINT, SIGTERM and SIGHUP on to the child (a Ctrl-C reaches both: the child's
+    /// handler takes a second one as the first). Exec resets the handlers in the child.
+    private static func forwardSignals() {
+        for sig in [SIGINT, SIGTERM, SIGHUP] {
+            signal(sig) { s in
+                if Supervisor.childPid > 0 { kill(Supervisor.childPid, s) }
+            }
+        }
     }
 
     static func installInner(report: String?, quarantine: String) {
@@ -40,7 +67,10 @@ enum Supervisor {
             guard parts.count == 2, let key = HDF5Quarantine.fileKey(parts[0]) else { continue }
             HDF5Quarantine.add([parts[1]], forFileKey: key)
         }
-        guard let report, let handle = FileHandle(forWritingAtPath: report) else { return }
+        guard let report else { return }
+        let fd = open(report, O_WRONLY | O_APPEND | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         let last = LastGroup()
         HDF5Quarantine.openObserver = { file, object in
             // "/" for any other object, so a crash after leaving a run group is not blamed on it.
@@ -67,6 +97,7 @@ enum Supervisor {
     /// child could be started, and the command runs in this process, unsupervised, as before).
     static func supervise(_ arguments: [String]) -> Int32? {
         var quarantined: [String] = []
+        forwardSignals()
         for _ in 0...maxRetries {
             guard let report = ReportFile("supervisor") else { return nil }
             defer { report.remove() }
@@ -80,7 +111,9 @@ enum Supervisor {
             environment["SWIFT_BACKTRACE"] = "enable=no"
             child.environment = environment
             do { try child.run() } catch { return nil }
+            childPid = child.processIdentifier
             child.waitUntilExit()
+            childPid = 0
             guard child.terminationReason == .uncaughtSignal else { return child.terminationStatus }
             // Only a fault is libhdf5's doing; a closed pipe (`| head`), an interrupt or a kill
             // ends the command as it would have ended it unsupervised.

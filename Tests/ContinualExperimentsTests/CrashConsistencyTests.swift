@@ -143,7 +143,7 @@ struct CrashConsistencyTests {
 /// detect the damage kinds of issue 26 and name the run.
 @Suite("Run integrity", .serialized)
 struct RunIntegrityTests {
-    @Test("each damage kind is detected by inspect --verify, merge and repair, which name the run and keep the good copy",
+    @Test("each damage kind is detected by inspect --verify, merge, repair and --resume, which name the run and keep the good copy",
           arguments: RunDamage.allCases)
     func damageIsDetected(_ kind: RunDamage) throws {
         let work = TemporaryDirectory()
@@ -173,6 +173,15 @@ struct RunIntegrityTests {
         #expect(r.stdout.contains("1 damaged group(s) skipped"), "\(r.stdout)")
         #expect(r.stderr.contains(victim.runId))
         #expect(try ResultsReader.read(path: work.path("repaired.h5")).runs.map(\.runId) == [try ResultsReader.read(path: good).runs[1].runId])
+
+        // sweep --resume: checked against the manifest the file was written with (not one
+        // rewritten from the groups being checked), the damaged run is named and runs again.
+        let resumed = try runCLI(["sweep", work.path("dg.json"), "-o", bad, "--resume"])
+        #expect(resumed.status == 0 && resumed.stderr.contains("run group \(victim.runId) was unreadable"), "\(resumed.stderr)")
+        #expect(try runCLI(["inspect", bad, "--verify"]).status == 0)
+        let rerun = try ResultsReader.read(path: bad).runs
+        #expect(Set(rerun.map(\.runId)) == Set(try ResultsReader.read(path: good).runs.map(\.runId)))
+        #expect(rerun.first { $0.runId == victim.runId }?.metrics["acc"] == victim.metrics["acc"])
     }
 
     @Test("the digest survives copying between files and is the same for the same content")

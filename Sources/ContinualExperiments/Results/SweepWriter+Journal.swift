@@ -33,35 +33,6 @@ extension SweepWriter {
         return stat(path, &st) == 0 ? Int(st.st_size) : 0
     }
 
-    /// Before a resume: run groups that cannot be opened (a crash of an older version, a bad disk)
-    /// are dropped so they run again. The file is only read here; if a group is damaged, the
-    /// readable runs are copied into a fresh file (`ResultsMerger`, as `continual repair`), the
-    /// damaged file is kept beside it as `NAME.h5.damaged-N` (a hard link, so `NAME.h5` exists at
-    /// every moment) and the fresh one is renamed into place.
-    static func salvageDamagedGroups(_ path: String) throws -> [(id: String, reason: String)] {
-        var damaged: [(id: String, reason: String)] = []
-        try HDF5Lock.withLock {
-            let file = try HDF5File.open(path: path, mode: .readOnly)
-            defer { try? file.close() }
-            guard file.root.exists("runs") else { return }
-            let runs = try file.root.openGroup("runs")
-            for id in try runs.childNames() {
-                do { _ = try runs.openGroup(id) } catch { damaged.append((id, "\(error)")) }
-            }
-            try file.close()
-        }
-        guard !damaged.isEmpty else { return damaged }
-        let repaired = path + ".repair-\(ProcessInfo.processInfo.processIdentifier)"
-        _ = try ResultsMerger.merge(inputs: [path], output: repaired, salvage: true)
-        var k = 1
-        while FileManager.default.fileExists(atPath: "\(path).damaged-\(k)") { k += 1 }
-        guard link(path, "\(path).damaged-\(k)") == 0, rename(repaired, path) == 0 else {
-            try? FileManager.default.removeItem(atPath: repaired)
-            throw HDF5Error(.library, "cannot replace damaged \(path) by its repaired copy: \(String(cString: strerror(errno)))")
-        }
-        return damaged.map { ($0.id, $0.reason + "; the damaged file is kept as \(path).damaged-\(k)") }
-    }
-
     /// `--resume` found complete runs whose ids the experiment does not expand to (its config changed).
     public struct ForeignRuns: Error, Sendable, CustomStringConvertible {
         public var path: String

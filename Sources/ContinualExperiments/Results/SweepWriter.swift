@@ -50,104 +50,21 @@ public final class SweepWriter: @unchecked Sendable {
             if !fm.fileExists(atPath: path) {
                 try Self.createEmpty(path, experiment: experiment, layout: layout, shard: shard)
             }
-            damaged = try Self.salvageDamagedGroups(path)
             let pending = Self.journalEntries(path)
-            var reopened = Reopened()
-            try HDF5Lock.withLock {
-                try Self.replace(path, extraBytes: pending.reduce(0) { $0 + Self.size($1) }) { file in
-                    reopened = try Self.reopen(&file, path: path, pending: pending, experiment: experiment, layout: layout, shard: shard)
-                }
+            let resumed = try HDF5Lock.withLock {
+                try Self.rebuild(path, pending: pending, experiment: experiment, layout: layout, shard: shard)
             }
             // The results file now holds the journal's runs: the entries can go.
-            for entry in reopened.absorbed { unlink(entry) }
+            for entry in resumed.absorbed { unlink(entry) }
             Self.removeJournalIfEmpty(path)
-            damaged += reopened.damage
-            completedIds = Set(reopened.complete)
-            recovered = reopened.recoveredIds.filter { completedIds.contains($0) }.count
+            damaged = resumed.damage
+            completedIds = Set(resumed.complete)
+            recovered = resumed.recoveredIds.filter { completedIds.contains($0) }.count
         } else {
             // A journal left beside a file that is being replaced belongs to the old file.
             try? fm.removeItem(atPath: Self.journalPath(for: path))
             try Self.createEmpty(path, experiment: experiment, layout: layout, shard: shard)
         }
-    }
-
-    /// What resuming found: the journal entries folded in, the runs they added, the groups found
-    /// damaged (rerun) and the complete runs kept.
-    private struct Reopened {
-        var absorbed: [String] = []
-        var recoveredIds: [String] = []
-        var damage: [(id: String, reason: String)] = []
-        var complete: [String] = []
-    }
-
-    /// Resumes `file`, the copy of results file `path`: folds the `pending` journal entries in,
-    /// deletes incomplete or damaged run groups (they rerun), refuses runs of another sweep or of a
-    /// changed config, renumbers the kept runs, rewrites the header for `experiment` (keeping
-    /// created_utc) and rebuilds `/summary`.
-    private static func reopen(_ file: inout HDF5File, path: String, pending: [String], experiment: ExperimentFile,
-                               layout: SummaryLayout, shard: String) throws -> Reopened {
-        guard try file.root.attributes.string("kind") == "sweep" else {
-            throw HDF5Error(.invalidArgument, "\(path) is not a sweep results file (written by `continual run`?); choose another output")
-        }
-        var reopened = Reopened()
-        let result = try Self.absorb(pending, into: &file, appendRows: false)
-        reopened.absorbed = result.absorbed
-        reopened.recoveredIds = result.added
-        reopened.damage = result.damaged
-        let runs = try file.root.requireGroup("runs")
-        let (complete, incomplete) = try classifyRuns(runs, manifest: RunManifest.read(file.root), layout: layout, path: path,
-                                                      damage: &reopened.damage)
-        // Run ids hash the resolved config: a complete run the experiment does not expand to
-        // comes from a changed config, and keeping it would mix two experiments in /summary.
-        let expected = Dictionary(experiment.runs.map { ($0.runId, $0) }, uniquingKeysWith: { a, _ in a })
-        let foreign = complete.filter { expected[$0] == nil }.sorted()
-        guard foreign.isEmpty else {
-            throw ForeignRuns(path: path, foreign: foreign, total: complete.count)
-        }
-        for id in incomplete { try runs.delete(id) }
-        for id in complete { try Self.renumber(try runs.openGroup(id), to: expected[id]!.sweepIndex) }
-        // The header describes the experiment being completed now (e.g. more seeds added).
-        let created = try? file.root.attributes.string("created_utc")
-        try Self.writeHeader(file.root, experiment: experiment, layout: layout, shard: shard)
-        if let created { try file.root.attributes.set("created_utc", created) }
-        try Self.rebuildSummary(file.root, layout: layout)
-        reopened.complete = complete
-        return reopened
-    }
-
-    /// Sorts the run groups of `runs` into complete ones (sealed, with a summary row) and
-    /// incomplete ones to rerun: cut short, or damaged (the reason appended to `damage`). A
-    /// complete run whose summary columns are not this sweep's is refused.
-    private static func classifyRuns(_ runs: HDF5Group, manifest: RunManifest.Listing?, layout: SummaryLayout, path: String,
-                                     damage: inout [(id: String, reason: String)]) throws -> (complete: [String], incomplete: [String]) {
-        var complete: [String] = [], incomplete: [String] = []
-        for id in try runs.childNames() {
-            let columns: [HDF5Table.Column]
-            do {
-                let g = try runs.openGroup(id)
-                guard (try? g.attributes.scalar("complete", as: Int64.self)) == 1, g.exists("summary_row") else {
-                    incomplete.append(id)  // a write that was cut short (older versions): rerun it
-                    continue
-                }
-                columns = try g.openDataset("summary_row").readTable().columns
-                let status = RunManifest.verify(g, id: id, manifest: manifest)
-                if status.isDamaged {
-                    damage.append((id, status.description))
-                    incomplete.append(id)
-                    continue
-                }
-            } catch {
-                // Damaged after all (salvageDamagedGroups found it readable): run it again.
-                damage.append((id, "\(error)"))
-                incomplete.append(id)
-                continue
-            }
-            guard columns == layout.columns else {
-                throw HDF5Error(.typeMismatch, "\(path) holds runs of a different sweep (summary columns \(columns.map(\.name).filter { !layout.columns.map(\.name).contains($0) }) not in this sweep's, or of other types; expected swept columns \(layout.sweptColumnNames)); choose another output")
-            }
-            complete.append(id)
-        }
-        return (complete, incomplete)
     }
 
     /// A new results file with its header, no runs and an empty `/summary` (temporary + rename).
