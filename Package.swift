@@ -90,8 +90,12 @@ let package = Package(
             dependencies: [
                 "ContinualExperiments", "ContinualCore", "ContinualFederated", "ContinualExport", "ContinualMetrics",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            ],
+            // The git commit of the checkout it is built from, recorded in every results file.
+            plugins: ["BuildStamp"]
         ),
+        // Build-time stamp of the CLI (Plugins/BuildStamp): runs git on the toolkit's checkout.
+        .plugin(name: "BuildStamp", capability: .buildTool()),
         .testTarget(name: "ContinualHDF5Tests", dependencies: ["ContinualHDF5"]),
         .testTarget(name: "ContinualCoreTests", dependencies: ["ContinualCore"]),
         .testTarget(name: "ContinualMetricsTests", dependencies: ["ContinualMetrics"]),

@@ -11,7 +11,7 @@ struct ContinualCommand: ParsableCommand {
         Exit codes: 0 success, 1 a run failed or diverged, 2 bad input (invalid JSON, unknown key, \
         missing file, bad option, conflicting merge), 130 sweep interrupted (rerun with --resume).
         """,
-        version: ResultsSchema.toolkitVersion,
+        version: "\(ResultsSchema.toolkitVersion) (built from \(ToolkitBuild.stamped.description))",
         subcommands: [RunCommand.self, SweepCommand.self, MergeCommand.self, RepairCommand.self, ValidateCommand.self, SchemaCommand.self, InspectCommand.self,
                       ScenarioCommand.self, ExportCommand.self, BenchCommand.self, PrivacyCommand.self, DriftCommand.self, MPICheckCommand.self,
                       ReadCheckCommand.self]
@@ -19,6 +19,7 @@ struct ContinualCommand: ParsableCommand {
 
     /// Like `ParsableCommand.main()`, but usage errors exit with 2 (bad input), not 64.
     static func main() {
+        ToolkitBuild.current = ToolkitBuild.stamped
         UntrustedRead.install()
         if let problem = ResultsKey.problem {
             FileHandle.standardError.write(Data("error: \(problem)\n".utf8))

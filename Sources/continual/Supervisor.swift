@@ -116,8 +116,16 @@ enum Supervisor {
             childPid = 0
             guard child.terminationReason == .uncaughtSignal else { return child.terminationStatus }
             // Only a fault is libhdf5's doing; a closed pipe (`| head`), an interrupt or a kill
-            // ends the command as it would have ended it unsupervised.
-            guard [SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE].contains(child.terminationStatus) else {
+            // ends the command as it would have ended it unsupervised. SIGILL and SIGTRAP are a
+            // Swift trap (an index out of range, a failed precondition): a bug of the toolkit,
+            // which quarantining a group would pass off as damage in the file.
+            if [SIGILL, SIGTRAP].contains(child.terminationStatus) {
+                FileHandle.standardError.write(Data(("error: the command stopped on a runtime check (signal \(child.terminationStatus), "
+                    + "\(String(cString: strsignal(child.terminationStatus)))): a bug in ContinualKit, not damage in the file; "
+                    + "please report it with the command and the file\n").utf8))
+                return 128 + child.terminationStatus
+            }
+            guard [SIGSEGV, SIGBUS, SIGABRT, SIGFPE].contains(child.terminationStatus) else {
                 return 128 + child.terminationStatus
             }
             // A crashed attempt's durable writes (`NAME.tmp-PID`) are its own: removed here.

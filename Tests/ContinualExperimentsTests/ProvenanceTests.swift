@@ -53,6 +53,33 @@ import ContinualHDF5
         #expect(try rootAttributes(of: dirty).commit == head)
     }
 
+    /// Issue 41.8: the CLI is stamped at build time with the commit of the checkout it was built
+    /// from (`Plugins/BuildStamp`), recorded in every results file and by `--version`, whatever
+    /// folder the experiment is in (here one outside any repository).
+    @Test func theCLIRecordsTheCommitItWasBuiltFrom() throws {
+        let root = packageRoot.path
+        guard FileManager.default.fileExists(atPath: root + "/.git"), let head = Provenance.git(["-C", root, "rev-parse", "HEAD"]) else {
+            print("skipped: the package is not a git checkout (its binary is stamped with no commit)")
+            return
+        }
+        let work = TemporaryDirectory()
+        defer { work.cleanup() }
+        let json = work.write("outside.json", tinyExperiment(name: "outside"))
+        let r = try runCLI(["run", json, "-o", work.path("o.h5"), "--quiet"])
+        try #require(r.status == 0, "\(r.stderr)")
+        let f = try HDF5File.open(path: work.path("o.h5"))
+        defer { try? f.close() }
+        let commit = try f.root.attributes.string("toolkit_build_commit")
+        let dirty = try f.root.attributes.scalar("toolkit_build_dirty", as: Int64.self)
+        // The binary may be a build of an earlier state of this checkout: a commit of its history.
+        let known = Provenance.git(["-C", root, "cat-file", "-t", commit ?? "none"])
+        #expect(commit?.count == 40 && known == "commit", "\(commit ?? "nil") is not a commit of \(root)")
+        #expect(dirty == 0 || dirty == 1)
+        #expect(commit == head || Provenance.git(["-C", root, "merge-base", "--is-ancestor", commit ?? "", head]) != nil)
+        let version = try runCLI(["--version"])
+        #expect(version.stdout.contains("built from \(commit?.prefix(12) ?? "?")"), "\(version.stdout)")
+    }
+
     @Test func environmentVariableWinsAndOutsideARepositoryNothingIsInvented() throws {
         let given = Provenance.detect(experimentPath: "/nonexistent/exp.json",
                                       environment: ["CONTINUALKIT_GIT_COMMIT": " 0123abcd\n"])

@@ -87,12 +87,13 @@ def swept_values(df: pd.DataFrame) -> list[str]:
 
 def provenance(path: str) -> dict:
     """Root attributes that say where a file came from: toolkit, version, schema, creation time,
-    experiment name/description/path, git commit when the file records one."""
+    experiment name/description/path, git commit when the file records one, and the commit the
+    `continual` binary was built from (`toolkit_build_commit`, files written since issue 41)."""
     with h5py.File(path, "r") as f:
         a = {k: _str(v) for k, v in f.attrs.items()}
     out = {k: a[k] for k in ("toolkit", "toolkit_version", "schema_version", "created_utc", "experiment_name",
                              "experiment_description", "experiment_path", "kind",
-                             "numerics_version", "kernel_path") if k in a}
+                             "numerics_version", "kernel_path", "toolkit_build_commit", "toolkit_build_dirty") if k in a}
     for k in ("git_commit", "git_revision", "commit", "toolkit_commit"):
         if k in a:
             out["git_commit"] = a[k]

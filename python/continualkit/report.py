@@ -150,6 +150,8 @@ def build(path, out_html, png=False) -> dict:
     items = [("results file", os.path.abspath(path)), ("toolkit", prov.get("toolkit", "")),
              ("toolkit version", prov.get("toolkit_version", "")), ("schema version", prov.get("schema_version", "")),
              ("git commit", _git_commit(path) or "not recorded in the file"),
+             ("toolkit built from", (prov.get("toolkit_build_commit") or "not recorded in the file")
+              + (" (modified)" if prov.get("toolkit_build_dirty") == 1 else "")),
              ("created (UTC)", prov.get("created_utc", "")), ("experiment file", prov.get("experiment_path", "")),
              ("runs", f"{len(df)} ({int((df['status'] == 'completed').sum())} completed)"),
              ("configurations", str(df["configuration"].nunique())),

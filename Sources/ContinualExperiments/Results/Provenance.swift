@@ -6,8 +6,8 @@ import Glibc
 /// Where a results file came from, beyond `toolkit_version`: the git commit of the code and
 /// configuration that produced it (docs/results-format.md, "Provenance").
 ///
-/// SwiftPM has no portable way to stamp a commit into a binary at build time, so the commit is
-/// read when the file is written, in this order:
+/// This is the commit of the experiment's folder, read when the file is written; the commit the
+/// `continual` binary was built from is stamped at build time (`ToolkitBuild`). In this order:
 /// 1. the environment variable `CONTINUALKIT_GIT_COMMIT`, if set and not empty (for builds
 ///    outside a git checkout, containers, or experiments kept outside any repository);
 /// 2. `git rev-parse HEAD` in the directory of the experiment file — for the experiments shipped

@@ -1,3 +1,5 @@
+import ContinualHDF5
+
 /// Version and names of the results-file layout (documented in docs/results-format.md).
 public enum ResultsSchema {
     /// Bumped whenever a reader would need to change.
@@ -17,6 +19,12 @@ public enum ResultsSchema {
         ("total_parameters", .int), ("trainable_parameters", .int), ("model_bytes", .int), ("buffer_bytes", .int),
         ("flops_per_prediction", .int), ("train_seconds", .double), ("eval_seconds", .double),
     ] + deviceSummaryColumns + protocolSummaryColumns + measureSummaryColumns + comparisonSummaryColumns
+
+    /// Columns added to `/summary` since `version` 1, with the value a row written before them
+    /// reads as (`SummaryUpgrade`): NaN, or −1 for an integer ("not recorded").
+    public static let addedColumns: [String: HDF5Value] = [
+        "steps_per_experience": .double(.nan), "training_flops": .int(-1), "min_acc": .double(.nan), "wc_acc": .double(.nan),
+    ]
 
     /// Comparison columns (issue 24): the mean optimizer steps per experience and the run's total
     /// training FLOPs (`TrainingBudget`), so no table compares runs of different compute unawares;

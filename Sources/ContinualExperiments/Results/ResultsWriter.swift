@@ -46,6 +46,8 @@ public enum ResultsWriter {
         try a.set("git_commit", provenance.commit)
         try a.set("git_dirty", provenance.dirty)
         try a.set("git_commit_source", provenance.source)
+        try a.set("toolkit_build_commit", ToolkitBuild.current.commit)
+        try a.set("toolkit_build_dirty", ToolkitBuild.current.dirty)
         try a.set("created_utc", UTCTimestamp.now())
         try a.set("experiment_name", experiment.name)
         try a.set("experiment_description", experiment.description)

@@ -106,7 +106,7 @@ extension SweepWriter {
     /// Renumbers run group `g` (`renumber`) and returns its summary row (none if it has none).
     private static func renumbered(_ g: HDF5Group, to index: Int) throws -> [[HDF5Value]] {
         try renumber(g, to: index)
-        return Array(try g.openDataset("summary_row").readTable().rows.prefix(1))
+        return Array(SummaryUpgrade.upgraded(try g.openDataset("summary_row").readTable()).rows.prefix(1))
     }
 
     /// Keeps the file at `path` beside the one replacing it as `NAME.h5.damaged-N` (a hard link:
@@ -140,7 +140,7 @@ extension SweepWriter {
                 let g = try runs.openGroup(id)
                 // A write that was cut short (older versions): rerun it.
                 guard (try? g.attributes.scalar("complete", as: Int64.self)) == 1, g.exists("summary_row") else { continue }
-                columns = try g.openDataset("summary_row").readTable().columns
+                columns = SummaryUpgrade.upgraded(try g.openDataset("summary_row").readTable()).columns
                 let status = RunManifest.verify(g, id: id, manifest: manifest)
                 if status.isDamaged {
                     damage.append((id, status.description))

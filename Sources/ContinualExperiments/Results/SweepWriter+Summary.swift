@@ -48,7 +48,7 @@ extension SweepWriter {
             do {
                 let g = try runs.openGroup(id)
                 guard (try? g.attributes.scalar("complete", as: Int64.self)) == 1, g.exists("summary_row") else { continue }
-                let t = try g.openDataset("summary_row").readTable()
+                let t = SummaryUpgrade.upgraded(try g.openDataset("summary_row").readTable())
                 guard let row = t.rows.first else { continue }
                 out.append((id, row, t.columns))
             } catch {
