@@ -74,6 +74,7 @@ extension FederationConfig {
         try c.require(moon == nil || (personal != .pfedme && personal != .perFedAvg && share != .none), .moon,
                       "MOON's term joins the local loop of a shared model: not with \"personal\": \"\(personal.rawValue)\" or \"share\": \"none\"")
         consolidate = try c.decodeChoice(.consolidate, default: .experience)
+        localData = try c.decodeChoice(.localData, default: .stream)
         serverDistillation = try c.decode(.serverDistillation, default: 0)
         serverDistillationTemperature = try c.decode(.serverDistillationTemperature, default: 2)
         try c.require(serverDistillation >= 0 && serverDistillation.isFinite, .serverDistillation, "must be a finite number ≥ 0 (0 = off), got \(serverDistillation)")

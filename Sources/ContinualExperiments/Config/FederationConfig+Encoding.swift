@@ -78,6 +78,7 @@ extension FederationConfig {
         try c.encodeIfPresent(moon, forKey: .moon)
         // The default is not written, so runs without EWC keep their canonical form (and ids).
         if consolidate != .experience { try c.encode(consolidate, forKey: .consolidate) }
+        if localData != .stream { try c.encode(localData, forKey: .localData) }
         if serverDistillation > 0 {
             try c.encode(serverDistillation, forKey: .serverDistillation)
             try c.encode(serverDistillationTemperature, forKey: .serverDistillationTemperature)

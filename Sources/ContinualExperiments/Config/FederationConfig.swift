@@ -48,6 +48,16 @@ public struct FederationConfig: Codable, Sendable, Equatable {
     /// - `round`: after every local round on the round's data (the toolkit's behaviour before
     ///   issue 29; online EWC then merges a Fisher estimate per round).
     public enum Consolidation: String, Codable, CaseIterable, Sendable { case experience, round }
+    /// When a client's training data is there (`local_data`).
+    public enum LocalData: String, Codable, CaseIterable, Sendable {
+        /// Federated continual learning (the default): the samples arrive uniformly over the rounds
+        /// and a local round trains on those that arrived since the client's last one.
+        case stream
+        /// Standard federated learning (FedAvg, the pFL papers, PFLlib): every client holds all its
+        /// training data from the first round, and each local round passes over all of it. The
+        /// personal accuracy rows are taken after the last round.
+        case all
+    }
     public enum Availability: String, Codable, CaseIterable, Sendable { case always, device }
     /// Which parameters travel between phone and server.
     public enum Share: String, Codable, CaseIterable, Sendable {
@@ -195,6 +205,7 @@ public struct FederationConfig: Codable, Sendable, Equatable {
     /// MOON's model-contrastive term on the local objective (`MOON`); nil: none.
     public var moon: MoonConfig? = nil
     public var consolidate: Consolidation = .experience
+    public var localData: LocalData = .stream
     /// FLwF-2T's second teacher (Usmanova et al. 2021, "A distillation-based approach integrating
     /// continual learning and federated learning for pervasive services"): in every federated
     /// round the client also distils the received server model's softened outputs on its batches,
@@ -223,7 +234,7 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         case dropoutProbability = "dropout_probability", roundDeadline = "round_deadline", stragglerSpread = "straggler_spread"
         case attackScale = "attack_scale", evaluateEvery = "evaluate_every", evaluateClients = "evaluate_clients"
         case radioJoulesPerByte = "radio_joules_per_byte", jobs, partition
-        case fedbuff, consolidate, moon
+        case fedbuff, consolidate, moon, localData = "local_data"
         case serverDistillation = "server_distillation", serverDistillationTemperature = "server_distillation_temperature"
     }
 }

@@ -52,7 +52,7 @@ struct ClientRoundWork: Sendable {
             }
             c.invitations += 1
             e.available = c.available[r]
-            guard e.available, c.federatedCursor < end else {
+            guard e.available, c.schedule.start(c.federatedCursor) < end else {
                 if e.available { try alone(&c, period: p, end: end, &e, scratch: &scratch) }
                 return e
             }
@@ -90,8 +90,9 @@ struct ClientRoundWork: Sendable {
         if fed.share != .none {
             for range in setup.shared { c.trainer.model.parameters.replaceSubrange(range, with: global[range]) }
         }
-        let local = ClientRound(round: round, period: p, lo: c.federatedCursor, end: end,
-                               data: c.data(c.federatedCursor, end, flip: c.adversary && fed.attack == .labelFlip ? setup.classes : nil),
+        let lo = c.schedule.start(c.federatedCursor)
+        let local = ClientRound(round: round, period: p, lo: lo, end: end,
+                               data: c.data(lo, end, flip: c.adversary && fed.attack == .labelFlip ? setup.classes : nil),
                                global: global, pass: setup.pass, config: setup.config)
         for algorithm in algorithms { try algorithm.beforeLocalRound(&c, local, &e) }
         var own: ExperienceRecord? = nil

@@ -54,6 +54,7 @@ extension ResultsWriter {
         try a.set("server_optimizer", f.config.serverOptimizer.rawValue)
         try a.set("encoding", f.config.encoding.rawValue)
         try a.set("consolidate", f.config.consolidate.rawValue)
+        try a.set("local_data", f.config.localData.rawValue)
         try a.set("shared_parameters", Int64(f.sharedParameters))
         try a.set("total_parameters", Int64(f.totalParameters))
         try a.set("final_epsilon", f.finalEpsilon)

@@ -19,12 +19,12 @@ struct LocalTraining: FederatedAlgorithm {
     }
 
     func trainsAlone(_ client: FederatedClient, round: Int) -> Bool {
-        client.available[round] && client.personalCursor < client.schedule.arrival(round + 1)
+        client.available[round] && client.schedule.start(client.personalCursor) < client.schedule.arrival(round + 1)
     }
 
     func aloneRound(_ c: inout FederatedClient, round: Int, period: Int, end: Int,
                     scratch: inout LoopScratch) throws -> ExperienceRecord? {
-        let data = c.data(c.personalCursor, end, flip: nil)
+        let data = c.data(c.schedule.start(c.personalCursor), end, flip: nil)
         var removed: (Int, any StrategyPlugin)? = nil
         if let k = c.trainer.plugins.lastIndex(where: { $0 is ProximalTerm }) {
             removed = (k, c.trainer.plugins.remove(at: k))
