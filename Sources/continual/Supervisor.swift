@@ -20,6 +20,8 @@ enum Supervisor {
     static let innerVariable = "CONTINUALKIT_SUPERVISED"
     static let quarantineVariable = "CONTINUALKIT_QUARANTINE"
     static let reportVariable = "CONTINUALKIT_SUPERVISOR_REPORT"
+    /// The child's address-space limit in bytes (`commandMemoryLimit`), set in the child.
+    static let memoryVariable = "CONTINUALKIT_SUPERVISED_MEMORY"
     static let supervised: Set<String> = ["inspect", "merge", "repair", "export"]
     /// Supervised only when they open an existing results file (`SweepWriter.rebuild`).
     static let supervisedWhenResuming: Set<String> = ["run", "sweep"]
@@ -37,6 +39,10 @@ enum Supervisor {
             // are not the command's (its lines, written over the command's, once blamed a crash
             // on the wrong group).
             let report = environment[UntrustedRead.childVariable] == nil ? environment[reportVariable] : nil
+            if report != nil, let text = environment[memoryVariable], let bytes = rlim_t(text) {
+                var limit = rlimit(rlim_cur: bytes, rlim_max: bytes)
+                _ = setrlimit(Int32(RLIMIT_AS.rawValue), &limit)
+            }
             installInner(report: report, quarantine: environment[quarantineVariable] ?? "")
             return
         }
@@ -59,6 +65,24 @@ enum Supervisor {
                 if Supervisor.childPid > 0 { kill(Supervisor.childPid, s) }
             }
         }
+    }
+
+    /// The address-space limit (RLIMIT_AS) of a salvaging command (`supervised`; not `run` or
+    /// `sweep`, whose training memory `validate` estimates): 2 GiB + 8 × the size of the files
+    /// named on its command line, or `CONTINUALKIT_COMMAND_MEMORY` (`8G`, `512M`, bytes). libhdf5
+    /// allocates what a damaged length field says when it converts a variable-length string (a
+    /// byte-flip campaign saw `export` reach 4 GB resident on a 210 kB file, reading an attribute
+    /// the read-check child had read without harm); under the limit the allocation fails and the
+    /// run is reported damaged. Honest commands stay far below it: they read a file group by group.
+    static func commandMemoryLimit(_ arguments: [String]) -> Int? {
+        guard supervised.contains(arguments[1]) else { return nil }
+        if let text = ProcessInfo.processInfo.environment["CONTINUALKIT_COMMAND_MEMORY"],
+           let bytes = ResourceLimits.parseBytes(text), bytes >= 1, bytes < 9e18 {
+            return Int(bytes)
+        }
+        let files = arguments.dropFirst(2).reduce(0) { $0 + SweepWriter.size($1) }
+        let (product, overflow) = files.multipliedReportingOverflow(by: 8)
+        return overflow ? nil : (2 << 30) + product
     }
 
     static func installInner(report: String?, quarantine: String) {
@@ -108,6 +132,7 @@ enum Supervisor {
             environment[innerVariable] = "1"
             environment[reportVariable] = report.path
             environment[quarantineVariable] = quarantined.joined(separator: "\n")
+            if let limit = commandMemoryLimit(arguments) { environment[memoryVariable] = String(limit) }
             environment["SWIFT_BACKTRACE"] = "enable=no"
             child.environment = environment
             do { try child.run() } catch { return nil }

@@ -180,4 +180,23 @@ struct QuarantineTests {
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: work.path("")).filter { $0.contains(".tmp-") }
         #expect(leftovers.isEmpty, "\(leftovers)")
     }
+
+    /// A damaged length makes libhdf5 allocate gigabytes converting one string attribute; the
+    /// salvaging commands run under an address-space limit, so the read fails and the run is
+    /// damaged (measured: 39 MB resident instead of 3.4 GB for `inspect --verify`).
+    @Test("a string attribute whose damaged length asks libhdf5 for gigabytes costs its run, not the machine's memory")
+    func hugeVariableLengthAllocation() throws {
+        let work = TemporaryDirectory()
+        defer { work.cleanup() }
+        let path = work.path("big.h5")
+        try FileManager.default.copyItem(atPath: packageRoot.appendingPathComponent("Fuzz/findings/results-libhdf5-vlen-length-allocation.h5").path,
+                                         toPath: path)
+        let verify = try runCLI(["inspect", path, "--verify"])
+        #expect(verify.status == 2 && verify.stdout.contains("1 verified, 1 damaged"), "\(verify.stdout) \(verify.stderr)")
+        let export = try runCLI(["export", path, "--run", "naive", "--format", "onnx", "-o", work.path("m.onnx")])
+        #expect(export.status == 2 && export.stderr.contains("is damaged"), "\(export.stderr)")
+        let repair = try runCLI(["repair", path, "-o", work.path("r.h5")])
+        #expect(repair.status == 0, "\(repair.stderr)")
+        #expect(try runCLI(["inspect", work.path("r.h5"), "--verify"]).status == 0)
+    }
 }
