@@ -448,7 +448,9 @@ def federation_runs(path: str, summary: pd.DataFrame | None = None) -> pd.DataFr
                 # population's users) when present, else the mean of population/metrics
                 if name in r and pd.notna(r[name]):
                     return float(r[name])
-                return float(np.nanmean(pm[name][()])) if name in pm else np.nan
+                values = np.asarray(pm[name][()], dtype=float) if name in pm else np.array([])
+                # all NaN (no user had the measure): NaN, without numpy's empty-slice warning
+                return float(np.nanmean(values)) if np.isfinite(values).any() else np.nan
 
             share = _str(fg.attrs.get("share", ""))
             gfa = np.asarray(fg["global_final_accuracy"][()], dtype=float) if "global_final_accuracy" in fg else None

@@ -27,23 +27,7 @@ extension FederationConfig {
         }
         if aggregation == .bulyan { try c.encode(byzantine, forKey: .byzantine) }
         try c.encode(proximalMu, forKey: .proximalMu)
-        if personal == .ditto { try c.encode(dittoLambda, forKey: .dittoLambda) }
-        if personal == .fedrep { try c.encode(fedrepHeadEpochs, forKey: .fedrepHeadEpochs) }
-        if personal == .apfl {
-            try c.encode(apflAlpha, forKey: .apflAlpha)
-            try c.encodeIfPresent(apflAlphaLearningRate, forKey: .apflAlphaLearningRate)
-        }
-        if personal == .perFedAvg {
-            try c.encode(perFedAvgAlpha, forKey: .perFedAvgAlpha)
-            try c.encode(perFedAvgVariant, forKey: .perFedAvgVariant)
-            if perFedAvgVariant == .hessianFree { try c.encode(perFedAvgDelta, forKey: .perFedAvgDelta) }
-        }
-        if personal == .pfedme {
-            try c.encode(pfedmeLambda, forKey: .pfedmeLambda)
-            try c.encode(pfedmeInnerSteps, forKey: .pfedmeInnerSteps)
-            try c.encodeIfPresent(pfedmePersonalLearningRate, forKey: .pfedmePersonalLearningRate)
-            try c.encode(pfedmeBeta, forKey: .pfedmeBeta)
-        }
+        try encodePersonalOptions(into: &c)
         if aggregation == .qfedavg {
             try c.encode(qfedQ, forKey: .qfedQ)
             try c.encodeIfPresent(qfedLipschitz, forKey: .qfedLipschitz)
@@ -84,5 +68,26 @@ extension FederationConfig {
             try c.encode(serverDistillationTemperature, forKey: .serverDistillationTemperature)
         }
         // jobs does not change the numbers: not part of the resolved config (nor the run id).
+    }
+
+    /// The options of the personalised algorithm in `personal`, in their place in `encode`'s order.
+    private func encodePersonalOptions(into c: inout KeyedEncodingContainer<CodingKeys>) throws {
+        if personal == .ditto { try c.encode(dittoLambda, forKey: .dittoLambda) }
+        if personal == .fedrep { try c.encode(fedrepHeadEpochs, forKey: .fedrepHeadEpochs) }
+        if personal == .apfl {
+            try c.encode(apflAlpha, forKey: .apflAlpha)
+            try c.encodeIfPresent(apflAlphaLearningRate, forKey: .apflAlphaLearningRate)
+        }
+        if personal == .perFedAvg {
+            try c.encode(perFedAvgAlpha, forKey: .perFedAvgAlpha)
+            try c.encode(perFedAvgVariant, forKey: .perFedAvgVariant)
+            if perFedAvgVariant == .hessianFree { try c.encode(perFedAvgDelta, forKey: .perFedAvgDelta) }
+        }
+        if personal == .pfedme {
+            try c.encode(pfedmeLambda, forKey: .pfedmeLambda)
+            try c.encode(pfedmeInnerSteps, forKey: .pfedmeInnerSteps)
+            try c.encodeIfPresent(pfedmePersonalLearningRate, forKey: .pfedmePersonalLearningRate)
+            try c.encode(pfedmeBeta, forKey: .pfedmeBeta)
+        }
     }
 }

@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""The orderings the personalised-FL and client-drift papers report on label-skewed MNIST-like
+data, checked on a results file of Experiments/federated_mnist_pfl.json by the strict rule of
+continualkit.verdicts (Welch test at 0.05 over seeds): one markdown table per Dirichlet alpha.
+
+    python3 Experiments/tools/federated_orderings.py results/federated_mnist_pfl.h5
+
+Each row: the paper's claim (higher > lower, on personal or global ACC), our means ± std over
+seeds, the verdict and Welch p. Personal ACC: the model each phone predicts with, on its own test
+share; global ACC: the final global model on the same shares (docs/federated.md).
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+from continualkit.io import federation_runs   # noqa: E402
+from continualkit.verdicts import order        # noqa: E402
+
+PERSONALISED = ["ditto", "fedrep", "apfl", "per_fedavg_fo", "pfedme", "fedper", "fedavg_finetune"]
+# (higher, lower, measure, who reports it)
+CLAIMS = ([(m, "fedavg", "personal_acc", "pFL papers: personalised beats FedAvg's global model on skewed clients") for m in PERSONALISED]
+          + [(m, "local_only", "personal_acc", "pFL papers: personalised beats training alone") for m in PERSONALISED]
+          + [("scaffold", "fedavg", "global_acc", "SCAFFOLD (Karimireddy et al. 2020): corrects client drift"),
+             ("fedprox", "fedavg", "global_acc", "FedProx (Li et al. 2020): steadier under heterogeneity"),
+             ("fednova", "fedavg", "global_acc", "FedNova (Wang et al. 2020): normalised heterogeneous local steps")])
+
+
+def main(path):
+    runs = federation_runs(path)
+    alpha = "federation.partition.alpha"
+    for a in sorted(runs[alpha].unique()):
+        part = runs[runs[alpha] == a]
+        print(f"#### Dirichlet α = {a:g}\n")
+        print("| claim (higher > lower) | measure | higher | lower | verdict | p |")
+        print("|---|---|---|---|---|---|")
+        for hi, lo, measure, who in CLAIMS:
+            h = (part[part["variant"] == hi][measure] * 100).tolist()
+            l = (part[part["variant"] == lo][measure] * 100).tolist()
+            o = order(h, l)
+            fmt = lambda s: "—" if s["n"] == 0 else f"{s['mean']:.2f} ± {s['std']:.2f}"
+            p = "—" if o["p"] != o["p"] else f"{o['p']:.2g}"
+            print(f"| {hi} > {lo} | {measure.replace('_', ' ')} | {fmt(o['a'])} | {fmt(o['b'])} | {o['verdict']} | {p} |")
+        print()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
