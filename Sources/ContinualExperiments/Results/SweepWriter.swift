@@ -35,6 +35,12 @@ public final class SweepWriter: @unchecked Sendable {
     public static func journalPath(for path: String) -> String { path + ".journal" }
     public var journal: String { Self.journalPath(for: path) }
 
+    /// The address-space limit (bytes) in force while `--resume` reads the old file and its
+    /// journal (`rebuild`), given their size; nil (the library's default): none. The CLI sets it
+    /// (4 GiB + 8 × the size): libhdf5 allocates what a damaged variable-length length says, and a
+    /// byte-flip campaign saw a 210 kB file drive a command to gigabytes.
+    nonisolated(unsafe) public static var resumeAddressSpace: (@Sendable (_ fileBytes: Int) -> Int)? = nil
+
     /// Opens `path` for a sweep. `resume`: keep the complete runs already there (an existing file
     /// must be a sweep file with the same columns), including runs an interrupted process left in
     /// the journal; otherwise a new file replaces any old one (and any old journal).
@@ -51,8 +57,11 @@ public final class SweepWriter: @unchecked Sendable {
                 try Self.createEmpty(path, experiment: experiment, layout: layout, shard: shard)
             }
             let pending = Self.journalEntries(path)
-            let resumed = try HDF5Lock.withLock {
-                try Self.rebuild(path, pending: pending, experiment: experiment, layout: layout, shard: shard)
+            let bytes = Self.size(path) + pending.reduce(0) { $0 + Self.size($1) }
+            let resumed = try AddressSpaceLimit.during(Self.resumeAddressSpace?(bytes)) {
+                try HDF5Lock.withLock {
+                    try Self.rebuild(path, pending: pending, experiment: experiment, layout: layout, shard: shard)
+                }
             }
             // The results file now holds the journal's runs: the entries can go.
             for entry in resumed.absorbed { unlink(entry) }
