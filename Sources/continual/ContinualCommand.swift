@@ -20,10 +20,7 @@ struct ContinualCommand: ParsableCommand {
     /// Like `ParsableCommand.main()`, but usage errors exit with 2 (bad input), not 64.
     static func main() {
         ToolkitBuild.current = ToolkitBuild.stamped
-        SweepWriter.resumeAddressSpace = { bytes in
-            let (product, overflow) = bytes.multipliedReportingOverflow(by: 8)
-            return overflow ? Int.max : (4 << 30) + product
-        }
+        SweepWriter.resumeAddressSpace = { AddressSpaceLimit.forFiles($0, base: 4 << 30) }
         UntrustedRead.install()
         if let problem = ResultsKey.problem {
             FileHandle.standardError.write(Data("error: \(problem)\n".utf8))

@@ -30,10 +30,7 @@ struct ReadCheckCommand: ParsableCommand {
     func run() throws {
         // The caller's memory limit for this read (UntrustedRead.memoryLimit): an allocation past
         // it fails here, in the child, and the caller reports the file.
-        if let text = ProcessInfo.processInfo.environment[UntrustedRead.memoryVariable], let bytes = rlim_t(text) {
-            var limit = rlimit(rlim_cur: bytes, rlim_max: bytes)
-            _ = setrlimit(Int32(RLIMIT_AS.rawValue), &limit)
-        }
+        AddressSpaceLimit.impose(ProcessInfo.processInfo.environment[UntrustedRead.memoryVariable])
         let skipping = Set((ProcessInfo.processInfo.environment[Self.skipVariable] ?? "").split(separator: "\n").map(String.init))
         for path in files { Self.read(path, skipping: skipping) }
     }

@@ -39,10 +39,7 @@ enum Supervisor {
             // are not the command's (its lines, written over the command's, once blamed a crash
             // on the wrong group).
             let report = environment[UntrustedRead.childVariable] == nil ? environment[reportVariable] : nil
-            if report != nil, let text = environment[memoryVariable], let bytes = rlim_t(text) {
-                var limit = rlimit(rlim_cur: bytes, rlim_max: bytes)
-                _ = setrlimit(Int32(RLIMIT_AS.rawValue), &limit)
-            }
+            if report != nil { AddressSpaceLimit.impose(environment[memoryVariable]) }
             installInner(report: report, quarantine: environment[quarantineVariable] ?? "")
             return
         }
@@ -76,13 +73,8 @@ enum Supervisor {
     /// run is reported damaged. Honest commands stay far below it: they read a file group by group.
     static func commandMemoryLimit(_ arguments: [String]) -> Int? {
         guard supervised.contains(arguments[1]) else { return nil }
-        if let text = ProcessInfo.processInfo.environment["CONTINUALKIT_COMMAND_MEMORY"],
-           let bytes = ResourceLimits.parseBytes(text), bytes >= 1, bytes < 9e18 {
-            return Int(bytes)
-        }
         let files = arguments.dropFirst(2).reduce(0) { $0 + SweepWriter.size($1) }
-        let (product, overflow) = files.multipliedReportingOverflow(by: 8)
-        return overflow ? nil : (2 << 30) + product
+        return AddressSpaceLimit.forFiles(files, base: 2 << 30, override: "CONTINUALKIT_COMMAND_MEMORY")
     }
 
     static func installInner(report: String?, quarantine: String) {

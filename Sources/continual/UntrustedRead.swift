@@ -48,12 +48,7 @@ enum UntrustedRead {
     /// margin passes any honest file, while a few-megabyte file that inflates to gigabytes (a
     /// "gzip bomb") fails in the child instead of driving the machine into swap.
     static func memoryLimit(fileSize size: Int) -> Int {
-        if let text = ProcessInfo.processInfo.environment["CONTINUALKIT_READ_MEMORY"],
-           let bytes = ResourceLimits.parseBytes(text), bytes >= 1, bytes < 9e18 {
-            return Int(bytes)
-        }
-        let (product, overflow) = size.multipliedReportingOverflow(by: 8)
-        return overflow ? Int.max : (1 << 30) + product
+        AddressSpaceLimit.forFiles(size, base: 1 << 30, override: "CONTINUALKIT_READ_MEMORY")
     }
 
     /// The child's variable carrying `memoryLimit` (bytes).

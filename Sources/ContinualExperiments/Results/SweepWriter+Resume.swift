@@ -91,12 +91,7 @@ extension SweepWriter {
         var runs = try file.root.requireGroup("runs")
         var rows: [[HDF5Value]] = []
         for (k, id) in ids.enumerated() {
-            if k > 0 && k % absorbBatch == 0 {
-                try file.flush()
-                try file.close()
-                file = try HDF5File.open(path: file.path, mode: .readWrite, trusted: true)
-                runs = try file.root.requireGroup("runs")
-            }
+            if k > 0 && k % absorbBatch == 0 { runs = try reopen(&file) }
             try source.copy(id, to: runs)
             rows += try renumbered(try runs.openGroup(id), to: expected[id]!)
         }

@@ -118,6 +118,15 @@ public final class SweepWriter: @unchecked Sendable {
     /// session peak at 22.6 MB, with a reopen after each copy at 2.9 MB).
     static let absorbBatch = 4
 
+    /// Closes `file` (freeing what libhdf5 keeps per copied object, see `absorbBatch`), opens it
+    /// again and returns its `/runs`.
+    static func reopen(_ file: inout HDF5File) throws -> HDF5Group {
+        try file.flush()
+        try file.close()
+        file = try HDF5File.open(path: file.path, mode: .readWrite, trusted: true)
+        return try file.root.requireGroup("runs")
+    }
+
     /// Copies the runs of journal `entries` into `/runs` of `file` (runs already there and complete
     /// are kept as they are: a fold cut short after its rename), closing and reopening `file` every
     /// `absorbBatch` entries. `appendRows`: append their summary rows to `/summary`. An entry that
@@ -129,12 +138,7 @@ public final class SweepWriter: @unchecked Sendable {
         var rows: [[HDF5Value]] = [], absorbed: [String] = [], added: [String] = []
         var damaged: [(id: String, reason: String)] = []
         for (k, entry) in entries.enumerated() {
-            if k > 0 && k % absorbBatch == 0 {
-                try file.flush()
-                try file.close()
-                file = try HDF5File.open(path: file.path, mode: .readWrite, trusted: true)
-                runs = try file.root.requireGroup("runs")
-            }
+            if k > 0 && k % absorbBatch == 0 { runs = try reopen(&file) }
             let id = ((entry as NSString).lastPathComponent as NSString).deletingPathExtension
             do {
                 let journalFile = try HDF5File.open(path: entry, mode: .readOnly, trusted: true)
