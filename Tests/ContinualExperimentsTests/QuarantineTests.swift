@@ -183,7 +183,8 @@ struct QuarantineTests {
 
     /// A damaged length makes libhdf5 allocate gigabytes converting one string attribute; the
     /// salvaging commands run under an address-space limit, so the read fails and the run is
-    /// damaged (measured: 39 MB resident instead of 3.4 GB for `inspect --verify`).
+    /// damaged (measured for `inspect --verify`: peak resident 39 MB – 1.4 GB with the limit, 0.5–4.2 GB
+    /// without; how far libhdf5 gets before the failing allocation varies from run to run).
     @Test("a string attribute whose damaged length asks libhdf5 for gigabytes costs its run, not the machine's memory")
     func hugeVariableLengthAllocation() throws {
         let work = TemporaryDirectory()
