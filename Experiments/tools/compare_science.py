@@ -131,11 +131,18 @@ def config_changes(ga, gb):
 IDENTITY = ("run_id", "config_json")
 
 
+#: Kernel paths that compute the same chains with the same roundings as another path, so their
+#: files must be bit-identical: avx512-fma is avx2-fma's arithmetic on 16-float vectors.
+SAME_ARITHMETIC = {"avx512-fma": "avx2-fma"}
+
+
 def numerics(f):
-    """(numerics_version, kernel_path) of an open results file; version 1 before they were recorded."""
+    """(numerics_version, kernel path's arithmetic) of an open results file; version 1 before they
+    were recorded. Paths of one arithmetic (SAME_ARITHMETIC) count as one."""
     v = f.attrs.get("numerics_version", 1)
     k = f.attrs.get("kernel_path", "swift-simd8")
-    return int(v), k.decode() if isinstance(k, bytes) else str(k)
+    k = k.decode() if isinstance(k, bytes) else str(k)
+    return int(v), SAME_ARITHMETIC.get(k, k)
 
 
 def difference_size(a, b):

@@ -125,6 +125,10 @@ KINL void KFN(ttile)(const int NC, long P, const float *A, long aps, const float
         }                                                                                  \
     } while (0)
 
+#ifdef CK_WIDE_TILE
+#include "WideTile.h"
+#endif
+
 /// C[i, j] for i < M, j in [j0, j1): chains over p < P of A(i, p)·B[p, j], unpacked, stored
 /// through the epilogue `ep` (mask matrix `em`, row stride `ldm`, indexed like C).
 /// `colsum` (when not null): colsum[j] += Σ_p B[p, j] for the columns of whole 8-column strips
@@ -150,6 +154,14 @@ static KATTR __attribute__((noinline)) void KFN(gemm_direct_ep)(long M, long j0,
             i0 = sr;
         }
 #define KCALL(R, i) KFN(tile)((R), 2, P, A + (i) * ars, ars, aps, B + j, ldb, C + (i) * ldc + j, ldc, init ? init + j : 0, ep, KEM(i, j), ldm, 0)
+#ifdef CK_WIDE_TILE
+        if (ep == CK_EP_NONE && i0 == 0 && M >= KPR) {  // 16-float tiles (WideTile.h)
+#define KZCALL(R, i) KDTILE((R), P, A + (i) * ars, ars, aps, B + j, ldb, C + (i) * ldc + j, ldc, init ? init + j : 0)
+            KPROWS(M, KZCALL);
+#undef KZCALL
+            continue;
+        }
+#endif
         if (four) KROWS_FROM(i0, 4, KCALL);
         else KROWS_FROM(i0, KMR, KCALL);
 #undef KCALL
@@ -215,92 +227,7 @@ static KATTR void KFN(gemm_direct)(long M, long j0, long j1, long P, const float
     KFN(gemm_direct_ep)(M, j0, j1, P, A, ars, aps, B, ldb, C, ldc, init, CK_EP_NONE, 0, 0, 0);
 }
 
-/// A's rows [ic, ic + mn) × steps [pc, pc + pn) in panels of KMR rows: a(ic + q·KMR + r, pc + p)
-/// at apack[q·KMR·pn + p·KMR + r], so a tile reads its rows' values at one address per step.
-KINL void KFN(pack_a)(float *apack, const float *A, long ars, long aps, long ic, long mn, long pc, long pn) {
-    for (long q = 0; q * KMR < mn; q++) {
-        long rn = mn - q * KMR < KMR ? mn - q * KMR : KMR;
-        float *dst = apack + q * KMR * pn;
-        const float *src = A + (ic + q * KMR) * ars + pc * aps;
-        for (long p = 0; p < pn; p++)
-            for (long r = 0; r < rn; r++) dst[p * KMR + r] = src[r * ars + p * aps];
-    }
-}
-
-/// B's rows [pc, pc + pn) × columns [j, j + 16), contiguous 16 floats per row.
-KINL void KFN(pack_b)(float *pack, const float *B, long ldb, long pc, long pn, long j) {
-    for (long p = 0; p < pn; p++) {
-        const float *src = B + (pc + p) * ldb + j;
-        CK_ST(pack + p * 16, CK_LD(src));
-        CK_ST(pack + p * 16 + 8, CK_LD(src + 8));
-    }
-}
-
-/// C[0..<mn, 0..<16] += the packed A block × a packed 16-column B strip (pn steps), tile by
-/// tile; `start` (when not null) replaces C's values as the chains' start.
-KINL void KFN(packed_block)(const float *apack, const float *pack, long M, long pn, float *C, long ldc,
-                            const float *start) {
-#define KCALL(R, i) KFN(tile)((R), 2, pn, apack + ((i) / KMR) * KMR * pn, 1, KMR, pack, 16, C + (i) * ldc, ldc, start, CK_EP_NONE, 0, 0, 0)
-    KROWS(KMR, KCALL);
-#undef KCALL
-}
-
-#ifndef CK_PB
-#define CK_PB 256   /* steps of p per block */
-#define CK_MC 120   /* rows of A per packed block (a multiple of every KMR) */
-/* A is packed when its rows are 4 kB apart or more (they then fall into the same L1 sets) or
-   when a block of it (CK_PACK_A_ROWS × CK_PB floats, 1 MB) would not stay in L2 while every
-   strip of B reads it; otherwise packing measured up to 3 % slower (512 rows at 512 or 256 wide). */
-#define CK_PACK_A_STRIDE 1024
-#define CK_PACK_A_ROWS 1024
-#endif
-
-/// The same chains with the operands packed. B a 16-column × CK_PB-row block at a time (16 kB,
-/// contiguous: wide row strides would map a strip's rows onto a few cache sets). When A's rows
-/// are CK_PACK_A_STRIDE floats apart or more, or it has CK_PACK_A_ROWS rows or more, A too: for
-/// each block of CK_PB steps of p, up to CK_MC rows at a time (`pack_a`, ≤ 120 kB: below
-/// glibc's mmap threshold, so malloc reuses it), reused by every 16-column strip of B, whose
-/// pack is reused by every panel (W = 1024, batch 512, one thread: forward 39.8 → 41.3, weight
-/// gradient 35.3 → 40.1 GFLOP/s; docs/benchmarks.md). Each C element is still one chain over p
-/// in order, resumed from memory at each block of p, so the result is `gemm_direct`'s bit for
-/// bit. Narrow B or few rows: `gemm_direct` (B in place).
-static KATTR __attribute__((noinline)) void KFN(gemm)(long M, long j0, long j1, long P,
-        const float *A, long ars, long aps, const float *B, long ldb, float *C, long ldc, const float *init) {
-    if (ldb <= 64 || M < 8 || P == 0) { KFN(gemm_direct)(M, j0, j1, P, A, ars, aps, B, ldb, C, ldc, init); return; }
-    float pack[CK_PB * 16] __attribute__((aligned(64)));
-    float *apack = 0;
-    if (j1 - j0 < 16 || (ars < CK_PACK_A_STRIDE && M < CK_PACK_A_ROWS)
-        || !(apack = (float *)malloc(sizeof(float) * CK_MC * CK_PB))) {
-        // B only, A read in place.
-        long j = j0;
-        for (; j + 16 <= j1; j += 16) {
-            for (long pc = 0; pc < P; pc += CK_PB) {
-                long pn = P - pc < CK_PB ? P - pc : CK_PB;
-                KFN(pack_b)(pack, B, ldb, pc, pn, j);
-                const float *Ap = A + pc * aps;
-#define KCALL(R, i) KFN(tile)((R), 2, pn, Ap + (i) * ars, ars, aps, pack, 16, C + (i) * ldc + j, ldc, (pc == 0 && init) ? init + j : 0, CK_EP_NONE, 0, 0, 0)
-                KROWS(KMR, KCALL);
-#undef KCALL
-            }
-        }
-        if (j < j1) KFN(gemm_direct)(M, j, j1, P, A, ars, aps, B, ldb, C, ldc, init);
-        return;
-    }
-    long jend = j0 + (j1 - j0) / 16 * 16;
-    for (long pc = 0; pc < P; pc += CK_PB) {
-        long pn = P - pc < CK_PB ? P - pc : CK_PB;
-        for (long ic = 0; ic < M; ic += CK_MC) {
-            long mn = M - ic < CK_MC ? M - ic : CK_MC;
-            KFN(pack_a)(apack, A, ars, aps, ic, mn, pc, pn);
-            for (long j = j0; j < jend; j += 16) {
-                KFN(pack_b)(pack, B, ldb, pc, pn, j);
-                KFN(packed_block)(apack, pack, mn, pn, C + ic * ldc + j, ldc, (pc == 0 && init) ? init + j : 0);
-            }
-        }
-    }
-    free(apack);
-    if (jend < j1) KFN(gemm_direct)(M, jend, j1, P, A, ars, aps, B, ldb, C, ldc, init);
-}
+#include "PackedBody.h"
 
 static KATTR void KFN(forward)(const float *x, const float *w, const float *b, float *y,
                                long batch, long inputs, long outputs, long j0, long j1) {

@@ -9,6 +9,10 @@
 typedef float v8 __attribute__((ext_vector_type(8)));
 typedef int v8i __attribute__((ext_vector_type(8)));
 
+/// Whether the packed products copy A (`rows` rows `row_stride` floats apart) into panels: only
+/// where the core's L2 (read once, sysconf) is under 1 MiB — see CK_PACK_A_STRIDE in PackedBody.h.
+static int ck_pack_a_wanted(long row_stride, long rows);
+
 // ---- generic path: every CPU, no fused multiply-add ----
 #define KATTR
 #define KFN(name) name##_generic
@@ -39,71 +43,42 @@ typedef int v8i __attribute__((ext_vector_type(8)));
 #define MADDV(a, b, acc) __builtin_elementwise_fma((a), (b), (acc))
 #define MADDS(a, b, acc) __builtin_fmaf((a), (b), (acc))
 #include "KernelBody.h"
+#undef KATTR
+#undef KFN
 #endif
 
+// ---- AVX-512 path on x86-64 (a clone chosen at run time): the fused path's chains, with the
+// packed products on 16-float vectors (WideTile.h) and 32 vector registers; the same bits ----
 #if defined(__x86_64__)
-#include <cpuid.h>
-static int cpu_has_fused(void) {
-    unsigned a, b, c, d;
-    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
-    // FMA (ECX 12), OSXSAVE (27), AVX (28); the OS must save the YMM state (XCR0 bits 1, 2).
-    if (!((c >> 12) & 1) || !((c >> 27) & 1) || !((c >> 28) & 1)) return 0;
-    unsigned lo, hi;
-    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-    if ((lo & 6u) != 6u) return 0;
-    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
-    return (b >> 5) & 1;  // AVX2
-}
-#elif defined(__aarch64__)
-static int cpu_has_fused(void) { return 1; }  // FMA is part of baseline AArch64 NEON
-#else
-static int cpu_has_fused(void) { return 0; }
+#define CK_HAVE_AVX512 1
+#define KATTR __attribute__((target("avx512f,avx512vl,avx2,fma")))
+#define KFN(name) name##_avx512
+#define CK_WIDE_TILE 1
+#include "KernelBody.h"
+#undef CK_WIDE_TILE
 #endif
 
-static int current_path = -2;  // -2: not chosen yet
+// The path in use and the CPU checks behind it: Paths.c.
 
-static int fastest(void) {
-#ifdef CK_FUSED_PATH
-    if (cpu_has_fused()) return CK_FUSED_PATH;
+#include <unistd.h>
+#define CK_PACK_A_STRIDE 1024
+#define CK_PACK_A_ROWS 1024
+static int pack_a_mode = -1;
+void ck_set_pack_a(int mode) { __atomic_store_n(&pack_a_mode, mode < 0 ? -1 : mode > 0, __ATOMIC_RELAXED); }
+static int ck_pack_a_wanted(long row_stride, long rows) {
+    int mode = __atomic_load_n(&pack_a_mode, __ATOMIC_RELAXED);
+    if (mode >= 0) return mode;
+    static long l2 = -1;
+    long size = __atomic_load_n(&l2, __ATOMIC_RELAXED);
+    if (size < 0) {
+#ifdef _SC_LEVEL2_CACHE_SIZE
+        size = sysconf(_SC_LEVEL2_CACHE_SIZE);
 #endif
-    return CK_PATH_GENERIC;
-}
-
-int ck_fastest_path(void) { return fastest(); }
-
-static _Thread_local int thread_path = CK_PATH_AUTO;
-// Threads whose own path is set: while none is, ck_path (called per product) skips the
-// thread-local read, which costs a __tls_get_addr call in position-independent code.
-static int thread_paths_set = 0;
-
-void ck_set_thread_path(int path) {
-    int p = (path == CK_PATH_GENERIC || (path >= 0 && path == fastest())) ? path : CK_PATH_AUTO;
-    if ((thread_path >= 0) != (p >= 0)) __atomic_add_fetch(&thread_paths_set, p >= 0 ? 1 : -1, __ATOMIC_SEQ_CST);
-    thread_path = p;
-}
-
-int ck_path(void) {
-    if (__atomic_load_n(&thread_paths_set, __ATOMIC_RELAXED) > 0 && thread_path >= 0) return thread_path;
-    int p = __atomic_load_n(&current_path, __ATOMIC_ACQUIRE);
-    if (p >= 0) return p;
-    const char *env = getenv("CONTINUAL_KERNELS");
-    p = (env && strcmp(env, "generic") == 0) ? CK_PATH_GENERIC : fastest();
-    __atomic_store_n(&current_path, p, __ATOMIC_RELEASE);
-    return p;
-}
-
-const char *ck_path_name(int path) {
-    switch (path) {
-    case CK_PATH_AVX2_FMA: return "avx2-fma";
-    case CK_PATH_NEON_FMA: return "neon-fma";
-    default: return "generic";
+        if (size <= 0) size = 0;  // unknown: as a small L2
+        __atomic_store_n(&l2, size, __ATOMIC_RELAXED);
     }
-}
-
-int ck_set_path(int path) {
-    int p = path == CK_PATH_AUTO ? fastest() : path;
-    if (p == CK_PATH_GENERIC || (p == fastest())) __atomic_store_n(&current_path, p, __ATOMIC_RELEASE);
-    return ck_path();
+    if (size >= 1L << 20) return 0;
+    return row_stride >= CK_PACK_A_STRIDE || rows >= CK_PACK_A_ROWS;
 }
 
 static int thread_count = 1;
@@ -127,7 +102,14 @@ int ck_threads_used(void) { return threads_used; }
 void ck_reset_threads_used(void) { threads_used = 1; }
 static void note_threads_used(int t) { if (t > threads_used) threads_used = t; }
 
-#ifdef CK_FUSED_PATH
+#if defined(CK_HAVE_AVX512)
+#define CK_DISPATCH(path, name, ...)                                                     \
+    do {                                                                                 \
+        if ((path) == CK_PATH_GENERIC) name##_generic(__VA_ARGS__);                      \
+        else if ((path) == CK_PATH_AVX512_FMA) name##_avx512(__VA_ARGS__);              \
+        else name##_fused(__VA_ARGS__);                                                  \
+    } while (0)
+#elif defined(CK_FUSED_PATH)
 #define CK_DISPATCH(path, name, ...) \
     do { if ((path) == CK_PATH_GENERIC) name##_generic(__VA_ARGS__); else name##_fused(__VA_ARGS__); } while (0)
 #else

@@ -12,26 +12,50 @@ public enum Kernels {
     ///
     /// 2: one multiply-add chain per output element over the reduction index in increasing order,
     ///    starting from the bias (forward), zero (input gradient) or the gradient so far (weight
-    ///    and bias gradients); fused multiply-adds on the "avx2-fma"/"neon-fma" paths.
+    ///    and bias gradients); fused multiply-adds on the "avx2-fma", "avx512-fma" and "neon-fma"
+    ///    paths (avx512-fma: avx2-fma's chains on 16-float vectors, the same bits).
     /// 1: the pure-Swift `SIMD8` kernels before it (weight gradients summed over the batch first,
     ///    input gradients as eight-lane partial sums reduced horizontally, never fused).
     public static let numericsVersion = 2
 
-    /// The kernel path in use: "avx2-fma" (x86-64 with AVX2 and FMA), "neon-fma" (arm64) or
-    /// "generic" (any CPU; also when the environment variable `CONTINUAL_KERNELS=generic`).
+    /// The kernel path in use: "avx512-fma" (x86-64 with AVX-512F and AVX-512VL), "avx2-fma"
+    /// (x86-64 with AVX2 and FMA), "neon-fma" (arm64) or "generic" (any CPU; also when the
+    /// environment variable `CONTINUAL_KERNELS=generic`). "avx512-fma" computes avx2-fma's chains
+    /// with 16-float vectors, so the two give the same bits (`KernelPathTests`).
     public static var path: String { String(cString: ck_path_name(ck_path())) }
+
+    /// Every path name the kernels know, whether or not this CPU can run it.
+    public static let allPaths = ["generic", "avx2-fma", "neon-fma", "avx512-fma"]
 
     /// Paths this machine can run, fastest last ("generic" always first).
     public static var availablePaths: [String] {
-        let fastest = ck_fastest_path()
-        return fastest == Int32(CK_PATH_GENERIC) ? ["generic"] : ["generic", String(cString: ck_path_name(fastest))]
+        let supported = allPaths.filter { ck_path_supported(ck_path_named($0)) != 0 }
+        let fastest = String(cString: ck_path_name(ck_fastest_path()))
+        return supported.filter { $0 != fastest } + [fastest]
     }
 
-    /// Selects a kernel path by name ("generic" or "fastest"); for tests and benchmarks that
-    /// compare paths on one machine. Set it only while no kernel runs. Returns the path now in use.
+    /// Why this machine cannot run a path ("CPU lacks avx512f and avx512vl", …), or nil when it can.
+    public static func unavailableReason(for name: String) -> String? {
+        if availablePaths.contains(name) { return nil }
+        switch name {
+        case "avx512-fma": return "CPU lacks avx512f and avx512vl"
+        case "avx2-fma": return "CPU lacks avx2 and fma (or is not x86-64)"
+        case "neon-fma": return "not an arm64 CPU"
+        default: return "no kernel path is named \(name)"
+        }
+    }
+
+    /// The C path number of a name: "fastest" for the fastest this CPU runs, or a path name.
+    static func pathNumber(_ name: String) -> Int32 {
+        name == "fastest" ? ck_fastest_path() : ck_path_named(name)
+    }
+
+    /// Selects a kernel path by name ("generic", "fastest" or a name in `availablePaths`); for
+    /// tests and benchmarks that compare paths on one machine. A path this CPU cannot run is
+    /// refused (the path stays). Set it only while no kernel runs. Returns the path now in use.
     @discardableResult
     public static func select(_ name: String) -> String {
-        _ = ck_set_path(name == "generic" ? Int32(CK_PATH_GENERIC) : Int32(CK_PATH_AUTO))
+        _ = ck_set_path(name == "fastest" ? Int32(CK_PATH_AUTO) : pathNumber(name))
         return path
     }
 
@@ -53,11 +77,11 @@ public enum Kernels {
 }
 
 extension Kernels {
-    /// Runs `body` with the kernel path `name` ("generic" or "fastest") on the calling thread
-    /// only (products it starts on helper threads use the same path); other threads keep theirs.
-    /// For tests that check every path on one machine.
+    /// Runs `body` with the kernel path `name` ("generic", "fastest" or a name in
+    /// `availablePaths`) on the calling thread only (products it starts on helper threads use the
+    /// same path); other threads keep theirs. For tests that check every path on one machine.
     public static func withPath<R>(_ name: String, _ body: () throws -> R) rethrows -> R {
-        ck_set_thread_path(name == "generic" ? Int32(CK_PATH_GENERIC) : ck_fastest_path())
+        ck_set_thread_path(pathNumber(name))
         defer { ck_set_thread_path(Int32(CK_PATH_AUTO)) }
         return try body()
     }
@@ -83,4 +107,13 @@ extension Kernels {
     /// Runs `rounds` rounds of twelve independent 8-lane multiply-add chains in registers and
     /// returns the floating-point operations done: timed, the core's vector arithmetic peak.
     public static func fmaPeakRounds(_ rounds: Int) -> Int { ck_fma_peak_rounds(rounds) }
+
+    /// Runs `body` with the packed products copying their left operand always (`true`) or never
+    /// (`false`), instead of the choice measured for this CPU's L2 size, process-wide. The bits
+    /// do not depend on it: tests run both code paths on any machine with it.
+    static func withPackedLeftOperand<R>(_ packed: Bool, _ body: () throws -> R) rethrows -> R {
+        ck_set_pack_a(packed ? 1 : 0)
+        defer { ck_set_pack_a(-1) }
+        return try body()
+    }
 }

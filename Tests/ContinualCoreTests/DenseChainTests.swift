@@ -84,7 +84,7 @@ import Testing
         return Pass(activations: acts, gradient: grad.map(\.bitPattern), inputGradient: dx.map(\.bitPattern))
     }
 
-    @Test(arguments: ["generic", "fastest"])
+    @Test(arguments: Kernels.availablePaths)
     func denseChainMatchesTheLayerByLayerPath(_ path: String) {
         Kernels.withPath(path) {
             for (c, spec) in Self.cases.enumerated() {

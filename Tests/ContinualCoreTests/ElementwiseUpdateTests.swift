@@ -64,7 +64,7 @@ import Testing
         .adam(learningRate: 1e-3), .adam(learningRate: 1e-2, weightDecay: 1e-4), .adamw(learningRate: 1e-3),
     ]
 
-    @Test(arguments: ["generic", "fastest"])
+    @Test(arguments: Kernels.availablePaths)
     func optimizerStepsKeepTheScalarBits(_ path: String) {
         Kernels.withPath(path) {
             let n = 1003  // 125 vectors of 8 and a tail of 3
@@ -89,7 +89,7 @@ import Testing
         }
     }
 
-    @Test(arguments: ["generic", "fastest"])
+    @Test(arguments: Kernels.availablePaths)
     func fisherAccumulationAndPenaltyKeepTheScalarBits(_ path: String) {
         Kernels.withPath(path) {
             for n in [1, 7, 8, 9, 1003] {

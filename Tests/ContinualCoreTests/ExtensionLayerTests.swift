@@ -51,7 +51,7 @@ import Testing
         return model
     }
 
-    @Test(arguments: ["generic", "fastest"])
+    @Test(arguments: Kernels.availablePaths)
     func denseGradientMatchesFiniteDifferences(_ path: String) {
         let spec = MLPSpec(inputs: 5, hidden: [6, 4], activation: .tanh, head: .multiclass(classes: 3))
         let check = Kernels.withPath(path) { Self.gradientCheck(Self.randomized(spec), route: 0) }

@@ -26,7 +26,7 @@ import Testing
     ]
 
     /// On every kernel path this machine has ("generic" and the fastest, e.g. "avx2-fma").
-    @Test(arguments: cases, ["generic", "fastest"])
+    @Test(arguments: cases, Kernels.availablePaths)
     func analyticGradientMatchesFiniteDifferences(_ c: Case, _ path: String) {
         Kernels.withPath(path) { check(c) }
     }

@@ -14,8 +14,11 @@ import Testing
         // batch ≤ 4: the input gradient transposes w 8 × 8 in registers (row and column tails too)
         (1, 40, 9), (2, 19, 21), (4, 24, 17), (1, 16, 8), (4, 9, 130),
         // A packed too (rows ≥ 1024 floats apart in the forward, ≥ 1024 rows of xᵀ in the weight
-        // gradient): several blocks of 120 rows and of 256 steps, each with a tail, a column tail
+        // gradient, on a CPU with under 1 MiB of L2; `packingDoesNotChangeABit` forces both):
+        // several blocks of 120 rows and of 256 steps, each with a tail, a column tail
         (13, 1030, 70),
+        // avx512-fma: 32- and 16-column strips of 16-float tiles, 6-row tiles and 4/2/1-row tails
+        (45, 100, 200), (17, 66, 50),
     ]
 
     struct Products {
@@ -38,17 +41,34 @@ import Testing
         return Products(y: y, dw: dw, db: db, dx: dx)
     }
 
-    static var paths: [String] { Kernels.availablePaths }
-
-    @Test func theFastestPathIsChosenUnlessGenericIsForced() {
-        #expect(["generic", "avx2-fma", "neon-fma"].contains(Kernels.path))
-        #expect(Kernels.withPath("generic") { Kernels.path } == "generic")
-        #expect(Kernels.withPath("fastest") { Kernels.path } == Kernels.availablePaths.last)
+    /// Runs `body` on `path` when this CPU can, else prints why not (the test then checks nothing
+    /// for that path: "skipped: CPU lacks avx512f and avx512vl").
+    static func on(_ path: String, _ body: () -> Void) {
+        if let reason = Kernels.unavailableReason(for: path) {
+            print("KernelPathTests \(path): skipped: \(reason)")
+            return
+        }
+        Kernels.withPath(path) {
+            #expect(Kernels.path == path)
+            body()
+        }
     }
 
-    @Test(arguments: ["generic", "fastest"])
+    @Test func theFastestPathIsChosenUnlessGenericIsForced() {
+        #expect(Kernels.allPaths.contains(Kernels.path))
+        #expect(Kernels.withPath("generic") { Kernels.path } == "generic")
+        #expect(Kernels.withPath("fastest") { Kernels.path } == Kernels.availablePaths.last)
+        #expect(Kernels.availablePaths.first == "generic")
+        // The CPU's flags decide: avx512f and avx512vl give avx512-fma, avx2 and fma avx2-fma.
+        if let flags = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8) {
+            let words = Set(flags.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" }).map(String.init))
+            #expect(Kernels.availablePaths.contains("avx512-fma") == (words.contains("avx512f") && words.contains("avx512vl")))
+        }
+    }
+
+    @Test(arguments: Kernels.allPaths)
     func everyProductMatchesAFloat64Reference(_ path: String) {
-        Kernels.withPath(path) {
+        Self.on(path) {
             for (b, n, m) in Self.shapes {
                 let (x, w, bias, dz, dw0) = Self.inputs(b, n, m, seed: 1)
                 let p = Self.products(b, n, m)
@@ -84,9 +104,9 @@ import Testing
 
     /// Each element is one chain in a fixed order: the bits equal those of a plain scalar loop
     /// with the path's multiply-add, whatever tile computed the element.
-    @Test(arguments: ["generic", "fastest"])
+    @Test(arguments: Kernels.allPaths)
     func everyElementIsOneChainInIncreasingOrder(_ path: String) {
-        Kernels.withPath(path) {
+        Self.on(path) {
             let fused = Kernels.path != "generic"
             func madd(_ a: Float, _ b: Float, _ c: Float) -> Float { fused ? c.addingProduct(a, b) : c + a * b }
             for (b, n, m) in Self.shapes {
@@ -115,9 +135,9 @@ import Testing
         }
     }
 
-    @Test(arguments: ["generic", "fastest"])
+    @Test(arguments: Kernels.allPaths)
     func bitsDoNotDependOnTheThreadCount(_ path: String) {
-        Kernels.withPath(path) {
+        Self.on(path) {
             let before = Kernels.threads
             defer { Kernels.threads = before }
             // 2^20 multiply-adds and more are split over threads; 100 outputs leave a ragged strip.
@@ -133,6 +153,38 @@ import Testing
                     #expect(one.dx.map(\.bitPattern) == many.dx.map(\.bitPattern), "\(path) dx, \(t) threads")
                 }
             }
+        }
+    }
+
+    /// Packing the left operand (chosen by the L2 size) changes which code reads it, never a bit:
+    /// both ways on every path, at shapes with several packed blocks, tails and 4 kB row strides.
+    @Test(arguments: Kernels.allPaths)
+    func packingDoesNotChangeABit(_ path: String) {
+        Self.on(path) {
+            for (b, n, m) in [(13, 1030, 70), (130, 1024, 300), (256, 300, 1030)] {
+                let packed = Kernels.withPackedLeftOperand(true) { Self.products(b, n, m, seed: 4) }
+                let inPlace = Kernels.withPackedLeftOperand(false) { Self.products(b, n, m, seed: 4) }
+                #expect(packed.y.map(\.bitPattern) == inPlace.y.map(\.bitPattern), "\(path) y \(b)×\(n)→\(m)")
+                #expect(packed.dw.map(\.bitPattern) == inPlace.dw.map(\.bitPattern), "\(path) dw \(b)×\(n)→\(m)")
+                #expect(packed.db.map(\.bitPattern) == inPlace.db.map(\.bitPattern), "\(path) db \(b)×\(n)→\(m)")
+                #expect(packed.dx.map(\.bitPattern) == inPlace.dx.map(\.bitPattern), "\(path) dx \(b)×\(n)→\(m)")
+            }
+        }
+    }
+
+    /// avx512-fma runs avx2-fma's chains on 16-float vectors: the same bits, product by product.
+    @Test func avx512GivesTheBitsOfAVX2() {
+        if let reason = Kernels.unavailableReason(for: "avx512-fma") {
+            print("KernelPathTests avx512GivesTheBitsOfAVX2: skipped: \(reason)")
+            return
+        }
+        for (b, n, m) in Self.shapes + [(512, 256, 256), (100, 333, 257)] {
+            let wide = Kernels.withPath("avx512-fma") { Self.products(b, n, m, seed: 5) }
+            let narrow = Kernels.withPath("avx2-fma") { Self.products(b, n, m, seed: 5) }
+            #expect(wide.y.map(\.bitPattern) == narrow.y.map(\.bitPattern), "y \(b)×\(n)→\(m)")
+            #expect(wide.dw.map(\.bitPattern) == narrow.dw.map(\.bitPattern), "dw \(b)×\(n)→\(m)")
+            #expect(wide.db.map(\.bitPattern) == narrow.db.map(\.bitPattern), "db \(b)×\(n)→\(m)")
+            #expect(wide.dx.map(\.bitPattern) == narrow.dx.map(\.bitPattern), "dx \(b)×\(n)→\(m)")
         }
     }
 }

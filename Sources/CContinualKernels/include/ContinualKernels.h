@@ -6,7 +6,8 @@
 // piece of code computes, never the order of an element's chain, so results are bit-identical
 // for any tile, block or thread count on one kernel path. Paths differ in the last bits: the
 // "avx2-fma" path fuses each multiply-add (one rounding), the "generic" path rounds the product
-// and the sum separately (contraction is off), on every CPU.
+// and the sum separately (contraction is off), on every CPU. "avx512-fma" runs the same fused
+// chains as "avx2-fma" with 16-float vectors and 32 registers, so it gives avx2-fma's bits.
 #ifndef CONTINUAL_KERNELS_H
 #define CONTINUAL_KERNELS_H
 
@@ -20,15 +21,21 @@ enum {
     CK_PATH_GENERIC = 0,
     CK_PATH_AVX2_FMA = 1,
     CK_PATH_NEON_FMA = 2,
+    CK_PATH_AVX512_FMA = 3,
 };
 
 /// The path in use: on first call it is the fastest the CPU supports, unless the environment
-/// variable CONTINUAL_KERNELS is "generic" (then the generic path).
+/// variable CONTINUAL_KERNELS names another path it supports ("generic", "avx2-fma").
 int ck_path(void);
-/// The fastest path this CPU supports.
+/// The fastest path this CPU supports (avx512-fma where the CPU has AVX512F and AVX512VL and the
+/// OS saves their registers, else avx2-fma where it has AVX2 and FMA; neon-fma on arm64).
 int ck_fastest_path(void);
-/// The name of a path ("generic", "avx2-fma", "neon-fma").
+/// Whether this CPU (and OS) can run a path.
+int ck_path_supported(int path);
+/// The name of a path ("generic", "avx2-fma", "neon-fma", "avx512-fma").
 const char *ck_path_name(int path);
+/// The path of a name (ck_path_name's inverse), or CK_PATH_AUTO for an unknown name.
+int ck_path_named(const char *name);
 /// Selects a path (CK_PATH_AUTO: the fastest supported). Returns the path now in use; a path
 /// the CPU does not support is refused (the previous path stays). For tests and benchmarks:
 /// change it only while no kernel runs.
@@ -49,6 +56,11 @@ void ck_set_thread_threads(int threads);
 /// `ck_reset_threads_used` (1 when every product was too small to split).
 int ck_threads_used(void);
 void ck_reset_threads_used(void);
+
+/// Whether the packed products copy their left operand into panels: -1 (default) as measured for
+/// this CPU's L2 size, 0 never, 1 always (when the product is packed at all). The bits do not
+/// depend on it; tests use it to run both code paths on any machine.
+void ck_set_pack_a(int mode);
 
 /// y[s, j] = b[j] + Σ_k x[s, k]·w[k, j].
 /// x: [batch × inputs], w: [inputs × outputs], y: [batch × outputs], all row-major.
