@@ -117,3 +117,5 @@ static KATTR __attribute__((noinline)) void KFN(gemm)(long M, long j0, long j1, 
 #undef KPTILE
 #undef KPROWS
 #undef KPTILE32
+#undef KDTILE
+#undef KDTILE32

@@ -1,18 +1,20 @@
-// The AVX-512 path's register tile for the packed products (PackedBody.h), included by
-// KernelBody.h when the path defines CK_WIDE_TILE (no include guard on purpose). One packed
-// 16-column strip of B is one 16-float vector per step, so a tile holds KPR rows × 16 columns in
-// KPR of the 32 vector registers and multiplies each by one broadcast value of A: per step one
-// load of B and KPR fused multiply-adds with a broadcast operand, against 2 loads and 2 FMAs per
-// row on the 8-float paths. Each element is the same chain c ← fma(a_p, b_p, c) over p in order
-// from the value in memory (or `init`), so the bits are the avx2-fma path's.
+// The AVX-512 path's register tiles, included by KernelBody.h when the path defines CK_WIDE_TILE
+// (no include guard on purpose): for the packed products (PackedBody.h) and gemm_direct's plain
+// strips. A row of 16 columns is one 16-float vector, of 32 columns two, so a tile of KPR rows
+// × 32 columns takes per step two loads of B and one broadcast of A per row for two fused
+// multiply-adds (the 8-float paths: two loads and one broadcast per row for 16 columns). Each
+// element is the same chain c ← fma(a_p, b_p, c) over p in order from the value in memory (or
+// `init`), so the bits are the avx2-fma path's.
 
 typedef float v16 __attribute__((ext_vector_type(16)));
 #define CK_LD16(p) ({ v16 v_; __builtin_memcpy(&v_, (p), sizeof v_); v_; })
 #define CK_ST16(p, v) do { v16 w_ = (v); __builtin_memcpy((p), &w_, sizeof w_); } while (0)
 
 #ifndef CK_WIDE_ROWS
-#define CK_WIDE_ROWS 6  /* rows per full tile (A read in place with 4 kB row strides: more rows than
-                            L1 ways evict each other: 4, 6, 8, 10, 12 and 24 rows measured, 6 fastest) */
+#define CK_WIDE_ROWS 4  /* rows per full tile (A read in place with 4 kB row strides: more rows than
+                            L1 ways evict each other). Measured at 1024 wide: one vector per row
+                            with 4–24 rows (6 fastest), then two per row with 4, 6 and 8 (4 fastest:
+                            forward 98 → 101, weight gradient 80 → 86–92 GFLOP/s at batch 32) */
 #endif
 
 /// C[r, 0..<16] for r < MR: chains over p < P of a(r, p) = A[r·ars + p·aps] times B[p·ldb ..].
@@ -28,15 +30,15 @@ KINL void KFN(ztile)(const int MR, long P, const float *A, long ars, long aps, c
     for (int r = 0; r < MR; r++) CK_ST16(C + r * ldc, acc[r]);
 }
 
-/// C[r, 0..<32] for r < MR from a packed 32-column strip (B[p·32 ..]): two vectors per row, so
-/// each broadcast value of A feeds two multiply-adds.
-KINL void KFN(ztile2)(const int MR, long P, const float *A, long ars, long aps, const float *B,
+/// C[r, 0..<32] for r < MR from B[p·ldb ..] (32 columns): two vectors per row, so each
+/// broadcast value of A feeds two multiply-adds.
+KINL void KFN(ztile2)(const int MR, long P, const float *A, long ars, long aps, const float *B, long ldb,
                       float *C, long ldc, const float *init) {
     v16 acc[CK_WIDE_ROWS][2];
     for (int r = 0; r < MR; r++)
         for (int v = 0; v < 2; v++) acc[r][v] = init ? CK_LD16(init + 16 * v) : CK_LD16(C + r * ldc + 16 * v);
     for (long p = 0; p < P; p++) {
-        v16 b0 = CK_LD16(B + p * 32), b1 = CK_LD16(B + p * 32 + 16);
+        v16 b0 = CK_LD16(B + p * ldb), b1 = CK_LD16(B + p * ldb + 16);
         const float *ap = A + p * aps;
         for (int r = 0; r < MR; r++) {
             v16 a = (v16)(ap[r * ars]);
@@ -59,18 +61,19 @@ KINL void KFN(pack_b32)(float *pack, const float *B, long ldb, long pc, long pn,
 
 #define KPR CK_WIDE_ROWS
 #define KPTILE(R, pn, A, ars, aps, pack, C, ldc, start) KFN(ztile)((R), (pn), (A), (ars), (aps), (pack), 16, (C), (ldc), (start))
-#define KPTILE32(R, pn, A, ars, aps, pack, C, ldc, start) KFN(ztile2)((R), (pn), (A), (ars), (aps), (pack), (C), (ldc), (start))
+#define KPTILE32(R, pn, A, ars, aps, pack, C, ldc, start) KFN(ztile2)((R), (pn), (A), (ars), (aps), (pack), 32, (C), (ldc), (start))
+#define KDTILE32(R, pn, A, ars, aps, B, ldb, C, ldc, start) KFN(ztile2)((R), (pn), (A), (ars), (aps), (B), (ldb), (C), (ldc), (start))
 /// The same tile over B in place (row stride ldb), for gemm_direct's plain 16-column strips.
 #define KDTILE(R, pn, A, ars, aps, B, ldb, C, ldc, start) KFN(ztile)((R), (pn), (A), (ars), (aps), (B), (ldb), (C), (ldc), (start))
-/// Full tiles of KPR rows, then the rest in tiles of 16, 8, 4, 2 and 1 rows (each within the
-/// last packed panel, which starts at a multiple of KPR).
+/// Full tiles of KPR rows, then the rest in tiles of 16, 8, 4, 2 and 1 rows (each smaller than
+/// KPR, so within the last packed panel, which starts at a multiple of KPR).
 #define KPROWS(M, CALL)                                                                     \
     do {                                                                                    \
         long i = 0;                                                                         \
         for (; i + KPR <= (M); i += KPR) CALL(KPR, i);                                      \
-        if ((M) - i >= 16) { CALL(16, i); i += 16; }                                        \
-        if ((M) - i >= 8) { CALL(8, i); i += 8; }                                           \
-        if ((M) - i >= 4) { CALL(4, i); i += 4; }                                           \
-        if ((M) - i >= 2) { CALL(2, i); i += 2; }                                           \
+        if (16 < KPR && (M) - i >= 16) { CALL((16 < KPR ? 16 : 1), i); i += 16; }           \
+        if (8 < KPR && (M) - i >= 8) { CALL((8 < KPR ? 8 : 1), i); i += 8; }                \
+        if (4 < KPR && (M) - i >= 4) { CALL((4 < KPR ? 4 : 1), i); i += 4; }                \
+        if (2 < KPR && (M) - i >= 2) { CALL((2 < KPR ? 2 : 1), i); i += 2; }                \
         if ((M) - i >= 1) { CALL(1, i); i += 1; }                                           \
     } while (0)

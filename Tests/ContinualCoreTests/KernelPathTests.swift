@@ -17,8 +17,8 @@ import Testing
         // gradient, on a CPU with under 1 MiB of L2; `packingDoesNotChangeABit` forces both):
         // several blocks of 120 rows and of 256 steps, each with a tail, a column tail
         (13, 1030, 70),
-        // avx512-fma: 32- and 16-column strips of 16-float tiles, 6-row tiles and 4/2/1-row tails
-        (45, 100, 200), (17, 66, 50),
+        // avx512-fma: 32- and 16-column strips of 16-float tiles, 4-row tiles and 2- and 1-row tails
+        (45, 100, 200), (17, 66, 50), (47, 70, 96),
     ]
 
     struct Products {
