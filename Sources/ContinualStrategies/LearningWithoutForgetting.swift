@@ -115,14 +115,7 @@ public struct LearningWithoutForgetting: BatchLossTerm {
 
     public mutating func restore(from state: PluginState) throws {
         distilledSteps = Int(state.ints["distilled_steps"]?.first ?? 0)
-        previous = nil
-        if let p = state.floats["previous_parameters"] {
-            guard var old = template, old.parameterCount == p.count else {
-                throw CheckpointError.mismatch("lwf's previous model has \(p.count) parameters, this model \(template?.parameterCount ?? 0)")
-            }
-            old.parameters = p
-            previous = old
-        }
+        previous = try state.previousModel(template: template, plugin: "lwf")
     }
 
     public func report() -> PluginReport {

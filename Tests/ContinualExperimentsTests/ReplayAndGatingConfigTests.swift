@@ -4,9 +4,10 @@ import ContinualStrategies
 import Foundation
 import Testing
 
-/// RWalk, MIR, XdG and ER-AML from experiment JSON (issue 46): bad options name their key path,
-/// composed lists run (XdG with SI, RWalk beside MIR), sole-rehearsal and gating limits are
-/// refused, and the protocol choice (task labels at test) is recorded.
+/// RWalk, MIR, XdG, ER-AML, GSS and BiC from experiment JSON (issue 46): bad options name their
+/// key path, composed lists run (XdG with SI, RWalk beside MIR, GSS with EWC), sole-rehearsal,
+/// head and gating limits are refused, and the protocol choices (task labels at test, BiC's
+/// stages) are recorded.
 @Suite("Replay and gating config")
 struct ReplayAndGatingConfigTests {
     static func experiment(_ strategy: String, scenario: String? = nil) -> Data {
@@ -38,6 +39,14 @@ struct ReplayAndGatingConfigTests {
         (#"[{"type": "xdg", "gated_fraction": 1}]"#, ".strategy[0].gated_fraction", "[0, 1)"),
         (#"[{"type": "er_aml", "temperature": 0}]"#, ".strategy[0].temperature", "> 0"),
         (#"[{"type": "er_aml", "capacity": 0}]"#, ".strategy[0].capacity", "1...10000000"),
+        (#"[{"type": "gss", "memory_gradients": 0}]"#, ".strategy[0].memory_gradients", "1...10000"),
+        (#"[{"type": "gss", "gate": "row"}]"#, ".strategy[0].gate", "batch"),
+        (#"["naive", {"type": "gss", "capacity": 0}]"#, ".strategy[1].capacity", "1...10000000"),
+        (#"[{"type": "gss", "candidates": 5}]"#, ".strategy[0].candidates", "unknown key"),
+        (#"[{"type": "bic", "validation_fraction": 1}]"#, ".strategy[0].validation_fraction", "(0, 1)"),
+        (#"[{"type": "bic", "lambda": 1.5}]"#, ".strategy[0].lambda", "0...1"),
+        (#"[{"type": "bic", "temperature": 0}]"#, ".strategy[0].temperature", "> 0"),
+        (#"[{"type": "bic", "beta_decay": -1}]"#, ".strategy[0].beta_decay", "≥ 0"),
     ])
     func invalidOptionsNameTheirKeyPath(strategy: String, path: String, fragment: String) {
         let e = Self.error(strategy)
@@ -47,6 +56,8 @@ struct ReplayAndGatingConfigTests {
     @Test(arguments: [
         (#"[{"type": "er_aml"}, {"type": "mir"}]"#, "cannot be combined with another method that stores samples (mir)"),
         (#"[{"type": "er_aml"}, {"type": "er_ace"}]"#, "cannot be combined with another method that stores samples"),
+        (#"[{"type": "bic"}, {"type": "gss"}]"#, "cannot be combined with another method that stores samples (gss)"),
+        (#"[{"type": "replay"}, {"type": "bic"}]"#, "cannot be combined with another method that stores samples"),
     ])
     func refusedLists(_ strategy: String, _ reason: String) {
         let e = Self.error(strategy)
@@ -56,7 +67,8 @@ struct ReplayAndGatingConfigTests {
     /// XdG with SI and RWalk beside MIR run end to end; XdG records its protocol.
     @Test(arguments: [#"[{"type": "xdg", "gated_fraction": 0.5}, {"type": "si", "c": 0.5}]"#,
                       #"[{"type": "mir", "capacity": 50, "candidates": 20, "replay_per_batch": 5}, {"type": "rwalk", "lambda": 1}]"#,
-                      #"[{"type": "er_aml", "capacity": 50}, {"type": "ewc"}]"#])
+                      #"[{"type": "er_aml", "capacity": 50}, {"type": "ewc"}]"#,
+                      #"[{"type": "gss", "capacity": 30, "memory_gradients": 5, "memory_subset": 3, "replay_per_batch": 8}, {"type": "ewc"}]"#])
     func composedListsRun(_ strategy: String) throws {
         let file = try ExperimentFile.parse(data: Self.experiment(strategy))
         let result = RunExecutor.execute(file.runs[0])
@@ -73,5 +85,32 @@ struct ReplayAndGatingConfigTests {
         let file = try ExperimentFile.parse(data: Self.experiment(#"[{"type": "xdg"}, {"type": "hat"}]"#))
         let result = RunExecutor.execute(file.runs[0])
         #expect(result.status != .completed)
+    }
+
+    /// BiC needs one multi-class head: refused when the file is read, or when the run prepares.
+    @Test func bicRefusesABinaryHead() throws {
+        if let e = Self.error(#"[{"type": "bic"}]"#) {
+            #expect(e.contains("multi-class head"), "\(e)")
+        } else {
+            let bic = RunExecutor.execute(try ExperimentFile.parse(data: Self.experiment(#"[{"type": "bic"}]"#)).runs[0])
+            #expect(bic.status != .completed && bic.message.contains("multi-class head"), "\(bic.message)")
+        }
+    }
+
+    /// BiC on class-incremental split digits: no stage 2 after the first experience; from the
+    /// second on λ = n_old / (n_old + 2) and stage 2 uses validation samples.
+    @Test func bicRecordsItsStagesOnClassIncrementalDigits() throws {
+        let file = try ExperimentFile.parse(data: Self.experiment(#"[{"type": "bic", "capacity": 100}]"#,
+                                                                   scenario: #"{"type": "split_digits", "setting": "class"}"#))
+        let result = RunExecutor.execute(file.runs[0])
+        #expect(result.status == .completed, "\(result.message)")
+        let report = try #require(result.outcome?.pluginReports.first { $0.name == "bic" }?.report)
+        let stages = try #require(report.arrays["stages"])
+        #expect(stages.shape == [5, 4])
+        #expect(Array(stages.values[0..<4]) == [1, 0, 0, 0])
+        for t in 1..<5 {
+            #expect(stages.values[4 * t + 2] == Double(2 * t) / Double(2 * t + 2))
+            #expect(stages.values[4 * t + 3] > 0)
+        }
     }
 }

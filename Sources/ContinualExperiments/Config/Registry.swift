@@ -45,6 +45,8 @@ public enum Registry {
         ERAML.Options.self,
         SeparateNetworks.Options.self,
         CLSER.Options.self,
+        GSSGreedy.Options.self,
+        BiC.Options.self,
     ]
 
     public static let scenarios: [any ScenarioOptions.Type] = [

@@ -34,17 +34,13 @@ public struct ICaRL: BatchLossTerm, PredictionOverride {
     private var previous: MLP?
     private var template: MLP?
     private var means: [[Float]] = []
-    private var workspace: Workspace?
-    private var gathered: [Float] = []
+    private var previousForward = RowsForward()
     private var batchSize = 1
 
     public init(options: Options = Options()) { self.options = options }
 
     public mutating func prepare(model: inout MLP, context: RunContext) throws {
-        guard case .multiclass(let k) = context.head, model.routeCount == 1 else {
-            throw TrainingError.invalid("icarl is a class-incremental method for one multi-class head; this model has "
-                + (model.routeCount > 1 ? "\(model.routeCount) heads (multi_head)" : "a binary head"))
-        }
+        let k = try ExemplarSets.classCount(method: "icarl", head: context.head, model: model)
         dimension = context.dimension
         exemplars = Array(repeating: [], count: k)
         old = Array(repeating: false, count: k)
@@ -61,26 +57,14 @@ public struct ICaRL: BatchLossTerm, PredictionOverride {
     }
 
     public mutating func adjustTrainingSet(_ samples: inout Samples, context: ExperienceContext) {
-        for (y, set) in exemplars.enumerated() where !set.isEmpty {
-            let n = set.count / dimension
-            samples.append(Samples(dimension: dimension, features: set, labels: Array(repeating: Int32(y), count: n),
-                                   routes: samples.routes == nil ? nil : Array(repeating: context.route, count: n)))
-        }
+        ExemplarSets.append(exemplars, to: &samples, dimension: dimension, route: context.route)
     }
 
     public mutating func addBatchLoss(_ input: BatchLossInput) -> Double {
         let L = input.logitCount, n = input.rows.count
         guard n > 0 else { return 0 }
         var oldLogits: UnsafeMutablePointer<Float>? = nil
-        if let prev = previous, old.contains(true) {
-            let d = input.batch.dimension
-            if workspace == nil || workspace!.capacity < n { workspace = prev.makeWorkspace(capacity: max(n, batchSize * 4)) }
-            if gathered.count < n * d { gathered = [Float](repeating: 0, count: n * d) }
-            for (k, row) in input.rows.enumerated() { gathered.replaceSubrange((k * d)..<((k + 1) * d), with: input.batch.row(row)) }
-            let ws = workspace!
-            gathered.withUnsafeBufferPointer { prev.forward($0.baseAddress!, count: n, route: input.route, workspace: ws) }
-            oldLogits = ws.logits
-        }
+        if let prev = previous, old.contains(true) { oldLogits = previousForward.logits(prev, input, batchSize: batchSize) }
         let scale = Double(input.scale)
         var value = 0.0
         for (k, row) in input.rows.enumerated() {
@@ -215,14 +199,7 @@ public struct ICaRL: BatchLossTerm, PredictionOverride {
         for y in 0..<k { let n = Int(counts[y]) * dimension; exemplars[y] = Array(flat[at..<(at + n)]); at += n }
         at = 0
         for y in 0..<k { let n = Int(widths[y]); means[y] = Array(mu[at..<(at + n)]); at += n }
-        previous = nil
-        if let p = state.floats["previous_parameters"] {
-            guard var prev = template, prev.parameterCount == p.count else {
-                throw CheckpointError.mismatch("icarl's previous model has \(p.count) parameters, this model \(template?.parameterCount ?? 0)")
-            }
-            prev.parameters = p
-            previous = prev
-        }
+        previous = try state.previousModel(template: template, plugin: "icarl")
     }
 
     public func report() -> PluginReport {
