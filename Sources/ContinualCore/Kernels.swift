@@ -104,8 +104,9 @@ extension Kernels {
         DenseKernels.forward(x: x, w: w, b: b, y: y, batch: batch, inputs: inputs, outputs: outputs)
     }
 
-    /// Runs `rounds` rounds of twelve independent 8-lane multiply-add chains in registers and
-    /// returns the floating-point operations done: timed, the core's vector arithmetic peak.
+    /// Runs `rounds` rounds of twelve independent multiply-add chains in registers (16 lanes where
+    /// the avx512-fma path runs, else 8) and returns the floating-point operations done: timed,
+    /// the core's vector arithmetic peak.
     public static func fmaPeakRounds(_ rounds: Int) -> Int { ck_fma_peak_rounds(rounds) }
 
     /// Runs `body` with the packed products copying their left operand always (`true`) or never

@@ -106,10 +106,11 @@ void ck_relu_forward(float *v, long n);
 /// of the units and cost more than the rest of a small model's backward pass.
 void ck_relu_backward(const float *y, float *g, long n);
 
-/// Runs `rounds` rounds of twelve independent 8-lane multiply-add chains held in registers (AVX2
-/// FMA in inline assembly where the CPU has it; else the same in C) and returns the floating-point
-/// operations done (192 per round). Timed by the caller's thread CPU clock, it measures the core's
-/// vector arithmetic peak, which no honest GFLOP/s per core can exceed.
+/// Runs `rounds` rounds of twelve independent multiply-add chains held in registers and returns
+/// the floating-point operations done: 16-lane AVX-512 FMA in inline assembly where the CPU runs
+/// the avx512-fma path (384 per round), else 8-lane AVX2 FMA where it has it (192), else the
+/// 8-lane chains in C (192). Timed by the caller's thread CPU clock, it measures the core's vector
+/// arithmetic peak, which no honest GFLOP/s per core can exceed.
 long ck_fma_peak_rounds(long rounds);
 
 #ifdef __cplusplus

@@ -5,7 +5,7 @@ import ContinualCore
 /// (`continual bench --peak`): a benchmark's share of a peak measured on another day, load or
 /// machine kind means little (issue 45.5).
 public struct PeakProbe: Sendable {
-    /// GFLOP/s of twelve independent 8-lane FMA chains in registers (`Kernels.fmaPeakRounds`): the
+    /// GFLOP/s of twelve independent FMA chains in registers (`Kernels.fmaPeakRounds`): the
     /// core's vector arithmetic limit. No honest GFLOP/s per core exceeds it.
     public var fmaGFLOPS: Double
     /// GFLOP/s of the toolkit's fastest kernel path on one large square product (`size`³, one
