@@ -262,12 +262,17 @@ public struct WarmStart: Codable, Sendable, Equatable {
                     throw Failure(key: ".results", message: "\(results) holds no runs (is it a ContinualKit results file?)")
                 }
                 let runs = try file.root.openGroup("runs")
-                var matches: [String] = []
+                var matches: [String] = [], unreadable: [String] = []
                 for id in try runs.childNames() {
                     if id == run { matches = [id]; break }
-                    if let name = try? runs.openGroup(id).attributes.string("name"), name == run { matches.append(id) }
+                    guard let group = try? runs.openGroup(id) else { unreadable.append(id); continue }
+                    if let name = try? group.attributes.string("name"), name == run { matches.append(id) }
                 }
                 guard matches.count == 1 else {
+                    if matches.isEmpty && !unreadable.isEmpty {
+                        // A damaged (quarantined) run's name cannot be read: it may be the one asked for.
+                        throw Failure(key: ".run", message: "\(results) has no readable run named \"\(run)\"; \(unreadable.count) run group(s) could not be read (damaged or quarantined: \(unreadable.prefix(4).joined(separator: ", "))): `continual inspect --verify \(results)` lists them, `continual repair` copies the readable runs")
+                    }
                     if matches.isEmpty {
                         throw Failure(key: ".run", message: "\(results) has no run with id or name \"\(run)\"")
                     }
