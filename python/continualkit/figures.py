@@ -764,16 +764,18 @@ def federation_rounds(path, configurations=None, df=None):
     predicts with) and, where the server model is the whole model (share = all) and phones do
     not simply predict with it, the global model's, each the mean over the evaluated clients'
     current test data, mean over seeds with a 95 % CI band (n ≥ MIN_N_BAND); the local-only
-    configuration's personal accuracy is drawn in grey in every other panel as the reference.
+    configuration's personal accuracy is drawn in grey in every other panel as the reference —
+    the one run at the panel's values of the swept key paths (e.g. its Dirichlet alpha).
     A last panel shows ε (at the file's δ) over rounds for the configurations with DP noise."""
     df = _summary(path, df)
     runs = federation_runs(path, df)
     if runs.empty:
         raise ValueError(f"{path} has no federated run")
     confs = _configs(runs, configurations)[:MAX_PANELS]
-    base = local_only_configuration(runs)
     series = {c: _federation_series(path, runs, c) for c in confs}
-    ref = series[base] if base in series else (_federation_series(path, runs, base) if base else None)
+    bases = {c: local_only_configuration(runs, like=c) for c in confs}
+    for b in set(bases.values()) - set(series) - {None}:
+        series[b] = _federation_series(path, runs, b)
     dp = [c for c in confs if series[c][4] is not None]
     cols = min(len(confs), 3)
     rows = math.ceil(len(confs) / cols)
@@ -783,7 +785,7 @@ def federation_rounds(path, configurations=None, df=None):
     # one y range for every panel, wide enough for the bands (with 3 seeds t(0.975, 2) = 4.3
     # makes them wide): a band cut by the axis would hide how uncertain a dip is
     ext = []
-    for s_ in series.values():
+    for s_ in [series[c] for c in confs]:
         for Y in (s_[1], s_[2]):
             if Y is not None and len(Y):
                 st = [seed_stats(Y[:, k]) for k in range(Y.shape[1])]
@@ -794,6 +796,8 @@ def federation_rounds(path, configurations=None, df=None):
     for p, conf in enumerate(confs):
         ax = fig.add_subplot(gs[p // cols, p % cols])
         x, pers, glob, _, _, attrs = series[conf]
+        base = bases[conf]
+        ref = series.get(base) if base else None
         if ref is not None and conf != base and ref[0] is not None and len(ref[1]):
             h, = ax.plot(ref[0], ref[1].mean(0), color="0.6", lw=1.0, label=f"{base} (personal, reference)")
             handles.setdefault("ref", h)
@@ -819,7 +823,9 @@ def federation_rounds(path, configurations=None, df=None):
         if p + cols >= len(confs):
             ax.set_xlabel("round")
     labels = {"personal": "personal model (what each phone predicts with)", "global": "global model",
-              "ref": f"{base}: personal model (reference)"}
+              "ref": (f"{next(iter(set(bases.values()) - {None}))}: personal model (reference)"
+                      if len(set(bases.values()) - {None}) == 1
+                      else "local-only at the panel's setting: personal model (reference)")}
     keys = [k for k in ("personal", "global", "ref") if k in handles]
     if dp:
         ax = fig.add_subplot(gs[rows, :])

@@ -486,28 +486,49 @@ def federation_runs(path: str, summary: pd.DataFrame | None = None) -> pd.DataFr
     return out
 
 
-def local_only_configuration(runs: pd.DataFrame) -> str | None:
+def _setting(runs: pd.DataFrame, configuration: str) -> tuple | None:
+    """The values of the file's swept key paths (columns named like `federation.partition.alpha`)
+    that `configuration` ran at, or None when its runs disagree."""
+    swept = [c for c in runs.columns if "." in c]
+    if not swept:
+        return ()
+    rows = runs[runs["configuration"] == configuration][swept].astype(str).drop_duplicates()
+    return tuple(rows.iloc[0]) if len(rows) == 1 else None
+
+
+def local_only_configuration(runs: pd.DataFrame, like: str | None = None) -> str | None:
     """The configuration that shares nothing (share = none: every phone learns alone), the
     baseline of personalisation gains: `local_only` when so named, else the first such; None
-    when there is none."""
+    when there is none. With `like` (a configuration of a file that sweeps key paths, e.g. the
+    Dirichlet alpha), only a local-only configuration run at `like`'s values of every swept key
+    path: each setting's clients hold their own data, so a gain or a reference is measured within
+    one setting (None when that setting has no local-only configuration)."""
     if runs.empty or "share" not in runs:
         return None
     confs = list(dict.fromkeys(runs[runs["share"] == "none"]["configuration"]))
+    if like is not None:
+        want = _setting(runs, like)
+        confs = [c for c in confs if want is not None and _setting(runs, c) == want]
     if not confs:
         return None
-    return "local_only" if "local_only" in confs else confs[0]
+    named = [c for c in confs if runs[runs["configuration"] == c]["variant"].eq("local_only").all()] \
+        if "variant" in runs else []
+    return "local_only" if "local_only" in confs else (named[0] if named else confs[0])
 
 
 def personalisation_gains(path: str, baseline: str | None = None, summary: pd.DataFrame | None = None,
                           metric: str = "acc") -> pd.DataFrame:
     """Per client: its personal `metric` (population/metrics, default ACC) under each federated
     configuration minus the same client's value under `baseline` (default: the local-only
-    configuration, `local_only_configuration`), matched on seed and client id (clients with one
-    id in runs of one seed hold the same data). Columns: configuration, seed, client, value,
+    configuration at the same values of every swept key path, `local_only_configuration(runs,
+    like=…)`), matched on seed and client id (clients with one id in runs of one seed and setting
+    hold the same data). Columns: configuration, seed, client, value,
     baseline_value, gain (fractions, not %). `attrs["baseline"]` names the baseline. Raises
     ValueError when the file has no such baseline."""
     runs = federation_runs(path, summary)
     base = baseline or local_only_configuration(runs)
+    # each configuration's own baseline: the one given, or the local-only run at its setting
+    bases = {c: baseline or local_only_configuration(runs, like=c) for c in dict.fromkeys(runs.get("configuration", []))}
     if base is None or base not in set(runs.get("configuration", [])):
         raise ValueError(f"{path}: no local-only configuration (share = none) to measure personalisation gains against"
                          if baseline is None else f"{path}: baseline {baseline!r} is not a federated configuration")
@@ -525,9 +546,10 @@ def personalisation_gains(path: str, baseline: str | None = None, summary: pd.Da
 
     frames = []
     with h5py.File(path, "r") as f:
-        base_runs = {int(r["seed"]): per_client(f, r["run_id"]) for _, r in runs[runs["configuration"] == base].iterrows()}
-        for _, r in runs[runs["configuration"] != base].iterrows():
-            b = base_runs.get(int(r["seed"]))
+        base_runs = {(conf, int(r["seed"])): per_client(f, r["run_id"]) for conf in set(bases.values()) if conf
+                     for _, r in runs[runs["configuration"] == conf].iterrows()}
+        for _, r in runs[~runs["configuration"].isin(set(bases.values()))].iterrows():
+            b = base_runs.get((bases.get(r["configuration"]), int(r["seed"])))
             v = per_client(f, r["run_id"])
             if b is None or v is None:
                 continue
@@ -538,5 +560,7 @@ def personalisation_gains(path: str, baseline: str | None = None, summary: pd.Da
     out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols[:-1])
     out["gain"] = out["value"] - out["baseline_value"]
     out = out[cols]
-    out.attrs.update(baseline=base, metric=metric, experiment_name=runs.attrs.get("experiment_name", ""))
+    used = list(dict.fromkeys(b for b in bases.values() if b))
+    out.attrs.update(baseline=", ".join(used) if len(used) > 1 else base, metric=metric,
+                     experiment_name=runs.attrs.get("experiment_name", ""))
     return out

@@ -423,7 +423,14 @@ def experiment_tables(path, metrics=None, baseline=None, df=None) -> list[tuple[
     if tuned is not None:
         out.append(("selected hyperparameters (validation split of the training data; test sets not read)", tuned))
     base = baseline or default_baseline
-    if base and base in set(df["configuration"]) and df["configuration"].nunique() > 1:
+    settings = _local_only_settings(path, df) if federated and not baseline else {}
+    if len(settings) > 1:
+        # A sweep of key paths (e.g. the Dirichlet alpha): each setting's configurations pair with
+        # the local-only run of that setting (its clients hold that setting's data).
+        pm = [m for m in (metrics or paired_metrics) if m in df.columns]
+        for local, confs in settings.items():
+            out.append((f"paired by seed against {local}", paired_table(df[df["configuration"].isin(confs)], local, pm)))
+    elif base and base in set(df["configuration"]) and df["configuration"].nunique() > 1:
         pm = [m for m in (metrics or paired_metrics) if m in df.columns]
         out.append((f"paired by seed against {base}", paired_table(df, base, pm)))
     elif wanted and not baseline and df["configuration"].nunique() > 1:
@@ -434,6 +441,18 @@ def experiment_tables(path, metrics=None, baseline=None, df=None) -> list[tuple[
     elif baseline:
         raise KeyError(f"baseline {baseline!r} is not a configuration of {path}; have "
                        + ", ".join(dict.fromkeys(df["configuration"])))
+    return out
+
+
+def _local_only_settings(path, df) -> dict:
+    """Local-only configuration → the configurations run at its values of the swept key paths
+    (itself included), for files whose federated configurations span several settings."""
+    runs = federation_runs(path, df)
+    out: dict = {}
+    for conf in dict.fromkeys(runs["configuration"]):
+        local = local_only_configuration(runs, like=conf)
+        if local is not None:
+            out.setdefault(local, []).append(conf)
     return out
 
 

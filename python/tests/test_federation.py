@@ -61,7 +61,11 @@ def fed(tmp_path_factory):
     out = tmp_path_factory.mktemp("fed")
     no_local = dict(TINY, name="tiny_federated_no_local", variants=TINY["variants"][1:3],
                     sweep={"parameters": {"seed": [1]}})
-    return {"tiny": _run(binary, TINY, out / "tiny"), "no_local": _run(binary, no_local, out / "no_local")}
+    # a sweep of a key path beside the seed: each learning rate is its own setting
+    swept = dict(TINY, name="tiny_federated_swept", variants=[TINY["variants"][0], TINY["variants"][2]],
+                 sweep={"parameters": {"seed": [1], "optimizer.lr": [0.05, 0.2]}})
+    return {"tiny": _run(binary, TINY, out / "tiny"), "no_local": _run(binary, no_local, out / "no_local"),
+            "swept": _run(binary, swept, out / "swept")}
 
 
 def _runs_by_conf(path):
@@ -200,6 +204,37 @@ def test_personalisation_gain_by_hand(fed):
     drawn = np.sort(ax.collections[1].get_offsets()[:, 0])   # second strip: fedper
     want = np.sort(g[g["configuration"] == "fedper"]["gain"].to_numpy() * 100)
     np.testing.assert_allclose(drawn, want, atol=1e-9)
+
+
+def test_each_setting_of_a_sweep_has_its_own_local_only_baseline(fed):
+    """A file sweeping a key path (here optimizer.lr) holds one local-only configuration per
+    setting; gains, paired tables and the rounds figure's reference use the one at the same
+    setting, never another setting's clients."""
+    path = fed["swept"]
+    runs = ck.federation_runs(path)
+    confs = list(dict.fromkeys(runs["configuration"]))
+    lr = {c: float(runs[runs["configuration"] == c]["optimizer.lr"].iloc[0]) for c in confs}
+    local = {lr[c]: c for c in confs if runs[runs["configuration"] == c]["share"].iloc[0] == "none"}
+    fedper = {lr[c]: c for c in confs if c not in local.values()}
+    assert sorted(local) == sorted(fedper) == [0.05, 0.2]
+    for v in (0.05, 0.2):
+        assert ck.local_only_configuration(runs, like=fedper[v]) == local[v]
+    # the gain of one client at lr 0.2, by hand from the file
+    by_conf = _runs_by_conf(path)
+    g = ck.personalisation_gains(path)
+    row = g[(g["configuration"] == fedper[0.2]) & (g["client"] == 5)]
+    want = dict(by_conf[fedper[0.2]])[1]["acc"][5] - dict(by_conf[local[0.2]])[1]["acc"][5]
+    assert len(row) == 1 and row["gain"].iloc[0] == pytest.approx(want, abs=1e-12)
+    assert set(g.attrs["baseline"].split(", ")) == set(local.values())
+    # one paired table per setting, each holding only that setting's configurations
+    paired = [(title, t) for title, t in T.experiment_tables(path) if title.startswith("paired by seed against")]
+    assert sorted(title.rsplit(" ", 1)[1] for title, _ in paired) == sorted(local.values())
+    for title, t in paired:
+        assert set(t["configuration"]) == {fedper[lr[title.rsplit(" ", 1)[1]]]}
+    # the figure's grey reference in the lr 0.2 panel is local-only at lr 0.2
+    fig = F.federation_rounds(path, [fedper[0.05], fedper[0.2]])
+    ref = [line for line in fig.axes[1].get_lines() if line.get_label().endswith("(personal, reference)")]
+    assert len(ref) == 1 and ref[0].get_label().startswith(local[0.2])
 
 
 def test_no_local_only_configuration(fed):
