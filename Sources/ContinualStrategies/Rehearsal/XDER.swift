@@ -20,10 +20,11 @@ import ContinualCore
 ///   becomes γ·g). Classes outside P (the target, its experience's classes, unseen ones) keep the
 ///   model's logits.
 /// - **Future update** (`future_update`, at the end of each experience, after the buffer is cut to
-///   its new per-class share and before the new entries): for every entry stored in an earlier experience, its stored logits of the classes first
-///   learned in this experience (F) are overwritten with the current model's logits on them,
-///   rescaled by the same rule against the *stored* target logit g: if max_{c∈F} z_c > g, the
-///   block is multiplied by γ·g / max. Every other stored logit stays bit-identical.
+///   its new per-class share and before the new entries): for every entry stored in an earlier
+///   experience, its stored logits of the classes first learned in this experience (F) are
+///   overwritten with the current model's logits on them, rescaled by the same rule against the
+///   *stored* target logit g: if max_{c∈F} z_c > g, the block is multiplied by γ·g / max. Every
+///   other stored logit stays bit-identical.
 ///
 /// Choices the paper leaves open or this toolkit changes, and ours (recorded in `report()`):
 /// Mammoth's multiplicative rule flips signs when g ≤ 0 (the block's maximum would not stay
