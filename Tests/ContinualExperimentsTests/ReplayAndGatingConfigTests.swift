@@ -4,10 +4,10 @@ import ContinualStrategies
 import Foundation
 import Testing
 
-/// RWalk, MIR, XdG, ER-AML, GSS and BiC from experiment JSON (issue 46): bad options name their
+/// RWalk, MIR, XdG, ER-AML, GSS, BiC and X-DER from experiment JSON (issue 46): bad options name their
 /// key path, composed lists run (XdG with SI, RWalk beside MIR, GSS with EWC), sole-rehearsal,
 /// head and gating limits are refused, and the protocol choices (task labels at test, BiC's
-/// stages) are recorded.
+/// stages, X-DER's logit updates) are recorded.
 @Suite("Replay and gating config")
 struct ReplayAndGatingConfigTests {
     static func experiment(_ strategy: String, scenario: String? = nil) -> Data {
@@ -47,6 +47,12 @@ struct ReplayAndGatingConfigTests {
         (#"[{"type": "bic", "lambda": 1.5}]"#, ".strategy[0].lambda", "0...1"),
         (#"[{"type": "bic", "temperature": 0}]"#, ".strategy[0].temperature", "> 0"),
         (#"[{"type": "bic", "beta_decay": -1}]"#, ".strategy[0].beta_decay", "≥ 0"),
+        (#"[{"type": "xder", "gamma": 0}]"#, ".strategy[0].gamma", "(0, 1]"),
+        (#"[{"type": "xder", "gamma": 1.5}]"#, ".strategy[0].gamma", "(0, 1]"),
+        (#"["naive", {"type": "xder", "capacity": -1}]"#, ".strategy[1].capacity", "0...10000000"),
+        (#"[{"type": "xder", "replay_per_batch": -2}]"#, ".strategy[0].replay_per_batch", "0...100000"),
+        (#"[{"type": "xder", "alpha": -1}]"#, ".strategy[0].alpha", "≥ 0"),
+        (#"[{"type": "xder", "simclr_temp": 5}]"#, ".strategy[0].simclr_temp", "unknown key"),
     ])
     func invalidOptionsNameTheirKeyPath(strategy: String, path: String, fragment: String) {
         let e = Self.error(strategy)
@@ -112,5 +118,36 @@ struct ReplayAndGatingConfigTests {
             #expect(stages.values[4 * t + 2] == Double(2 * t) / Double(2 * t + 2))
             #expect(stages.values[4 * t + 3] > 0)
         }
+    }
+
+    /// X-DER needs one multi-class head: refused when the file is read, or when the run prepares.
+    @Test func xderRefusesABinaryHead() throws {
+        if let e = Self.error(#"[{"type": "xder"}]"#) {
+            #expect(e.contains("multi-class head"), "\(e)")
+        } else {
+            let xder = RunExecutor.execute(try ExperimentFile.parse(data: Self.experiment(#"[{"type": "xder"}]"#)).runs[0])
+            #expect(xder.status != .completed && xder.message.contains("xder") && xder.message.contains("multi-class head"),
+                    "\(xder.message)")
+        }
+    }
+
+    /// X-DER on class-incremental split digits: the buffer is filled at each experience's end
+    /// (100 entries, class-balanced); from the second experience on the future update rewrites
+    /// every earlier entry the cut to ⌊100 / classes seen⌋ per class keeps, and the report records the protocol and what it leaves out.
+    @Test func xderRecordsItsUpdatesOnClassIncrementalDigits() throws {
+        let file = try ExperimentFile.parse(data: Self.experiment(#"[{"type": "xder", "capacity": 100, "replay_per_batch": 8}]"#,
+                                                                   scenario: #"{"type": "split_digits", "setting": "class"}"#))
+        let result = RunExecutor.execute(file.runs[0])
+        #expect(result.status == .completed, "\(result.message)")
+        let report = try #require(result.outcome?.pluginReports.first { $0.name == "xder" }?.report)
+        let updates = try #require(report.arrays["updates"])
+        #expect(updates.shape == [5, 4])
+        #expect(updates.values[0] == 0 && updates.values[1] == 100)
+        for t in 1..<5 {
+            let kept = Double(100 / (2 * t + 2) * 2 * t)   // the earlier classes' shares after the cut
+            #expect(updates.values[4 * t] == kept && updates.values[4 * t + 1] == 100 - kept)
+        }
+        #expect(report.attributes["buffer_samples"] == .int(100))
+        if case .string(let s) = report.attributes["not_reproduced"] { #expect(s.contains("SimCLR")) } else { Issue.record("no not_reproduced") }
     }
 }

@@ -47,6 +47,7 @@ public enum Registry {
         CLSER.Options.self,
         GSSGreedy.Options.self,
         BiC.Options.self,
+        XDER.Options.self,
     ]
 
     public static let scenarios: [any ScenarioOptions.Type] = [

@@ -39,18 +39,31 @@ public struct DarkExperienceReplay: BatchLossTerm {
     private var mseTargets: [Float] = []
     private var ceLabels: [Int32] = []
     private var flopsPerSample = 0
+    /// The prefix of the run's random streams (`der.buffer`, `der.batch`) and whether own rows
+    /// are offered to the reservoir: X-DER reuses these terms with its own streams and fills the
+    /// buffer itself at the end of each experience.
+    let streamName: String
+    let offersOwnRows: Bool
 
     public init(plusPlus: Bool, alpha: Double, beta: Double, capacity: Int, replayPerBatch: Int) {
+        self.init(plusPlus: plusPlus, alpha: alpha, beta: beta, capacity: capacity, replayPerBatch: replayPerBatch,
+                  streamName: "der", offersOwnRows: true)
+    }
+
+    init(plusPlus: Bool, alpha: Double, beta: Double, capacity: Int, replayPerBatch: Int, streamName: String,
+         offersOwnRows: Bool) {
         self.plusPlus = plusPlus
         self.alpha = alpha
         self.beta = beta
         self.capacity = capacity
         self.replayPerBatch = replayPerBatch
+        self.streamName = streamName
+        self.offersOwnRows = offersOwnRows
     }
 
     public mutating func prepare(model: inout MLP, context: RunContext) throws {
         buffer = LogitReservoir(dimension: context.dimension, logitCount: model.logitCount, capacity: capacity)
-        streams = ReservoirStreams(context, plugin: "der")
+        streams = ReservoirStreams(context, plugin: streamName)
         flopsPerSample = model.flopsPerTrainingSample
     }
 
@@ -91,8 +104,8 @@ public struct DarkExperienceReplay: BatchLossTerm {
                 // Own rows: the loop's 1/n becomes 1/own (the mean over the incoming batch) ...
                 if rescale != 1 { for c in 0..<L { g[c] *= rescale } }
                 // ... and the buffer is offered the row with its logits at this step.
-                buffer.offer(features: input.batch.row(row), label: input.batch.labels[row],
-                             route: input.batch.routes[row], logits: z, rng: &streams.buffer)
+                if offersOwnRows { buffer.offer(features: input.batch.row(row), label: input.batch.labels[row],
+                                                 route: input.batch.routes[row], logits: z, rng: &streams.buffer) }
             } else if let target = slot(mseRows, row), alpha > 0 {
                 // α · mean over the draw and the logits of (z − z*)².
                 let w = alpha / Double(mseRows.count * L)
