@@ -75,15 +75,24 @@ def pytorch(torch, inputs, width, batch, steps, repetitions=5):
     loss_fn = torch.nn.BCEWithLogitsLoss()
     x = torch.randn(batch, inputs)
     y = (torch.rand(batch, 1) < 0.5).float()
+
+    def step():
+        opt.zero_grad(set_to_none=False)
+        loss_fn(model(x), y).backward()
+        opt.step()
+
+    return timed_steps(step, steps, repetitions)
+
+
+def timed_steps(step, steps, repetitions):
+    """(best CPU seconds of this thread, best wall seconds) per call of `step` over `repetitions`
+    timed runs of `steps` calls, after an untimed warm-up of a tenth as many."""
     best_cpu = best_wall = float("inf")
     for rep in range(repetitions + 1):
         n = max(steps // 10, 1) if rep == 0 else steps
         c, w = time.thread_time(), time.perf_counter()
         for _ in range(n):
-            opt.zero_grad(set_to_none=False)
-            loss = loss_fn(model(x), y)
-            loss.backward()
-            opt.step()
+            step()
         if rep > 0:
             best_cpu = min(best_cpu, (time.thread_time() - c) / n)
             best_wall = min(best_wall, (time.perf_counter() - w) / n)
@@ -101,20 +110,8 @@ def numpy_side(inputs, width, batch, steps, repetitions=5):
     x = rng.standard_normal((batch, inputs)).astype(np.float32)
     y = (rng.random((batch, 1)) < 0.5).astype(np.float32)
 
-    def step():
-        return mlp.step(x, y)
-
-    best_cpu = best_wall = float("inf")
     with threadpool_limits(1):
-        for rep in range(repetitions + 1):
-            n = max(steps // 10, 1) if rep == 0 else steps
-            c, w = time.thread_time(), time.perf_counter()
-            for _ in range(n):
-                step()
-            if rep > 0:
-                best_cpu = min(best_cpu, (time.thread_time() - c) / n)
-                best_wall = min(best_wall, (time.perf_counter() - w) / n)
-    return best_cpu, best_wall
+        return timed_steps(lambda: mlp.step(x, y), steps, repetitions)
 
 
 def steps_for(width, batch, budget, rate=20e9):

@@ -155,16 +155,18 @@ static KATTR __attribute__((noinline)) void KFN(gemm_direct_ep)(long M, long j0,
         }
 #define KCALL(R, i) KFN(tile)((R), 2, P, A + (i) * ars, ars, aps, B + j, ldb, C + (i) * ldc + j, ldc, init ? init + j : 0, ep, KEM(i, j), ldm, 0)
 #ifdef CK_WIDE_TILE
-        if (ep == CK_EP_NONE && i0 == 0 && M >= KPR && j + 32 <= j1) {  // 32 columns: two 16-float vectors
-#define KZCALL(R, i) KDTILE32((R), P, A + (i) * ars, ars, aps, B + j, ldb, C + (i) * ldc + j, ldc, init ? init + j : 0)
-            KPROWS(M, KZCALL);
-#undef KZCALL
-            j += 16;  // and the loop's 16
-            continue;
-        }
-        if (ep == CK_EP_NONE && i0 == 0 && M >= KPR) {  // 16-float tiles (WideTile.h)
-#define KZCALL(R, i) KDTILE((R), P, A + (i) * ars, ars, aps, B + j, ldb, C + (i) * ldc + j, ldc, init ? init + j : 0)
-            KPROWS(M, KZCALL);
+        if (ep == CK_EP_NONE && i0 == 0 && M >= KPR) {  // 16-float tiles (WideTile.h): 32 columns, else 16
+#define KZCALL(NV, R, i) KDTILE((R), (NV), P, A + (i) * ars, ars, aps, B + j, ldb, C + (i) * ldc + j, ldc, init ? init + j : 0)
+#define KZCALL2(R, i) KZCALL(2, R, i)
+#define KZCALL1(R, i) KZCALL(1, R, i)
+            if (j + 32 <= j1) {
+                KPROWS(M, KZCALL2);
+                j += 16;  // and the loop's 16
+            } else {
+                KPROWS(M, KZCALL1);
+            }
+#undef KZCALL1
+#undef KZCALL2
 #undef KZCALL
             continue;
         }

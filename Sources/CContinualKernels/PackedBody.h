@@ -27,12 +27,11 @@ KINL void KFN(pack_a)(float *apack, const float *A, long ars, long aps, long ic,
     }
 }
 
-/// B's rows [pc, pc + pn) × columns [j, j + 16), contiguous 16 floats per row.
-KINL void KFN(pack_b)(float *pack, const float *B, long ldb, long pc, long pn, long j) {
+/// B's rows [pc, pc + pn) × columns [j, j + NW) (NW a multiple of 8), contiguous NW floats per row.
+KINL void KFN(pack_b)(const int NW, float *pack, const float *B, long ldb, long pc, long pn, long j) {
     for (long p = 0; p < pn; p++) {
         const float *src = B + (pc + p) * ldb + j;
-        CK_ST(pack + p * 16, CK_LD(src));
-        CK_ST(pack + p * 16 + 8, CK_LD(src + 8));
+        for (int v = 0; v < NW; v += 8) CK_ST(pack + p * NW + v, CK_LD(src + v));
     }
 }
 
@@ -76,7 +75,7 @@ static KATTR __attribute__((noinline)) void KFN(gemm)(long M, long j0, long j1, 
         for (; j + 32 <= j1; j += 32) {  // 32-column strips, CK_PB / 2 steps at a time (16 kB)
             for (long pc = 0; pc < P; pc += CK_PB / 2) {
                 long pn = P - pc < CK_PB / 2 ? P - pc : CK_PB / 2;
-                KFN(pack_b32)(pack, B, ldb, pc, pn, j);
+                KFN(pack_b)(32, pack, B, ldb, pc, pn, j);
                 const float *Ap = A + pc * aps;
 #define KCALL(R, i) KPTILE32((R), pn, Ap + (i) * ars, ars, aps, pack, C + (i) * ldc + j, ldc, (pc == 0 && init) ? init + j : 0)
                 KPROWS(M, KCALL);
@@ -87,7 +86,7 @@ static KATTR __attribute__((noinline)) void KFN(gemm)(long M, long j0, long j1, 
         for (; j + 16 <= j1; j += 16) {
             for (long pc = 0; pc < P; pc += CK_PB) {
                 long pn = P - pc < CK_PB ? P - pc : CK_PB;
-                KFN(pack_b)(pack, B, ldb, pc, pn, j);
+                KFN(pack_b)(16, pack, B, ldb, pc, pn, j);
                 const float *Ap = A + pc * aps;
 #define KCALL(R, i) KPTILE((R), pn, Ap + (i) * ars, ars, aps, pack, C + (i) * ldc + j, ldc, (pc == 0 && init) ? init + j : 0)
                 KPROWS(M, KCALL);
@@ -104,7 +103,7 @@ static KATTR __attribute__((noinline)) void KFN(gemm)(long M, long j0, long j1, 
             long mn = M - ic < CK_MC ? M - ic : CK_MC;
             KFN(pack_a)(apack, A, ars, aps, ic, mn, pc, pn);
             for (long j = j0; j < jend; j += 16) {
-                KFN(pack_b)(pack, B, ldb, pc, pn, j);
+                KFN(pack_b)(16, pack, B, ldb, pc, pn, j);
                 KFN(packed_block)(apack, pack, mn, pn, C + ic * ldc + j, ldc, (pc == 0 && init) ? init + j : 0);
             }
         }
@@ -118,4 +117,3 @@ static KATTR __attribute__((noinline)) void KFN(gemm)(long M, long j0, long j1, 
 #undef KPROWS
 #undef KPTILE32
 #undef KDTILE
-#undef KDTILE32

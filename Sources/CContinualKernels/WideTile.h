@@ -17,54 +17,33 @@ typedef float v16 __attribute__((ext_vector_type(16)));
                             forward 98 → 101, weight gradient 80 → 86–92 GFLOP/s at batch 32) */
 #endif
 
-/// C[r, 0..<16] for r < MR: chains over p < P of a(r, p) = A[r·ars + p·aps] times B[p·ldb ..].
-KINL void KFN(ztile)(const int MR, long P, const float *A, long ars, long aps, const float *B, long ldb,
-                     float *C, long ldc, const float *init) {
-    v16 acc[CK_WIDE_ROWS];
-    for (int r = 0; r < MR; r++) acc[r] = init ? CK_LD16(init) : CK_LD16(C + r * ldc);
-    for (long p = 0; p < P; p++) {
-        v16 b = CK_LD16(B + p * ldb);
-        const float *ap = A + p * aps;
-        for (int r = 0; r < MR; r++) acc[r] = MADDV((v16)(ap[r * ars]), b, acc[r]);
-    }
-    for (int r = 0; r < MR; r++) CK_ST16(C + r * ldc, acc[r]);
-}
-
-/// C[r, 0..<32] for r < MR from B[p·ldb ..] (32 columns): two vectors per row, so each
-/// broadcast value of A feeds two multiply-adds.
-KINL void KFN(ztile2)(const int MR, long P, const float *A, long ars, long aps, const float *B, long ldb,
-                      float *C, long ldc, const float *init) {
+/// C[r, 0..<16·NV] for r < MR (NV = 1 or 2 vectors per row): chains over p < P of
+/// a(r, p) = A[r·ars + p·aps] times B[p·ldb ..]; with two vectors each broadcast value of A
+/// feeds two multiply-adds.
+KINL void KFN(ztile)(const int MR, const int NV, long P, const float *A, long ars, long aps,
+                     const float *B, long ldb, float *C, long ldc, const float *init) {
     v16 acc[CK_WIDE_ROWS][2];
     for (int r = 0; r < MR; r++)
-        for (int v = 0; v < 2; v++) acc[r][v] = init ? CK_LD16(init + 16 * v) : CK_LD16(C + r * ldc + 16 * v);
+        for (int v = 0; v < NV; v++) acc[r][v] = init ? CK_LD16(init + 16 * v) : CK_LD16(C + r * ldc + 16 * v);
     for (long p = 0; p < P; p++) {
-        v16 b0 = CK_LD16(B + p * ldb), b1 = CK_LD16(B + p * ldb + 16);
+        v16 b0 = CK_LD16(B + p * ldb), b1 = NV > 1 ? CK_LD16(B + p * ldb + 16) : b0;
         const float *ap = A + p * aps;
         for (int r = 0; r < MR; r++) {
             v16 a = (v16)(ap[r * ars]);
             acc[r][0] = MADDV(a, b0, acc[r][0]);
-            acc[r][1] = MADDV(a, b1, acc[r][1]);
+            if (NV > 1) acc[r][1] = MADDV(a, b1, acc[r][1]);
         }
     }
     for (int r = 0; r < MR; r++)
-        for (int v = 0; v < 2; v++) CK_ST16(C + r * ldc + 16 * v, acc[r][v]);
-}
-
-/// B's rows [pc, pc + pn) × columns [j, j + 32), contiguous 32 floats per row.
-KINL void KFN(pack_b32)(float *pack, const float *B, long ldb, long pc, long pn, long j) {
-    for (long p = 0; p < pn; p++) {
-        const float *src = B + (pc + p) * ldb + j;
-        CK_ST16(pack + p * 32, CK_LD16(src));
-        CK_ST16(pack + p * 32 + 16, CK_LD16(src + 16));
-    }
+        for (int v = 0; v < NV; v++) CK_ST16(C + r * ldc + 16 * v, acc[r][v]);
 }
 
 #define KPR CK_WIDE_ROWS
-#define KPTILE(R, pn, A, ars, aps, pack, C, ldc, start) KFN(ztile)((R), (pn), (A), (ars), (aps), (pack), 16, (C), (ldc), (start))
-#define KPTILE32(R, pn, A, ars, aps, pack, C, ldc, start) KFN(ztile2)((R), (pn), (A), (ars), (aps), (pack), 32, (C), (ldc), (start))
-#define KDTILE32(R, pn, A, ars, aps, B, ldb, C, ldc, start) KFN(ztile2)((R), (pn), (A), (ars), (aps), (B), (ldb), (C), (ldc), (start))
-/// The same tile over B in place (row stride ldb), for gemm_direct's plain 16-column strips.
-#define KDTILE(R, pn, A, ars, aps, B, ldb, C, ldc, start) KFN(ztile)((R), (pn), (A), (ars), (aps), (B), (ldb), (C), (ldc), (start))
+/// Tiles of R rows × 16·NV columns over a packed strip (rows 16·NV floats apart), and over B in
+/// place (row stride ldb) for gemm_direct's plain strips.
+#define KPTILE(R, pn, A, ars, aps, pack, C, ldc, start) KFN(ztile)((R), 1, (pn), (A), (ars), (aps), (pack), 16, (C), (ldc), (start))
+#define KPTILE32(R, pn, A, ars, aps, pack, C, ldc, start) KFN(ztile)((R), 2, (pn), (A), (ars), (aps), (pack), 32, (C), (ldc), (start))
+#define KDTILE(R, NV, pn, A, ars, aps, B, ldb, C, ldc, start) KFN(ztile)((R), (NV), (pn), (A), (ars), (aps), (B), (ldb), (C), (ldc), (start))
 /// Full tiles of KPR rows, then the rest in tiles of 16, 8, 4, 2 and 1 rows (each smaller than
 /// KPR, so within the last packed panel, which starts at a multiple of KPR).
 #define KPROWS(M, CALL)                                                                     \
