@@ -53,7 +53,6 @@ public struct SCR: BatchLossTerm, ParameterBlockOwner, PredictionOverride {
     var known: [Bool] = []
     /// Rows of the current experience not yet offered (its first epoch).
     var streamRemaining = 0
-    var replayed = 0
     /// This experience's steps that found the memory empty, and views contrasted over the run.
     var emptyMemorySteps = 0
     var contrastedViews = 0
@@ -101,14 +100,12 @@ public struct SCR: BatchLossTerm, ParameterBlockOwner, PredictionOverride {
 
     /// Appends the memory draw, then offers the first epoch's own labelled rows to the reservoir.
     public mutating func extendBatch(_ batch: inout Batch, context: ExperienceContext) {
-        replayed = 0
-        if memory.count > 0 && options.replayPerBatch > 0 {
+        if memory.count == 0 {
+            emptyMemorySteps += 1
+        } else if options.replayPerBatch > 0 {
             for slot in memory.draw(min(options.replayPerBatch, memory.count), rng: &streams.batch) {
                 batch.append(features: memory.row(slot), label: memory.labels[slot], route: memory.routes[slot])
-                replayed += 1
             }
-        } else {
-            emptyMemorySteps += 1
         }
         let offered = min(batch.ownCount, streamRemaining)
         streamRemaining -= offered
