@@ -4,10 +4,10 @@ import ContinualStrategies
 import Foundation
 import Testing
 
-/// RWalk, MIR, XdG, ER-AML, GSS, BiC and X-DER from experiment JSON (issue 46): bad options name their
+/// RWalk, MIR, XdG, ER-AML, GSS, BiC, X-DER and SCR from experiment JSON (issue 46): bad options name their
 /// key path, composed lists run (XdG with SI, RWalk beside MIR, GSS with EWC), sole-rehearsal,
 /// head and gating limits are refused, and the protocol choices (task labels at test, BiC's
-/// stages, X-DER's logit updates) are recorded.
+/// stages, X-DER's logit updates, SCR's classifier) are recorded.
 @Suite("Replay and gating config")
 struct ReplayAndGatingConfigTests {
     static func experiment(_ strategy: String, scenario: String? = nil) -> Data {
@@ -53,6 +53,14 @@ struct ReplayAndGatingConfigTests {
         (#"[{"type": "xder", "replay_per_batch": -2}]"#, ".strategy[0].replay_per_batch", "0...100000"),
         (#"[{"type": "xder", "alpha": -1}]"#, ".strategy[0].alpha", "≥ 0"),
         (#"[{"type": "xder", "simclr_temp": 5}]"#, ".strategy[0].simclr_temp", "unknown key"),
+        (#"[{"type": "scr", "temperature": 0}]"#, ".strategy[0].temperature", "[0.001, 100]"),
+        (#"[{"type": "scr", "projection": "deep"}]"#, ".strategy[0].projection", "allowed values: mlp, linear, none"),
+        (#"[{"type": "scr", "projection_dim": 1}]"#, ".strategy[0].projection_dim", "2...65536"),
+        (#"["naive", {"type": "scr", "capacity": 0}]"#, ".strategy[1].capacity", "1...10000000"),
+        (#"[{"type": "scr", "replay_per_batch": -1}]"#, ".strategy[0].replay_per_batch", "0...100000"),
+        (#"[{"type": "scr", "noise_std": -0.1}]"#, ".strategy[0].noise_std", "≥ 0"),
+        (#"[{"type": "scr", "feature_drop": 1}]"#, ".strategy[0].feature_drop", "[0, 1)"),
+        (#"[{"type": "scr", "base_temperature": 0.07}]"#, ".strategy[0].base_temperature", "unknown key"),
     ])
     func invalidOptionsNameTheirKeyPath(strategy: String, path: String, fragment: String) {
         let e = Self.error(strategy)
@@ -64,6 +72,7 @@ struct ReplayAndGatingConfigTests {
         (#"[{"type": "er_aml"}, {"type": "er_ace"}]"#, "cannot be combined with another method that stores samples"),
         (#"[{"type": "bic"}, {"type": "gss"}]"#, "cannot be combined with another method that stores samples (gss)"),
         (#"[{"type": "replay"}, {"type": "bic"}]"#, "cannot be combined with another method that stores samples"),
+        (#"[{"type": "scr"}, {"type": "replay"}]"#, "cannot be combined with another method that stores samples (replay)"),
     ])
     func refusedLists(_ strategy: String, _ reason: String) {
         let e = Self.error(strategy)
@@ -149,5 +158,44 @@ struct ReplayAndGatingConfigTests {
         }
         #expect(report.attributes["buffer_samples"] == .int(100))
         if case .string(let s) = report.attributes["not_reproduced"] { #expect(s.contains("SimCLR")) } else { Issue.record("no not_reproduced") }
+    }
+
+    /// SCR needs one multi-class head and a hidden layer: refused, naming scr and what is missing.
+    @Test func scrRefusesABinaryHeadAndAModelWithoutHiddenLayers() {
+        /// The refusal, when the file is read or when the run prepares.
+        func refusal(_ data: Data) -> String {
+            do {
+                let result = RunExecutor.execute(try ExperimentFile.parse(data: data).runs[0])
+                return result.status == .completed ? "completed" : result.message
+            } catch {
+                return "\(error)"
+            }
+        }
+        let binary = refusal(Self.experiment(#"[{"type": "scr"}]"#))
+        #expect(binary.contains("scr") && binary.contains("multi-class head"), "\(binary)")
+        let text = String(decoding: Self.experiment(#"[{"type": "scr"}]"#, scenario: #"{"type": "split_digits", "setting": "class"}"#), as: UTF8.self)
+            .replacingOccurrences(of: #""hidden": [8]"#, with: #""hidden": []"#)
+        let flat = refusal(Data(text.utf8))
+        #expect(flat.contains("scr") && flat.contains("hidden layer"), "\(flat)")
+    }
+
+    /// SCR on class-incremental split digits: the memory is full from the first experience on and
+    /// holds every class seen (so none is left out of the nearest-mean classifier), only the first
+    /// step finds it empty, and the report states the classifier and what is not reproduced.
+    @Test func scrRecordsItsMemoryAndClassifierOnClassIncrementalDigits() throws {
+        let file = try ExperimentFile.parse(data: Self.experiment(#"[{"type": "scr", "capacity": 100, "replay_per_batch": 20, "projection_dim": 16}]"#,
+                                                                   scenario: #"{"type": "split_digits", "setting": "class"}"#))
+        let result = RunExecutor.execute(file.runs[0])
+        #expect(result.status == .completed, "\(result.message)")
+        let outcome = try #require(result.outcome)
+        #expect(outcome.accuracy.joined().allSatisfy { $0.isFinite })
+        let report = try #require(outcome.pluginReports.first { $0.name == "scr" }?.report)
+        let memory = try #require(report.arrays["memory"])
+        #expect(memory.shape == [5, 4])
+        for t in 0..<5 {
+            #expect(Array(memory.values[(4 * t)..<(4 * t + 4)]) == [100, Double(2 * t + 2), 0, t == 0 ? 1 : 0], "experience \(t)")
+        }
+        if case .string(let s) = report.attributes["classifier"] { #expect(s.hasPrefix("ncm")) } else { Issue.record("no classifier") }
+        if case .string(let s) = report.attributes["not_reproduced"] { #expect(s.contains("augmentations")) } else { Issue.record("no not_reproduced") }
     }
 }

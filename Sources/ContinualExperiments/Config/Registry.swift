@@ -48,6 +48,7 @@ public enum Registry {
         GSSGreedy.Options.self,
         BiC.Options.self,
         XDER.Options.self,
+        SCR.Options.self,
     ]
 
     public static let scenarios: [any ScenarioOptions.Type] = [
