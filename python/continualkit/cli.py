@@ -174,6 +174,20 @@ def cmd_cards(a):
         print(path)
 
 
+def cmd_orderings(a):
+    from . import verdicts as V
+    from .io import load_summary
+    known = [p["key"] for p in V.papers()]
+    unknown = [k for k in a.paper or [] if k not in known]
+    if unknown:
+        print(f"continualkit orderings: --paper {unknown[0]} is not a paper of data/orderings.json "
+              f"(known: {', '.join(known)})", file=sys.stderr)
+        return 2
+    print("\n".join(V.orderings_markdown(load_summary(a.file), keys=a.paper, template=a.template,
+                                         heading="#" * a.level, settings=a.setting, list_ties=not a.no_ties)))
+    return 0
+
+
 def cmd_equal_compute(a):
     from .tables import equal_compute_table, render
     print(render(equal_compute_table(a.file, a.equal), a.format,
@@ -295,6 +309,16 @@ def main(argv=None):
                    help="results of the experiments cards name in \"other\" (e.g. results/architectural.h5 results/peft.h5)")
     s.add_argument("-o", "--output", required=True, help="directory (docs/reproductions)")
     s.set_defaults(fn=cmd_cards)
+
+    s = sub.add_parser("orderings", help="every ordering a paper reports (data/orderings.json), checked on our seeds")
+    s.add_argument("file", help="results whose variants are named {method}_{setting} (e.g. results/mnist_split.h5)")
+    s.add_argument("--paper", nargs="+", metavar="KEY", help="papers to check (hsu2018, vandeven2022, ...; default all)")
+    s.add_argument("--setting", nargs="+", choices=["task", "domain", "class"], help="settings to check (default all)")
+    s.add_argument("--template", default="{variant}_{setting}",
+                   help="our variant's name from the paper row's `variant` and the setting (default %(default)s)")
+    s.add_argument("--no-ties", action="store_true", help="count the paper's ties, do not list them")
+    s.add_argument("--level", type=int, default=3, choices=range(1, 6), help="markdown heading level (default 3)")
+    s.set_defaults(fn=cmd_orderings)
 
     s = sub.add_parser("equal-compute", help="accuracy at equal compute beside equal steps (Prabhu et al. 2023)")
     s.add_argument("file", help="results with the step budget")

@@ -17,7 +17,8 @@ variants with a Welch test at 0.05: **holds** (our means in the same order, the 
 **holds (not significant)**, **fails** (the other order, the test rejects) and **fails (not
 significant)** (the other order or equal means, without significance). A variant missing from the
 results file is **not run**, a paper's method without a counterpart here **no counterpart**, a pair
-the paper reports as equal **paper tie**; none of them is dropped. Every listed ordering prints both
+the paper reports as equal **paper tie** (for numbers read off a figure, `"pairs": "significant"`:
+also a pair the paper's own spread does not separate); none of them is dropped. Every listed ordering prints both
 numbers: the paper's (mean ± its spread) and ours (mean ± the half-width of our 95 % CI, n).
 
 The pairs come from data/orderings.json (`papers()`): per paper, its rows with numbers per setting
@@ -150,7 +151,8 @@ def papers(keys=None) -> list[dict]:
 def paper_pairs(paper: dict, setting: str) -> list[dict]:
     """Every pair of the paper's rows with a number in `setting` (rows of different buffer
     groups are not paired; a row without a group pairs with all): {high, low, tie, delta, p}
-    where `high` is the row with the higher published mean and `p` the paper's own Welch p."""
+    where `high` is the row with the higher published mean and `p` the paper's own Welch p. With
+    `"pairs": "significant"` (numbers read off a figure) a pair whose paper p is not below α is a tie."""
     rows = [r for r in paper["rows"] if setting in r["values"]]
     pairs = []
     for a, b in itertools.combinations(rows, 2):
@@ -160,7 +162,9 @@ def paper_pairs(paper: dict, setting: str) -> list[dict]:
         hi, lo = (a, b) if ma >= mb else (b, a)
         (mh, sh, nh), (ml, sl, nl) = hi["values"][setting], lo["values"][setting]
         p = welch_p(mh, sh, nh, ml, sl, nl) if sh is not None and sl is not None else math.nan
-        pairs.append(dict(high=hi, low=lo, tie=ma == mb, delta=mh - ml, p=p))
+        # A paper whose numbers are read off a figure claims only the orders its own spread separates.
+        unseparated = paper.get("pairs") == "significant" and not p < ALPHA
+        pairs.append(dict(high=hi, low=lo, tie=ma == mb or unseparated, delta=mh - ml, p=p))
     return pairs
 
 
@@ -239,10 +243,11 @@ def _p(p) -> str:
 
 
 def orderings_markdown(df: pd.DataFrame, keys=None, template: str = TUNED, budget=None, heading: str = "###",
-                       settings=None) -> list[str]:
+                       settings=None, list_ties: bool = True) -> list[str]:
     """The "Orderings" section of a docs page: per paper of data/orderings.json (or `keys`) and
     setting, a table | pair (paper's order) | paper | ours | verdict | with the count of each
-    verdict; a paper without recorded numbers is listed with its status and citation."""
+    verdict; a paper without recorded numbers is listed with its status and citation. With
+    `list_ties` False the paper's ties are counted but not listed (a figure's clusters make many)."""
     budget_text = f" at {budget} steps per experience" if budget is not None else ""
     lines = [f"{heading} Orderings", "",
              f"Every pair of methods a paper reports in a setting, checked on our runs{budget_text} "
@@ -253,6 +258,9 @@ def orderings_markdown(df: pd.DataFrame, keys=None, template: str = TUNED, budge
              "on our seeds.", ""]
     for paper in papers(keys):
         lines += [f"{heading}# {paper['title']}", "", f"*{paper['citation']}.* Numbers: {paper['where']}.", ""]
+        missing = paper.get("missing") or {}
+        if missing.get("methods"):
+            lines += [f"Not checked: {', '.join(m['method'] for m in missing['methods'])} — {missing['reason']}.", ""]
         if not any(r["values"] for r in paper["rows"]):
             mapped = ", ".join(f"{m['method']} → {m['variant'] or 'no counterpart'}" for m in paper.get("methods", []))
             lines += [f"**Not checked:** {paper.get('status', 'no numbers recorded')}."
@@ -264,6 +272,7 @@ def orderings_markdown(df: pd.DataFrame, keys=None, template: str = TUNED, budge
                 continue
             lines += [f"**{SETTING_NAMES.get(setting, setting)}** — {counts(t)}", "",
                       "| pair (paper's order) | paper | ours | verdict | p |", "|---|---|---|---|---|"]
-            lines += [f"| {r.pair} | {r.paper_text} | {r.ours_text} | {r.verdict} | {_p(r.p)} |" for r in t.itertuples()]
+            lines += [f"| {r.pair} | {r.paper_text} | {r.ours_text} | {r.verdict} | {_p(r.p)} |" for r in t.itertuples()
+                      if list_ties or r.verdict != "paper tie"]
             lines.append("")
     return lines

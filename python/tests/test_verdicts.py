@@ -154,5 +154,38 @@ def test_orderings_markdown_sections():
     assert "#### Hsu et al. 2018, Table 2 (split MNIST)" in md
     assert "| GEM (40 per experience) > naive rehearsal (reservoir, 200) | 92.20 ± 0.12 vs 90.78 ± 0.85; Δ +1.42 |" in md
     assert "| holds |" in md and "not run" in md
-    assert md.count("**Not checked:**") == 2                    # van de Ven 2022 and Buzzega 2020: no numbers here
+    assert md.count("**Not checked:**") == 1                    # Buzzega 2020: no numbers here
     assert "DER (200 / 500 / 5120) → der" in md
+    assert "#### van de Ven, Tuytelaars & Tolias 2022, split MNIST (read off the authors' figure)" in md
+    quiet = "\n".join(V.orderings_markdown(df, keys=["vandeven2022"], settings=["class"], list_ties=False))
+    assert "paper tie" in quiet and "| paper tie |" not in quiet    # counted, not listed
+
+
+def test_figure_read_papers_claim_only_the_orders_their_spread_separates():
+    # s.e.m. 1.0 over 20 runs: 2 points apart is p ≈ 0.17 (a tie), 10 points apart p < 0.001
+    paper = _paper([{"method": "A", "variant": "a", "values": {"class": [90.0, 1.0]}},
+                    {"method": "B", "variant": "b", "values": {"class": [88.0, 1.0]}},
+                    {"method": "C", "variant": "c", "values": {"class": [78.0, 1.0]}}], spread="sem", runs=20)
+    paper["pairs"] = "significant"
+    pairs = {f"{p['high']['method']}>{p['low']['method']}": p["tie"] for p in V.paper_pairs(paper, "class")}
+    assert pairs == {"A>B": True, "A>C": False, "B>C": False}
+    del paper["pairs"]                                          # a table's numbers: every order counts
+    assert not any(p["tie"] for p in V.paper_pairs(paper, "class"))
+    vdv = V.papers(["vandeven2022"])[0]
+    assert vdv["runs"] == 20 and vdv["spread"] == "sem"
+    cls = {(p["high"]["method"], p["low"]["method"]): p["tie"] for p in V.paper_pairs(vdv, "class")}
+    assert cls[("DGR", "EWC")] is False and cls[("SI", "EWC")] is True
+
+
+def test_orderings_command(monkeypatch, capsys):
+    from continualkit import cli, io
+    df = _df({"generative_replay_375": [91, 92, 90], "ewc_375": [22, 23, 21], "si_375": [22, 21, 23]})
+    monkeypatch.setattr(io, "load_summary", lambda path: df)
+    monkeypatch.setattr(cli, "_results_inputs", lambda a: [])
+    assert cli.main(["orderings", "budget.h5", "--paper", "vandeven2022", "--setting", "class",
+                     "--template", "{variant}_375", "--no-ties"]) == 0
+    out = capsys.readouterr().out
+    assert "| DGR > EWC |" in out and "| DGR > SI |" in out and "| holds |" in out
+    assert "| paper tie |" not in out and "paper tie" in out          # SI > EWC: counted only
+    assert cli.main(["orderings", "budget.h5", "--paper", "nope"]) == 2
+    assert "not a paper of data/orderings.json (known: hsu2018, vandeven2022, buzzega2020)" in capsys.readouterr().err
