@@ -64,4 +64,21 @@ struct FederationTraceTests {
         let refused = FederatedConformanceTests.execute(ResolvedRun(config: big))[0]
         #expect(refused.status == .failed && refused.message.contains("federation.trace"), "\(refused.message)")
     }
+
+    @Test("validate's memory and disk estimates count the trace: a traced run costs more, on disk by its bound")
+    func estimatesCountTheTrace() throws {
+        func estimate(_ federation: String) throws -> (memory: Double, disk: Double) {
+            let e = try #require(try Preflight.checkAll([FederatedConformanceTests.run(federation)]).estimates.first)
+            return (e.memoryBytes, e.diskBytes)
+        }
+        let federation = #"{"rounds": 5, "clients_per_round": 4, "aggregation": "scaffold"}"#
+        let plain = try estimate(federation), traced = try estimate(Self.traced(federation, rounds: 3))
+        #expect(traced.memory > plain.memory && traced.disk > plain.disk)
+        let run = try FederatedConformanceTests.run(federation)
+        let (setup, _) = try FederatedConformanceTests.algorithms(run)
+        let bound = 4 * Double(FederationTrace.values(rounds: 3, clients: 4, parameters: setup.initialParameters.count,
+                                                      shared: setup.sharedCount))
+        // The trace's bound, and the longer canonical config (its "trace" key).
+        #expect((bound..<(bound + 64)).contains(traced.disk - plain.disk), "\(traced.disk - plain.disk) for a bound of \(bound)")
+    }
 }
