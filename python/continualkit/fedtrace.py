@@ -4,7 +4,9 @@ difference per check (docs/federated.md, "Checking the arithmetic: the trace har
 
 A run writes its trace with `"federation": {"trace": {"rounds": N}}` (docs/results-format.md,
 `federation/trace/`). `check_file(path)` returns, per run, {check name: max |recorded − recomputed|}
-over the traced rounds; integer checks (bytes, staleness) are exact differences.
+over the traced rounds; integer checks (bytes, staleness) are exact differences. The server steps
+are here, the clients' state rules, carried state and bytes in `fedtrace_clients`, the local
+rounds (full-batch runs) in `fedtrace_local`.
 
     python -m continualkit.fedtrace results.h5
 """
