@@ -64,6 +64,12 @@ public struct DiskEstimate: Sendable, Equatable {
         if let federation = config.federation {
             // Per round ~16 series, per evaluation two accuracies, per client ~10 tallies.
             bytes += Double(federation.rounds) * 16 * 8 + Double(config.population?.users ?? 0) * 96
+            if let trace = federation.trace {
+                // `federation/trace/`: at most FederationTrace.values float32 values, the round data aside.
+                let clients = federation.invitedPerRound(clients: max(config.population?.users ?? 1, 1))
+                bytes += 4 * Double(FederationTrace.values(rounds: min(trace.rounds, federation.rounds), clients: clients,
+                                                          parameters: Int(parameters), shared: Int(parameters)))
+            }
         }
         return bytes
     }

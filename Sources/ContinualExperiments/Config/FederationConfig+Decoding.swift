@@ -73,6 +73,8 @@ extension FederationConfig {
         moon = try c.decodeIfPresent(MoonConfig.self, forKey: .moon)
         try c.require(moon == nil || (personal != .pfedme && personal != .perFedAvg && share != .none), .moon,
                       "MOON's term joins the local loop of a shared model: not with \"personal\": \"\(personal.rawValue)\" or \"share\": \"none\"")
+        trace = try c.decodeIfPresent(FederationTraceConfig.self, forKey: .trace)
+        try c.require(trace == nil || share != .none, .trace, "the trace records the server's steps; with \"share\": \"none\" there is none")
         consolidate = try c.decodeChoice(.consolidate, default: .experience)
         localData = try c.decodeChoice(.localData, default: .stream)
         serverDistillation = try c.decode(.serverDistillation, default: 0)

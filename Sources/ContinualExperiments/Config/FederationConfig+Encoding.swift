@@ -60,6 +60,8 @@ extension FederationConfig {
         try c.encodeIfPresent(partition, forKey: .partition)
         try c.encodeIfPresent(fedbuff, forKey: .fedbuff)
         try c.encodeIfPresent(moon, forKey: .moon)
+        // Absent when off, so runs without a trace keep their canonical form (and ids).
+        try c.encodeIfPresent(trace, forKey: .trace)
         // The default is not written, so runs without EWC keep their canonical form (and ids).
         if consolidate != .experience { try c.encode(consolidate, forKey: .consolidate) }
         if localData != .stream { try c.encode(localData, forKey: .localData) }

@@ -204,6 +204,8 @@ public struct FederationConfig: Codable, Sendable, Equatable {
     public var fedbuff: FedBuffConfig? = nil
     /// MOON's model-contrastive term on the local objective (`MOON`); nil: none.
     public var moon: MoonConfig? = nil
+    /// A per-round trace of the server and client steps (`FederationTraceConfig`); nil: none.
+    public var trace: FederationTraceConfig? = nil
     public var consolidate: Consolidation = .experience
     public var localData: LocalData = .stream
     /// FLwF-2T's second teacher (Usmanova et al. 2021, "A distillation-based approach integrating
@@ -234,7 +236,7 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         case dropoutProbability = "dropout_probability", roundDeadline = "round_deadline", stragglerSpread = "straggler_spread"
         case attackScale = "attack_scale", evaluateEvery = "evaluate_every", evaluateClients = "evaluate_clients"
         case radioJoulesPerByte = "radio_joules_per_byte", jobs, partition
-        case fedbuff, consolidate, moon, localData = "local_data"
+        case fedbuff, consolidate, moon, trace, localData = "local_data"
         case serverDistillation = "server_distillation", serverDistillationTemperature = "server_distillation_temperature"
     }
 }

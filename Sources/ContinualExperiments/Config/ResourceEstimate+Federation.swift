@@ -35,8 +35,14 @@ extension RunEstimate {
         let roundData = (storage.retainsData ? 0 : min(perRound, participants) * clientData) + perRound * params * 16
         let trained = participants * (state + (storage.retainsData ? clientData : 0)) + evaluated * state + roundData
         let workers = Double(federation.jobs > 0 ? federation.jobs : cores)
-        memoryBytes = single * min(workers, max(built, 1)) + everyClient + kept + trained
+        // `federation.trace`: its arrays (FederationTrace.values) and each traced client's round data.
+        let traced = Double(min(federation.trace?.rounds ?? 0, federation.rounds))
+        let trace = traced == 0 ? 0 : 4 * Double(FederationTrace.values(rounds: Int(traced), clients: Int(perRound.rounded(.up)),
+                                                                         parameters: Int(params), shared: Int(params)))
+            + traced * perRound * clientData
+        memoryBytes = single * min(workers, max(built, 1)) + everyClient + kept + trained + trace
         let terms: [(Double, String)] = [
+            (trace, ".federation.trace.rounds"),
             (everyClient, ".population.users"),
             (kept, federation.evaluateClients > 0 ? ".federation.evaluate_clients" : ".population.users"),
             (trained, storage.allClients ? ".population.users"

@@ -94,6 +94,8 @@ struct ClientRoundWork: Sendable {
         let local = ClientRound(round: round, period: p, lo: lo, end: end,
                                data: c.data(lo, end, flip: c.adversary && fed.attack == .labelFlip ? setup.classes : nil),
                                global: global, pass: setup.pass, config: setup.config)
+        let traced = fed.trace?.traces(round) ?? false
+        var trace = traced ? ClientTrace(before: c, data: local.data) : nil
         for algorithm in algorithms { try algorithm.beforeLocalRound(&c, local, &e) }
         var own: ExperienceRecord? = nil
         for algorithm in algorithms where own == nil { own = try algorithm.localRound(&c, local, scratch: &scratch) }
@@ -104,6 +106,8 @@ struct ClientRoundWork: Sendable {
         for algorithm in algorithms {
             if let w = try algorithm.afterLocalRound(&c, local, trained, &e, scratch: &scratch) { further.append(w) }
         }
+        trace?.finish(after: c, record)
+        e.trace = trace.map(ClientTraceBox.init)
         c.federatedCursor = end
         upload(c, local, trained, further, into: &e)
         c.participations += 1
@@ -155,6 +159,10 @@ struct ClientRoundWork: Sendable {
         e.completed = true
         e.samples = local.data.count
         if fed.share != .none {
+            if var t = e.traced, fed.updateEncoding != .float32 {
+                t.rawUpdate = delta
+                e.trace = ClientTraceBox(t)
+            }
             let (decoded, bytes) = fed.updateEncoding.encode(delta)
             e.delta = decoded
             e.bytesUp = bytes

@@ -68,7 +68,9 @@ extension FederationEngine {
         }
         for i in algorithms.indices { algorithms[i].updateServerState(completed, clients: N) }
         if let aggregate {
-            try server.apply(algorithms.reduce(aggregate) { $1.transform($0) }, round: r)
+            let applied = algorithms.reduce(aggregate) { $1.transform($0) }
+            if setup.fed.trace?.traces(r) ?? false { traceAggregate = (aggregate, applied) }
+            try server.apply(applied, round: r)
         }
         if fed.noiseMultiplier > 0 { accountant.compose(samplingRate: q, noiseMultiplier: fed.noiseMultiplier) }
     }

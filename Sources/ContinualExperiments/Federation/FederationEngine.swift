@@ -25,11 +25,14 @@ struct FederationEngine {
     /// DP's and the accountant's sampling rate q.
     let q: Double
     let rule: AggregationRule
+    /// The traced round's aggregate and the update applied (`federation.trace`; empty otherwise).
+    var traceAggregate: (rule: [Float], applied: [Float]) = ([], [])
 
     /// The engine at round 0: the evaluated clients built (every client when every phone trains
     /// each round), with their baselines; the global model at `prototype`'s.
     init(_ setup: FederationSetup, prototype: Trainer, transport: any FederationTransport) throws {
         let fed = setup.fed, config = setup.config, N = setup.N
+        let trace = try Self.emptyTrace(setup, parameters: prototype.model.parameterCount)
         self.setup = setup
         self.transport = transport
         algorithms = FederatedAlgorithms.make(AlgorithmSetup(
@@ -48,6 +51,7 @@ struct FederationEngine {
         rule = fed.rule(optimizer: config.optimizer.spec)
         outcome = FederationOutcome(config: fed, clients: N, samplingRate: q, sharedParameters: setup.sharedCount,
                                     totalParameters: prototype.model.parameterCount)
+        outcome.trace = trace
         if let partition = setup.partition, let baseStream = setup.baseStream {
             outcome.partitionTrainCounts = partition.trainCounts
             outcome.partitionTestCounts = partition.testCounts
@@ -88,7 +92,9 @@ struct FederationEngine {
         chargeSecureAggregation(&all)
         try charge(all)
         server.aggregated = false
+        let traced = beginTrace(r)
         try serverStep(r, all)
+        if let traced { finishTrace(traced, all) }
         record(invited: invited.count, all)
         evaluate(r)
     }

@@ -85,6 +85,8 @@ public struct FederationOutcome: Sendable, Equatable {
 
     /// FedBuff's server steps, staleness and buffers (`federation.fedbuff`; nil otherwise).
     public var fedbuff: FedBuffTrace? = nil
+    /// The per-round trace of the server and client steps (`federation.trace`; nil otherwise).
+    public var trace: FederationTrace? = nil
 
     // Wall times (the only numbers that differ between two runs of the same config).
     /// Building the clients (data generation, device days, learners), seconds.

@@ -63,6 +63,9 @@ public enum FederationRunner {
         if let k = plan.stopAfter, !(0..<(setup.R - 1)).contains(k) {
             throw Failure(description: "a federated run stops after a round: --stop-after must be in 0...\(setup.R - 2) (it has \(setup.R) rounds), got \(k)")
         }
+        if plan.resume != nil && setup.fed.trace != nil {
+            throw Failure(description: "federation.trace is not part of checkpoints: run a traced run from its start, without --resume-from")
+        }
         var engine = try FederationEngine(setup, prototype: prototype, transport: transport)
         if let resume = plan.resume { try engine.restore(resume) }
         engine.outcome.setupSeconds = (clock.now - setupStart).seconds

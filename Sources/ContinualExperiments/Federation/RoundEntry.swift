@@ -1,7 +1,7 @@
 import ContinualCore
 
 /// What one client contributed to a round (sent to every rank).
-struct RoundEntry: Sendable {
+struct RoundEntry: Sendable, Equatable {
     var id = 0
     var available = false
     var completed = false
@@ -23,6 +23,10 @@ struct RoundEntry: Sendable {
     var delta: [Float] = []
     /// SCAFFOLD's Δcᵢ (empty otherwise).
     var control: [Float] = []
+    /// What the client traced in the round (`federation.trace`; nil otherwise), behind one
+    /// reference so that an entry without a trace grows by a pointer only.
+    var trace: ClientTraceBox? = nil
+    var traced: ClientTrace? { trace?.value }
 
     func encode(into w: inout ByteWriter) {
         w.int(id)
@@ -34,6 +38,8 @@ struct RoundEntry: Sendable {
         w.doubles([joules, steps, loss, delay])
         w.floats(delta)
         w.floats(control)
+        w.int(trace == nil ? 0 : 1)
+        trace?.value.encode(into: &w)
     }
 
     static func decode(_ r: inout ByteReader) throws -> RoundEntry {
@@ -56,6 +62,7 @@ struct RoundEntry: Sendable {
         e.delay = d.count > 3 ? d[3] : 0
         e.delta = try r.floats()
         e.control = try r.floats()
+        if try r.int() == 1 { e.trace = ClientTraceBox(try ClientTrace.decode(&r)) }
         return e
     }
 }

@@ -10,6 +10,7 @@ extension ResultsWriter {
         try writeFederationAttributes(f, into: g)
         try writeRoundSeries(f, into: g)
         if let trace = f.fedbuff, let fb = f.config.fedbuff { try writeFedBuff(trace, fb, into: g) }
+        if let trace = f.trace { try writeFederationTrace(trace, into: g) }
 
         let E = f.evaluatedRounds.count
         let evaluation = try g.write(f.evaluatedRounds.map(Int64.init), shape: [E], name: "evaluated_round")

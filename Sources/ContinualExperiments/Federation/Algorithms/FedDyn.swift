@@ -50,6 +50,8 @@ struct FedDyn: FederatedAlgorithm {
         h = Self.serverState(h, deltas: completed.map(\.delta), alpha: alpha, clients: clients)
     }
 
+    var traceState: [Float] { h }
+
     func encodeState(into w: inout ByteWriter) { w.floats(h) }
 
     mutating func restoreState(from r: inout ByteReader) throws {

@@ -68,6 +68,8 @@ protocol FederatedAlgorithm: Sendable {
     func transform(_ aggregate: [Float]) -> [Float]
     /// The model the phone predicts with at an evaluation; nil: the client's learner.
     func phoneModel(_ client: FederatedClient, global: MLP, round: Int, workspace: Workspace) -> PhoneModel?
+    /// The server state a trace records (`federation.trace`): SCAFFOLD's c, FedDyn's h.
+    var traceState: [Float] { get }
     /// The algorithm's results (SCAFFOLD's controls, FedBuff's trace).
     func report(into outcome: inout FederationOutcome, finals: [ClientFinal], clients: Int)
     /// Writes the server-side state the algorithm carries from one round to the next (SCAFFOLD's
@@ -96,6 +98,7 @@ extension FederatedAlgorithm {
     mutating func updateServerState(_ completed: [RoundEntry], clients: Int) {}
     func transform(_ aggregate: [Float]) -> [Float] { aggregate }
     func phoneModel(_ client: FederatedClient, global: MLP, round: Int, workspace: Workspace) -> PhoneModel? { nil }
+    var traceState: [Float] { [] }
     func report(into outcome: inout FederationOutcome, finals: [ClientFinal], clients: Int) {}
     func encodeState(into w: inout ByteWriter) {}
     mutating func restoreState(from r: inout ByteReader) throws {}

@@ -24,6 +24,8 @@ struct SCAFFOLD: FederatedAlgorithm {
 
     var extraFloats: (up: Int, down: Int) { (sharedCount, sharedCount) }
 
+    var traceState: [Float] { serverControl }
+
     func beforeLocalRound(_ c: inout FederatedClient, _ round: ClientRound, _ upload: inout RoundEntry) throws {
         // Every local step uses g + c − cᵢ.
         let ci = c.control, control = serverControl
