@@ -206,14 +206,15 @@ def _protocol_block(path, df, card) -> list[str]:
     if path is not None and card["variants"]:
         ours = {f"{v}_{s}": run_protocol(path, df, f"{v}_{s}") for v in card["variants"] for s in SETTINGS}
         ours = {k: p for k, p in ours.items() if p}
-        lines += ["| aspect | ours | " + " | ".join(p["title"] for p in theirs) + " |", "|---|---|" + "---|" * len(theirs)]
+    if path is not None and card["variants"] and (ours or theirs):
+        lines += ["| " + " | ".join(["aspect", "ours"] + [p["title"] for p in theirs]) + " |", "|---|---|" + "---|" * len(theirs)]
         for key, name in ASPECTS:
             vals = {}
             for k, p in ours.items():
                 vals.setdefault(p[key], []).append(k)
             cell = "not run" if not vals else next(iter(vals)) if len(vals) == 1 else \
                 "; ".join(f"{', '.join(ks)}: {v}" for v, ks in vals.items())
-            lines.append(f"| {name} | {cell} | " + " | ".join(_their(p, card, key) for p in theirs) + " |")
+            lines.append("| " + " | ".join([name, cell] + [_their(p, card, key) for p in theirs]) + " |")
         lines.append("")
     lines += [f"Notes: {card['differences']}", ""]
     return lines
