@@ -61,7 +61,7 @@ struct ReplayAndGatingConfigTests {
         (#"[{"type": "scr", "noise_std": -0.1}]"#, ".strategy[0].noise_std", "≥ 0"),
         (#"[{"type": "scr", "feature_drop": 1}]"#, ".strategy[0].feature_drop", "[0, 1)"),
         (#"[{"type": "scr", "base_temperature": 0.07}]"#, ".strategy[0].base_temperature", "unknown key"),
-        (#"[{"type": "bir", "internal_replay": true}]"#, ".strategy[0].internal_replay", "only false is implemented"),
+        (#"[{"type": "bir", "internal_replay": true, "reconstruction": "bernoulli"}]"#, ".strategy[0].reconstruction", "must be \"gaussian\" with internal_replay"),
         (#"[{"type": "bir", "feedback": false}]"#, ".strategy[0].feedback", "only true is implemented"),
         (#"[{"type": "bir", "gate_proportion": 1}]"#, ".strategy[0].gate_proportion", "[0, 1)"),
         (#"[{"type": "bir", "temperature": 0}]"#, ".strategy[0].temperature", "[0.01, 100]"),
@@ -228,6 +228,8 @@ struct ReplayAndGatingConfigTests {
         #expect(flat.contains("bir") && flat.contains("model.hidden is empty"), "\(flat)")
         let mixed = refusal(#"[{"type": "bir"}]"#, scenario: digits, replacing: (#""batch_size": 16"#, #""batch_size": 16, "precision": "bfloat16""#))
         #expect(mixed.contains("bir") && mixed.contains("use float32 training"), "\(mixed)")
+        let shallow = refusal(#"[{"type": "bir", "internal_replay": true}]"#, scenario: digits)
+        #expect(shallow.contains("internal_replay needs at least two hidden layers"), "\(shallow)")
     }
 
     /// BI-R on class-incremental split digits: completes, records each component's choice and

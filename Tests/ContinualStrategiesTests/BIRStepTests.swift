@@ -9,10 +9,10 @@ import Testing
 @Suite("BIR step") struct BIRStepTests {
     static let spec = MLPSpec(inputs: 3, hidden: [5, 4], activation: .relu, head: .multiclass(classes: 3))
 
-    static func setUp() throws -> (BIR, MLP, Samples) {
+    static func setUp(_ options: BIR.Options = BIR.Options()) throws -> (BIR, MLP, Samples) {
         var rng = RandomSource(seed: 8)
         var model = MLP(spec: spec, rng: &rng)
-        var bir = BIR(options: BIR.Options())
+        var bir = BIR(options: options)
         try bir.prepare(model: &model, context: RunContext(seed: 5, pluginIndex: 0, experienceCount: 2, dimension: 3,
                                                            head: .multiclass(classes: 3), training: TrainingOptions(batchSize: 4)))
         var train = Samples(dimension: 3)

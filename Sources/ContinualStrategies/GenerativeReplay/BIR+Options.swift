@@ -4,14 +4,19 @@ extension BIR {
     /// toZ, decoder and prior with two Adam moments, the previous copies of them and of the model,
     /// the gates; per step the replayed rows, their generation and labelling, and the VAE passes.
     public var resources: PluginResources {
-        guard let gen = generator, let net = hiddenNet else { return .none }
+        guard let gen = generator, let net = encoder else { return .none }
         let previous = previousModel == nil ? 0 : gen.parameterCount + (previousModel?.parameterCount ?? 0)
         let rows = previousModel == nil ? 0 : (options.replayPerBatch ?? batchSize)
         let decoder = gen.decoder.reduce(0) { $0 + $1.flopsPerTrainingSample }
         let vae = net.flopsPerTrainingSample + gen.toZ.flopsPerTrainingSample + decoder
         let generate = gen.decoder.reduce(0) { $0 + $1.flopsPerPrediction } + (previousModel?.flopsPerPrediction ?? 0)
+        // Internal replay: the first layer runs again for the VAE's inputs; replayed rows go through
+        // the layers above (the loop does not see them), forward and backward.
+        let internalFLOPs = below.map { batchSize * $0.flopsPerPrediction } ?? 0
+        let replayed = (above?.flopsPerTrainingSample ?? 0) + (previousAbove?.flopsPerPrediction ?? 0)
         return PluginResources(stateBytes: 4 * (3 * gen.parameterCount + previous + gen.gates.reduce(0) { $0 + $1.count }),
-                               extraRowsPerBatch: rows, extraFLOPsPerStep: (batchSize + rows) * vae + rows * generate)
+                               extraRowsPerBatch: options.internalReplay ? 0 : rows,
+                               extraFLOPsPerStep: (batchSize + rows) * vae + rows * generate + internalFLOPs + rows * replayed)
     }
 
     public func checkpointState() -> PluginState {
@@ -46,12 +51,14 @@ extension BIR {
             previousGenerator = old
         }
         previousModel = nil
+        previousAbove = nil
         if let p = s.floats["previous_model"] {
             guard var m = template, m.parameterCount == p.count else {
                 throw CheckpointError.mismatch("bir's previous model has \(p.count) parameters, this model \(template?.parameterCount ?? 0)")
             }
             m.parameters = p
             previousModel = m
+            if let a = above { previousAbove = Self.above(of: m, template: a, frozen: frozenCount) }
         }
         seen = seenBits.map { $0 != 0 }
         noise = RandomSource(state: r.map { UInt64(bitPattern: $0) })
@@ -63,7 +70,9 @@ extension BIR {
             "feedback": .string("classifier's hidden layers are the VAE's encoder (shared, trained by both losses)"),
             "conditional": .string(options.conditional ? "Gaussian-mixture prior, one learnable mode per class" : "off: standard normal prior"),
             "gates": .string(options.gates ? "per-class fixed decoder masks, proportion \(options.gateProportion) off" : "off"),
-            "internal_replay": .string("off (inputs replayed)"),
+            "internal_replay": .string(options.internalReplay
+                ? "first hidden layer frozen after the first experience; its activations (\(below?.logitCount ?? 0) wide) are encoded and replayed"
+                : "off (inputs replayed)"),
             "distillation": .string(options.distillation ? "soft targets, T = \(options.temperature), KD × T²" : "off: previous model's most probable seen class (hard)"),
             "latent": .int(Int64(options.latent)), "learning_rate": .double(options.learningRate),
             "weighting": .string(options.weighting.rawValue), "reconstruction": .string(options.reconstruction.rawValue),
@@ -90,7 +99,9 @@ extension BIR {
         /// Share of each class's decoder units gated off (the authors' `dg_prop`: 0.8 for MNIST).
         public var gateProportion = 0.8
         public var conditional = true, gates = true, distillation = true
-        /// Only `true` (the classifier is the encoder) and `false` (inputs replayed) are implemented.
+        /// `feedback`: only `true` (the classifier is the encoder). `internal_replay`: off by default
+        /// (the authors' MNIST BI-R replays inputs; they replay internal representations after
+        /// convolutional layers); on, the first hidden layer plays those layers (see BIR+Internal).
         public var feedback = true, internalReplay = false
         public var weighting = GenerativeReplay.Weighting.inverseTask
         public var reconstruction = VariationalAutoencoder.Reconstruction.gaussian
@@ -122,9 +133,10 @@ extension BIR {
             feedback = try k.decode(.feedback, default: true)
             try k.require(feedback, .feedback, "feedback: only true is implemented (the classifier is the VAE's encoder); a separate generator is \"generative_replay\"")
             internalReplay = try k.decode(.internalReplay, default: false)
-            try k.require(!internalReplay, .internalReplay, "internal_replay: only false is implemented (the authors replay internal representations after convolutional layers, which these MLPs do not have; their MNIST BI-R replays inputs)")
             weighting = try k.decodeChoice(.weighting, default: .inverseTask)
             reconstruction = try k.decodeChoice(.reconstruction, default: .gaussian)
+            try k.require(!(internalReplay && reconstruction == .bernoulli), .reconstruction,
+                          "reconstruction must be \"gaussian\" with internal_replay: hidden activations are not in [0, 1]")
             replayPerBatch = try k.decode(.replayPerBatch, default: nil as Int?)
             if let r = replayPerBatch {
                 try k.require((1...1_000_000).contains(r), .replayPerBatch, "replay_per_batch must be an integer in 1...1000000, got \(r)")
