@@ -2,7 +2,8 @@ import ContinualCore
 
 extension BIR {
     /// toZ, decoder and prior with two Adam moments, the previous copies of them and of the model,
-    /// the gates; per step the replayed rows, their generation and labelling, and the VAE passes.
+    /// working copies of the model's parts, the gates; per step the replayed rows, their
+    /// generation and labelling, and the VAE passes.
     public var resources: PluginResources {
         guard let gen = generator, let net = encoder else { return .none }
         let previous = previousModel == nil ? 0 : gen.parameterCount + (previousModel?.parameterCount ?? 0)
@@ -14,7 +15,10 @@ extension BIR {
         // the layers above (the loop does not see them), forward and backward.
         let internalFLOPs = below.map { batchSize * $0.flopsPerPrediction } ?? 0
         let replayed = (above?.flopsPerTrainingSample ?? 0) + (previousAbove?.flopsPerPrediction ?? 0)
-        return PluginResources(stateBytes: 4 * (3 * gen.parameterCount + previous + gen.gates.reduce(0) { $0 + $1.count }),
+        // Working copies of the model's parts (encoder; with internal replay the layers below and
+        // above the split, and the previous model's part above).
+        let copies = [encoder, below, above, previousAbove].reduce(0) { $0 + ($1?.parameterCount ?? 0) }
+        return PluginResources(stateBytes: 4 * (3 * gen.parameterCount + previous + copies + gen.gates.reduce(0) { $0 + $1.count }),
                                extraRowsPerBatch: options.internalReplay ? 0 : rows,
                                extraFLOPsPerStep: (batchSize + rows) * vae + rows * generate + internalFLOPs + rows * replayed)
     }
