@@ -61,6 +61,14 @@ struct ReplayAndGatingConfigTests {
         (#"[{"type": "scr", "noise_std": -0.1}]"#, ".strategy[0].noise_std", "≥ 0"),
         (#"[{"type": "scr", "feature_drop": 1}]"#, ".strategy[0].feature_drop", "[0, 1)"),
         (#"[{"type": "scr", "base_temperature": 0.07}]"#, ".strategy[0].base_temperature", "unknown key"),
+        (#"[{"type": "bir", "internal_replay": true, "reconstruction": "bernoulli"}]"#, ".strategy[0].reconstruction", "must be \"gaussian\" with internal_replay"),
+        (#"[{"type": "bir", "feedback": false}]"#, ".strategy[0].feedback", "only true is implemented"),
+        (#"[{"type": "bir", "gate_proportion": 1}]"#, ".strategy[0].gate_proportion", "[0, 1)"),
+        (#"[{"type": "bir", "temperature": 0}]"#, ".strategy[0].temperature", "[0.01, 100]"),
+        (#"[{"type": "bir", "latent": 0}]"#, ".strategy[0].latent", "1...4096"),
+        (#"[{"type": "bir", "weighting": "half"}]"#, ".strategy[0].weighting", "inverse_task, equal"),
+        (#"[{"type": "bir", "reconstruction": "mse"}]"#, ".strategy[0].reconstruction", "bernoulli, gaussian"),
+        (#"[{"type": "bir", "z_dim": 100}]"#, ".strategy[0].z_dim", "unknown key"),
     ])
     func invalidOptionsNameTheirKeyPath(strategy: String, path: String, fragment: String) {
         let e = Self.error(strategy)
@@ -73,6 +81,7 @@ struct ReplayAndGatingConfigTests {
         (#"[{"type": "bic"}, {"type": "gss"}]"#, "cannot be combined with another method that stores samples (gss)"),
         (#"[{"type": "replay"}, {"type": "bic"}]"#, "cannot be combined with another method that stores samples"),
         (#"[{"type": "scr"}, {"type": "replay"}]"#, "cannot be combined with another method that stores samples (replay)"),
+        (#"[{"type": "bir"}, {"type": "ewc"}]"#, "\"bir\" is a whole method"),
     ])
     func refusedLists(_ strategy: String, _ reason: String) {
         let e = Self.error(strategy)
@@ -197,5 +206,46 @@ struct ReplayAndGatingConfigTests {
         }
         if case .string(let s) = report.attributes["classifier"] { #expect(s.hasPrefix("ncm")) } else { Issue.record("no classifier") }
         if case .string(let s) = report.attributes["not_reproduced"] { #expect(s.contains("augmentations")) } else { Issue.record("no not_reproduced") }
+    }
+
+    /// BI-R needs one multi-class head, a hidden layer (its encoder is the classifier's hidden
+    /// layers) and float32 training: each refused when the run prepares, naming what is missing.
+    @Test func birRefusesWhatItCannotRun() {
+        func refusal(_ strategy: String, scenario: String? = nil, replacing: (String, String)? = nil) -> String {
+            var text = String(decoding: Self.experiment(strategy, scenario: scenario), as: UTF8.self)
+            if let (a, b) = replacing { text = text.replacingOccurrences(of: a, with: b) }
+            do {
+                let result = RunExecutor.execute(try ExperimentFile.parse(data: Data(text.utf8)).runs[0])
+                return result.status == .completed ? "completed" : result.message
+            } catch {
+                return "\(error)"
+            }
+        }
+        let digits = #"{"type": "split_digits", "setting": "class"}"#
+        let binary = refusal(#"[{"type": "bir"}]"#)
+        #expect(binary.contains("bir") && binary.contains("multiclass head"), "\(binary)")
+        let flat = refusal(#"[{"type": "bir"}]"#, scenario: digits, replacing: (#""hidden": [8]"#, #""hidden": []"#))
+        #expect(flat.contains("bir") && flat.contains("model.hidden is empty"), "\(flat)")
+        let mixed = refusal(#"[{"type": "bir"}]"#, scenario: digits, replacing: (#""batch_size": 16"#, #""batch_size": 16, "precision": "bfloat16""#))
+        #expect(mixed.contains("bir") && mixed.contains("use float32 training"), "\(mixed)")
+        let shallow = refusal(#"[{"type": "bir", "internal_replay": true}]"#, scenario: digits)
+        #expect(shallow.contains("internal_replay needs at least two hidden layers"), "\(shallow)")
+    }
+
+    /// BI-R on class-incremental split digits: completes, records each component's choice and
+    /// one VAE loss per experience.
+    @Test func birRecordsItsComponentsOnClassIncrementalDigits() throws {
+        let file = try ExperimentFile.parse(data: Self.experiment(#"[{"type": "bir", "latent": 8}]"#,
+                                                                   scenario: #"{"type": "split_digits", "setting": "class"}"#))
+        let result = RunExecutor.execute(file.runs[0])
+        #expect(result.status == .completed, "\(result.message)")
+        let outcome = try #require(result.outcome)
+        #expect(outcome.accuracy.joined().allSatisfy { $0.isFinite })
+        let report = try #require(outcome.pluginReports.first { $0.name == "bir" }?.report)
+        #expect(report.arrays["vae_loss"]?.values.count == 5 && report.arrays["vae_loss"]!.values.allSatisfy { $0.isFinite })
+        for key in ["feedback", "conditional", "gates", "internal_replay", "distillation"] {
+            #expect(report.attributes[key] != nil, "\(key)")
+        }
+        if case .string(let s) = report.attributes["distillation"] { #expect(s.contains("T = 2.0")) } else { Issue.record("no distillation") }
     }
 }

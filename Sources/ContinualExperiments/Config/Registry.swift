@@ -49,6 +49,7 @@ public enum Registry {
         BiC.Options.self,
         XDER.Options.self,
         SCR.Options.self,
+        BIR.Options.self,
     ]
 
     public static let scenarios: [any ScenarioOptions.Type] = [

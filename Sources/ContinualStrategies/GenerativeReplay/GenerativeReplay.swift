@@ -66,11 +66,9 @@ public struct GenerativeReplay: BatchLossTerm {
         task = context.index + 1
         generatorLossSum = 0
         generatorSteps = 0
-        if options.reconstruction == .bernoulli {
-            let f = context.experience.train.features
-            if let k = f.firstIndex(where: { !($0 >= 0 && $0 <= 1) }) {
-                throw TrainingError.invalid("generative_replay: reconstruction \"bernoulli\" models features in [0, 1], but feature \(k % max(dimension, 1)) of a training sample of experience \(context.index) is \(f[k]); use \"reconstruction\": \"gaussian\"")
-            }
+        if let refusal = options.reconstruction.refusal(context.experience.train.features, dimension: dimension,
+                                                        method: Options.typeName, experience: context.index) {
+            throw TrainingError.invalid(refusal)
         }
     }
 

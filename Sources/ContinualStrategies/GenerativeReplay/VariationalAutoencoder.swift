@@ -58,13 +58,7 @@ public struct VariationalAutoencoder: Sendable {
         let encWS = encoder.makeWorkspace(capacity: n), decWS = decoder.makeWorkspace(capacity: n)
         x.withUnsafeBufferPointer { encoder.forward($0.baseAddress!, count: n, route: 0, workspace: encWS) }
         let e = encWS.logits
-        var z = [Float](repeating: 0, count: n * Z)
-        for i in 0..<n {
-            for j in 0..<Z {
-                let lv = min(max(e[i * 2 * Z + Z + j], Self.logVarianceRange.lowerBound), Self.logVarianceRange.upperBound)
-                z[i * Z + j] = e[i * 2 * Z + j] + (0.5 * lv).exponential * noise[i * Z + j]
-            }
-        }
+        let z = Self.reparameterize(e, noise: noise, count: n, latent: Z)
         z.withUnsafeBufferPointer { decoder.forward($0.baseAddress!, count: n, route: 0, workspace: decWS) }
         let l = decWS.logits
         var total = 0.0
@@ -72,15 +66,9 @@ public struct VariationalAutoencoder: Sendable {
             let w = Double(weights[i])
             var rowLoss = 0.0
             for d in 0..<D {
-                let li = Double(l[i * D + d]), xi = Double(x[i * D + d])
-                switch reconstruction {
-                case .bernoulli:
-                    rowLoss += max(li, 0) - xi * li + _log1p(_exp(-abs(li)))
-                    l[i * D + d] = Float(w * ((li >= 0 ? 1 / (1 + _exp(-li)) : _exp(li) / (1 + _exp(li))) - xi))
-                case .gaussian:
-                    rowLoss += 0.5 * (li - xi) * (li - xi)
-                    l[i * D + d] = Float(w * (li - xi))
-                }
+                let t = reconstruction.term(Double(l[i * D + d]), Double(x[i * D + d]))
+                rowLoss += t.loss
+                l[i * D + d] = Float(w * t.gradient)
             }
             for j in 0..<Z {
                 let mu = Double(e[i * 2 * Z + j])
@@ -109,6 +97,18 @@ public struct VariationalAutoencoder: Sendable {
         }
         encoder.backward(logitGradient: e, count: n, route: 0, workspace: encWS, gradient: gEnc)
         return total
+    }
+
+    /// z = μ + exp(½ log σ²)·ε for the rows [μ | log σ²] of `e`, log σ² clamped to `logVarianceRange`.
+    static func reparameterize(_ e: UnsafePointer<Float>, noise: [Float], count n: Int, latent Z: Int) -> [Float] {
+        var z = [Float](repeating: 0, count: n * Z)
+        for i in 0..<n {
+            for j in 0..<Z {
+                let lv = min(max(e[i * 2 * Z + Z + j], logVarianceRange.lowerBound), logVarianceRange.upperBound)
+                z[i * Z + j] = e[i * 2 * Z + j] + (0.5 * lv).exponential * noise[i * Z + j]
+            }
+        }
+        return z
     }
 
     /// One Adam step on the batch loss; returns the loss before the step.
@@ -173,6 +173,24 @@ public struct VariationalAutoencoder: Sendable {
         }
         encoderOptimizer = try optimizer("encoder", encoderOptimizer)
         decoderOptimizer = try optimizer("decoder", decoderOptimizer)
+    }
+}
+
+extension VariationalAutoencoder.Reconstruction {
+    /// One feature's loss for the decoder output l (a logit, or the Gaussian mean) and target x,
+    /// with ∂/∂l: softplus(l) − x·l and σ(l) − x, or ½(l − x)² and l − x.
+    @inline(__always)
+    func term(_ l: Double, _ x: Double) -> (loss: Double, gradient: Double) {
+        switch self {
+        case .bernoulli: return (max(l, 0) - x * l + _log1p(_exp(-abs(l))), (l >= 0 ? 1 / (1 + _exp(-l)) : _exp(l) / (1 + _exp(l))) - x)
+        case .gaussian: return (0.5 * (l - x) * (l - x), l - x)
+        }
+    }
+
+    /// Why `method` cannot model these training features (`bernoulli` needs them in [0, 1]), or nil.
+    func refusal(_ f: [Float], dimension: Int, method: String, experience: Int) -> String? {
+        guard self == .bernoulli, let k = f.firstIndex(where: { !($0 >= 0 && $0 <= 1) }) else { return nil }
+        return "\(method): reconstruction \"bernoulli\" models features in [0, 1], but feature \(k % max(dimension, 1)) of a training sample of experience \(experience) is \(f[k]); use \"reconstruction\": \"gaussian\""
     }
 }
 
