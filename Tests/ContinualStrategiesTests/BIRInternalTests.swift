@@ -6,25 +6,8 @@ import Testing
 /// BI-R's internal replay: the first layer is frozen after the first experience, the replayed
 /// rows are its activations (never appended to the batch), and runs resume bit-identically.
 @Suite("BIR internal replay") struct BIRInternalTests {
-    /// Class-incremental Gaussian blobs: classes {0, 1}, {2}, {3}.
-    static func stream() -> ExperienceStream {
-        var rng = RandomSource(seed: 19)
-        let centres = (0..<4).map { _ in (0..<6).map { _ in Float(rng.normal() * 1.5) } }
-        func samples(_ classes: [Int32], _ n: Int) -> Samples {
-            var s = Samples(dimension: 6)
-            for i in 0..<n {
-                let y = classes[i % classes.count]
-                s.features += centres[Int(y)].map { $0 + Float(rng.normal()) }
-                s.labels.append(y)
-            }
-            return s
-        }
-        let experiences = [[Int32(0), 1], [2], [3]].enumerated().map { i, c in
-            Experience(index: i, name: "e\(i)", train: samples(c, 48), test: samples(c, 16))
-        }
-        return ExperienceStream(name: "blobs", featureNames: (0..<6).map { "f\($0)" }, head: .multiclass(classes: 4),
-                                experiences: experiences)
-    }
+    /// Class-incremental Gaussian blobs in 6 dimensions: classes {0, 1}, {2}, {3}.
+    static func stream() -> ExperienceStream { RehearsalFixtures.blobs(seed: 19, perClass: 24) }
 
     static func trainer(internalReplay: Bool = true) -> Trainer {
         var options = BIR.Options()
