@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The orderings the personalised-FL and client-drift papers report on label-skewed MNIST-like
-data, checked on a results file of Experiments/federated_mnist_pfl.json by the strict rule of
+data, checked on a results file of Experiments/federated_mnist_pfl.json (or of its tuned twin,
+federated_mnist_pfl_tuned.json) by the strict rule of
 continualkit.verdicts (Welch test at 0.05 over seeds): one markdown table per Dirichlet alpha.
 
     python3 Experiments/tools/federated_orderings.py results/federated_mnist_pfl.h5
@@ -25,9 +26,25 @@ CLAIMS = ([(m, "fedavg", "personal_acc", "pFL papers: personalised beats FedAvg'
              ("fednova", "fedavg", "global_acc", "FedNova (Wang et al. 2020): normalised heterogeneous local steps")])
 
 
+def by_alpha(runs):
+    """The runs with an `alpha` column and the variant's base name: from the swept
+    `federation.partition.alpha` (federated_mnist_pfl.json), else from variants named
+    `NAME_alpha=A` (federated_mnist_pfl_tuned.json, whose knobs are selected per alpha)."""
+    runs = runs.copy()
+    swept = "federation.partition.alpha"
+    if swept in runs.columns:
+        runs["alpha"] = runs[swept].astype(float)
+        return runs
+    parts = runs["variant"].str.rsplit("_alpha=", n=1, expand=True)
+    if parts.shape[1] != 2 or parts[1].isna().any():
+        raise SystemExit("no swept federation.partition.alpha and not every variant is named NAME_alpha=A")
+    runs["variant"], runs["alpha"] = parts[0], parts[1].astype(float)
+    return runs
+
+
 def main(path):
-    runs = federation_runs(path)
-    alpha = "federation.partition.alpha"
+    runs = by_alpha(federation_runs(path))
+    alpha = "alpha"
     for a in sorted(runs[alpha].unique()):
         part = runs[runs[alpha] == a]
         print(f"#### Dirichlet α = {a:g}\n")

@@ -49,14 +49,16 @@ public struct ValidationSplit: Codable, Sendable, Equatable {
 
     /// The stream with each kept experience's test set replaced by its validation samples.
     /// Throws when `experiences` exceeds the stream or an experience would have no training or
-    /// no validation sample left.
-    public func apply(to stream: ExperienceStream) throws -> ExperienceStream {
+    /// no validation sample left. `owner` names whose stream it is when one run holds many (a
+    /// population's user "user 3"): each owner's carve draws its own permutations, so users
+    /// with the same label counts do not hold out the same positions. Empty for one stream.
+    public func apply(to stream: ExperienceStream, owner: String = "") throws -> ExperienceStream {
         let k = experiences ?? stream.experiences.count
         guard k <= stream.experiences.count else {
             throw ScenarioError("validation_split.experiences is \(k), but the scenario has \(stream.experiences.count) experiences")
         }
         var out = stream
-        out.experiences = try stream.experiences.prefix(k).map { try carve($0) }
+        out.experiences = try stream.experiences.prefix(k).map { try carve($0, owner: owner) }
         out.metadata["evaluated_on"] = description
         return out
     }
@@ -68,13 +70,14 @@ public struct ValidationSplit: Codable, Sendable, Equatable {
             + (experiences.map { ", first \($0) experience\($0 == 1 ? "" : "s")" } ?? "") + "; test sets not read"
     }
 
-    func carve(_ e: Experience) throws -> Experience {
+    func carve(_ e: Experience, owner: String = "") throws -> Experience {
         var byLabel: [Int32: [Int]] = [:]
         for (i, y) in e.train.labels.enumerated() { byLabel[y, default: []].append(i) }
         var held = Set<Int>()
         for label in byLabel.keys.sorted() {
             var rows = byLabel[label]!
-            var rng = RandomSource(seed: seed, stream: "validation_split/\(e.index)/\(label)")
+            var rng = RandomSource(seed: seed, stream: owner.isEmpty ? "validation_split/\(e.index)/\(label)"
+                                                                 : "validation_split/\(owner)/\(e.index)/\(label)")
             rng.shuffle(&rows)
             let n = rows.count
             let take = n < 2 ? 0 : min(n - 1, max(1, Int((fraction * Double(n)).rounded())))
@@ -83,7 +86,7 @@ public struct ValidationSplit: Codable, Sendable, Equatable {
         let train = e.train.labels.indices.filter { !held.contains($0) }
         let validation = held.sorted()
         guard !train.isEmpty, !validation.isEmpty else {
-            throw ScenarioError("validation_split: experience \(e.index) (\"\(e.name)\") has \(e.train.count) training samples, "
+            throw ScenarioError("validation_split: \(owner.isEmpty ? "" : owner + "'s ")experience \(e.index) (\"\(e.name)\") has \(e.train.count) training samples, "
                 + "too few to carve a validation set (every label needs two or more)")
         }
         var metadata = e.metadata

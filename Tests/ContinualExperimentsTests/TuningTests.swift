@@ -94,15 +94,7 @@ struct TuningTests {
     func poisonedTestSet() async throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
-        var poisoned = try ScenarioArchive.read(path: digitsPath)
-        for i in poisoned.experiences.indices {
-            var t = poisoned.experiences[i].test
-            t.labels = t.labels.map { ($0 + 3) % 10 }
-            t.features = t.features.map { 1 - $0 }
-            poisoned.experiences[i].test = t
-        }
-        let bad = dir.path("poisoned.h5")
-        try ScenarioArchive.write(poisoned, to: bad)
+        let bad = try poisonedDigits(in: dir)
         let (_, clean) = try await tune(experiment(path: digitsPath), path: dir.path("a.json"))
         let (_, dirty) = try await tune(experiment(path: bad), path: dir.path("b.json"))
         #expect(clean.map(\.chosen) == dirty.map(\.chosen))
@@ -145,4 +137,19 @@ struct TuningTests {
         let record = try #require(try g.attributes.string("record_json"))
         #expect(record.contains("\"chosen\"") && record.contains("total_training_flops"))
     }
+}
+
+/// The digits archive with every test set corrupted (labels shifted by 3, pixels inverted),
+/// written into `dir`: a selection that reads a test sample scores differently on it.
+func poisonedDigits(in dir: TemporaryDirectory) throws -> String {
+    var poisoned = try ScenarioArchive.read(path: digitsPath)
+    for i in poisoned.experiences.indices {
+        var t = poisoned.experiences[i].test
+        t.labels = t.labels.map { ($0 + 3) % 10 }
+        t.features = t.features.map { 1 - $0 }
+        poisoned.experiences[i].test = t
+    }
+    let path = dir.path("poisoned.h5")
+    try ScenarioArchive.write(poisoned, to: path)
+    return path
 }

@@ -170,12 +170,9 @@ public struct RunConfig: Codable, Sendable, Equatable {
                     + "it does not combine with \"\(key)\" yet")
             }
         }
-        if validationSplit != nil {
-            for (key, present) in [("population", population != nil), ("federation", federation != nil),
-                                   ("few_shot", fewShot != nil)] where present {
-                return ([key], "\"validation_split\" carves a validation set from one stream's training data; "
-                    + "it does not combine with \"\(key)\" yet")
-            }
+        if validationSplit != nil && fewShot != nil {
+            return (["few_shot"], "\"validation_split\" carves a validation set from each stream's training data; "
+                + "a few-shot run's support and query sets are drawn by \"few_shot\" itself, so the two do not combine")
         }
         if let population, population.users > 1, let generator = scenario.options as? any PopulationScenario,
            let problem = generator.populationProblem() {

@@ -103,7 +103,8 @@ public enum PopulationExecutor {
         case nil: break
         }
         do {
-            let stream = try options.makeStream(seed: r.modelSeed)
+            var stream = try options.makeStream(seed: r.modelSeed)
+            if let vs = run.validationSplit { stream = try vs.apply(to: stream, owner: "user \(i)") }
             r.dataSeed = UInt64(stream.metadata["seed"] ?? "") ?? 0
             let (outcome, costs, _, stopped) = try RunExecutor.train(run, stream: stream, seed: r.modelSeed,
                                                                      resumingFrom: resumeFrom, stopAfter: stopAfter)

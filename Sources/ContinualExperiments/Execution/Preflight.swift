@@ -72,9 +72,14 @@ public enum Preflight {
         if var problem = estimate.problem(limits, file: file) { problem.message += context; throw problem }
         let T = stream.experiences.count
         guard T > 0 else { throw fail(".scenario", "the scenario has no experiences") }
+        // The validation carve (tuning's selection runs): one user's stream stands for a population's.
+        var carved = stream
+        if let vs = config.validationSplit {
+            do { carved = try vs.apply(to: stream) } catch { throw fail(".validation_split", "\(error)") }
+        }
         if let pc = config.federation?.partition, let n = config.population?.users {
             // The federation's split of the data among its clients (docs/federated.md).
-            if let f = ClientPartition.problem(stream, clients: n, config: pc, seed: pc.seed ?? config.seed) {
+            if let f = ClientPartition.problem(carved, clients: n, config: pc, seed: pc.seed ?? config.seed) {
                 throw fail(".federation." + f.key, f.message)
             }
         }

@@ -63,9 +63,11 @@ struct FederationSetup: Sendable {
                 var rng = RandomSource(seed: popSeed, stream: "federation.partition.client.\(id)")
                 return (rng.next(), partition.stream(of: id, from: baseStream))
             }
-            // The same person as a population run's user `id`.
+            // The same person as a population run's user `id` (their validation carve too).
             let member = PopulationExecutor.member(id, of: scenario!, spread: population.spread, seed: popSeed)
-            return (member.modelSeed, try member.options.makeStream(seed: member.modelSeed))
+            var stream = try member.options.makeStream(seed: member.modelSeed)
+            if let vs = config.validationSplit { stream = try vs.apply(to: stream, owner: "user \(id)") }
+            return (member.modelSeed, stream)
         }
         let stream = try baseStream ?? source(0).stream
         let (spec, prototype) = try makePrototype(config, rounds: R, stream: stream)
@@ -102,12 +104,22 @@ struct FederationSetup: Sendable {
     static func split(_ config: RunConfig, fed: FederationConfig,
                       clients N: Int) throws -> (ClientPartition?, ExperienceStream?) {
         guard let pc = fed.partition else { return (nil, nil) }
-        let base = try config.scenario.options.makeStream(seed: config.seed)
+        let base = try partitionedStream(config)
         switch Result(catching: { try ClientPartition.make(base, clients: N, config: pc, seed: pc.seed ?? config.seed) }) {
         case .success(let p): return (p, base)
         case .failure(let error):
             throw FederationRunner.Failure(description: ".federation.\((error as? ClientPartition.Failure)?.key ?? "partition"): \(error)")
         }
+    }
+
+    /// The stream a partition splits among the clients: the scenario's, or with
+    /// `"validation_split"` the scenario's with each experience's test set replaced by samples
+    /// carved from its training set. The partition then deals those validation samples out as it
+    /// deals test samples (each client's share following its training labels), so a selection run
+    /// scores every client on data held out of the training pool and never reads a test sample.
+    static func partitionedStream(_ config: RunConfig) throws -> ExperienceStream {
+        let base = try config.scenario.options.makeStream(seed: config.seed)
+        return try config.validationSplit.map { try $0.apply(to: base) } ?? base
     }
 
     /// The server's model: the run seed's initialisation (or the warm start), prepared by the
