@@ -106,9 +106,11 @@ def _experiment(variants_by_name=VARIANTS, name="federated_trace", **changes):
     variants = []
     for name_, over in variants_by_name.items():
         over = dict(over)
-        v = {"name": name_, "federation": {k: x for k, x in over.items() if k != "optimizer"}}
+        v = {"name": name_, "federation": {k: x for k, x in over.items() if k not in ("optimizer", "strategy")}}
         if "optimizer" in over:
             v["optimizer"] = dict(BASE["optimizer"], **over["optimizer"])
+        if "strategy" in over:
+            v["strategy"] = over["strategy"]
         variants.append(v)
     exp = dict(BASE, name=name, variants=variants)
     for key, value in changes.items():
@@ -116,24 +118,26 @@ def _experiment(variants_by_name=VARIANTS, name="federated_trace", **changes):
     return exp
 
 
-@pytest.fixture(scope="module")
-def traced(tmp_path_factory):
+def run_traced(tmp_path_factory, exp, stem):
+    """`exp` run by the `continual` CLI into a temporary results file (the test is skipped
+    without a binary); the file's path."""
     binary = find_continual()
     if binary is None:
         pytest.skip("no `continual` binary (set CONTINUAL_BIN, put it on PATH, or swift build -c release): trace check skipped")
-    path = _run(binary, _experiment(), tmp_path_factory.mktemp("trace") / "trace")
+    return _run(binary, exp, tmp_path_factory.mktemp("trace") / stem)
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory):
+    path = run_traced(tmp_path_factory, _experiment(), "trace")
     return path, FT.load_runs(path)
 
 
 @pytest.fixture(scope="module")
 def full_batch(tmp_path_factory):
-    binary = find_continual()
-    if binary is None:
-        pytest.skip("no `continual` binary (set CONTINUAL_BIN, put it on PATH, or swift build -c release): trace check skipped")
     exp = _experiment(FULL_BATCH, name="federated_trace_full_batch", training={"batch_size": 1000},
                       federation={"local_epochs": 3})
-    path = _run(binary, exp, tmp_path_factory.mktemp("trace") / "full_batch")
-    return FT.load_runs(path)
+    return FT.load_runs(run_traced(tmp_path_factory, exp, "full_batch"))
 
 
 def _worst(checks):

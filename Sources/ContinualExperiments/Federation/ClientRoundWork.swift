@@ -96,6 +96,8 @@ struct ClientRoundWork: Sendable {
                                global: global, pass: setup.pass, config: setup.config)
         let traced = fed.trace?.traces(round) ?? false
         var trace = traced ? ClientTrace(before: c, data: local.data) : nil
+        if traced { c.startBatchOrderLogs() }
+        defer { if traced { c.endBatchOrderLogs(into: &trace) } }
         for algorithm in algorithms { try algorithm.beforeLocalRound(&c, local, &e) }
         var own: ExperienceRecord? = nil
         for algorithm in algorithms where own == nil { own = try algorithm.localRound(&c, local, scratch: &scratch) }
@@ -106,6 +108,7 @@ struct ClientRoundWork: Sendable {
         for algorithm in algorithms {
             if let w = try algorithm.afterLocalRound(&c, local, trained, &e, scratch: &scratch) { further.append(w) }
         }
+        c.endBatchOrderLogs(into: &trace)
         trace?.finish(after: c, record)
         e.trace = trace.map(ClientTraceBox.init)
         c.federatedCursor = end

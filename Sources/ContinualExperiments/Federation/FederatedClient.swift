@@ -190,14 +190,20 @@ struct FederatedClient {
     }
 
     /// A local round by `method`'s own loop on the round's data (pFedMe's bi-level steps,
-    /// Per-FedAvg's meta-steps), its steps from the round's pass.
+    /// Per-FedAvg's meta-steps), its steps from the round's pass; a traced round logs its batches.
     mutating func trainOwnLoop(_ method: some OwnLoopRound, round: ClientRound, batchSize: Int) throws -> ExperienceRecord {
         let steps = method.steps(samples: round.data.count, batchSize: batchSize, epochs: round.pass.epochs,
                                  maxSteps: round.pass.maxSteps)
-        return try trainOwnLoop(on: round.data, period: round.period, round: round.round) { model, shuffle in
-            let r = method.train(&model, on: round.data, batchSize: batchSize, steps: steps, shuffle: &shuffle)
+        let logs = trainer.logsBatchOrder
+        var visited: [Int] = []
+        let record = try trainOwnLoop(on: round.data, period: round.period, round: round.round) { model, shuffle in
+            let r = method.train(&model, on: round.data, batchSize: batchSize, steps: steps, shuffle: &shuffle, recordOrder: logs)
+            visited = r.visited
             return (r.rows, r.steps, r.meanLoss)
         }
+        // A traced round: the own loop's batches join the learner's batch-order log.
+        if logs { trainer.logOwnLoopRows(visited) }
+        return record
     }
 
     /// Counts one local round's work under experience `period`: the round itself, rows, steps and

@@ -1,5 +1,6 @@
 import ContinualCore
 import ContinualFederated
+import ContinualStrategies
 
 extension FederationEngine {
     /// The trace of the run (`federation.trace`), empty; refused when it would hold more than
@@ -52,6 +53,8 @@ extension ClientTrace {
         personalBefore = c.personalLearner?.model.parameters ?? []
         alphaBefore = (c.personalLearner?.plugins.last as? APFLMixing)?.alpha ?? .nan
         moonPrevious = (c.trainer.plugins.last(where: { $0 is MoonTerm }) as? MoonTerm)?.previous ?? []
+        let lwf = c.trainer.plugins.indices.first { $0 != c.serverTeacher && c.trainer.plugins[$0] is LearningWithoutForgetting }
+        teacher = lwf.flatMap { (c.trainer.plugins[$0] as? LearningWithoutForgetting)?.previous?.parameters } ?? []
     }
 
     /// What it holds after them: its steps, state, local and personal models.
@@ -62,5 +65,21 @@ extension ClientTrace {
         local = c.trainer.model.parameters
         personalAfter = c.personalLearner?.model.parameters ?? []
         alphaAfter = (c.personalLearner?.plugins.last as? APFLMixing)?.alpha ?? .nan
+    }
+}
+
+extension FederatedClient {
+    /// Starts logging the order of a traced round's steps on the learner and the personal learner.
+    mutating func startBatchOrderLogs() {
+        trainer.startBatchOrderLog()
+        personalLearner?.startBatchOrderLog()
+    }
+
+    /// Ends the logs and puts their orders in `trace` (a second call finds none and does nothing).
+    mutating func endBatchOrderLogs(into trace: inout ClientTrace?) {
+        guard trainer.logsBatchOrder else { return }
+        let order = trainer.endBatchOrderLog(), personal = personalLearner?.endBatchOrderLog() ?? []
+        trace?.order = order
+        trace?.personalOrder = personal
     }
 }

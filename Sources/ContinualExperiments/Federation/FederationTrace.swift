@@ -26,23 +26,34 @@ struct ClientTrace: Sendable, Equatable {
     var dimension = 0
     var inputs: [Float] = []
     var labels: [Int] = []
+    /// The rows of the round's data each local step visited, step after step (`BatchOrderLog`):
+    /// the learner's loops, and the personal learner's (Ditto, APFL). Empty when not stated.
+    var order: [Int] = []
+    var personalOrder: [Int] = []
+    /// FLwF-2T's first teacher: the strategy's LwF old model (the client's model at its last
+    /// consolidation) the round distilled; empty without one.
+    var teacher: [Float] = []
 
     func encode(into w: inout ByteWriter) {
         w.ints([steps, appliedSteps, dimension])
         w.ints(labels)
+        w.ints(order)
+        w.ints(personalOrder)
         w.doubles([alphaBefore, alphaAfter])
-        for v in [rawUpdate, stateBefore, stateAfter, local, personalBefore, personalAfter, moonPrevious, inputs] { w.floats(v) }
+        for v in [rawUpdate, stateBefore, stateAfter, local, personalBefore, personalAfter, moonPrevious, inputs, teacher] { w.floats(v) }
     }
 
     static func decode(_ r: inout ByteReader) throws -> ClientTrace {
         var t = ClientTrace()
-        let s = try r.ints(), labels = try r.ints(), a = try r.doubles()
+        let s = try r.ints(), labels = try r.ints()
+        (t.order, t.personalOrder) = (try r.ints(), try r.ints())
+        let a = try r.doubles()
         guard s.count == 3, a.count == 2 else { throw CheckpointError.mismatch("a client's trace is damaged") }
         (t.steps, t.appliedSteps, t.dimension, t.alphaBefore, t.alphaAfter) = (s[0], s[1], s[2], a[0], a[1])
         t.labels = labels
         (t.rawUpdate, t.stateBefore, t.stateAfter) = (try r.floats(), try r.floats(), try r.floats())
         (t.local, t.personalBefore, t.personalAfter, t.moonPrevious) = (try r.floats(), try r.floats(), try r.floats(), try r.floats())
-        t.inputs = try r.floats()
+        (t.inputs, t.teacher) = (try r.floats(), try r.floats())
         return t
     }
 }

@@ -71,6 +71,7 @@ extension ResultsWriter {
             (es.map { $0.traced?.personalBefore ?? [] }, "personal_before", "the personal model before the round (Ditto, APFL)"),
             (es.map { $0.traced?.personalAfter ?? [] }, "personal_after", "the personal model after the round"),
             (es.map { $0.traced?.moonPrevious ?? [] }, "moon_previous", "MOON's previous model (hidden layers) the round's term used (NaN: none)"),
+            (es.map { $0.traced?.teacher ?? [] }, "lwf_previous", "the lwf strategy's old model the round distilled (FLwF-2T's first teacher)"),
         ] {
             guard let width = rows.map(\.count).max(), width > 0 else { continue }
             let flat = rows.flatMap { $0.count == width ? $0 : [Float](repeating: .nan, count: width) }
@@ -94,5 +95,21 @@ extension ResultsWriter {
         }
         let x = try g.write(traces.flatMap { $0?.inputs ?? [] }, shape: [n, d], name: "data_inputs")
         try x.attributes.set("meaning", "features of the round data the local round trained on, client after client")
+        try writeTracedOrder(traces.map { $0?.order ?? [] }, "data_order", "the learner's", into: g)
+        try writeTracedOrder(traces.map { $0?.personalOrder ?? [] }, "personal_order", "the personal learner's (Ditto, APFL)", into: g)
+    }
+
+    /// Each client's batch order, concatenated: `<name>_count` [k] and `<name>` [Σ] int32, the row
+    /// (into the client's round data) each local step visited, step after step; not written when
+    /// no client has one. Each pass over the data is cut into batches of `training.batch_size`
+    /// in this order, the last partial.
+    private static func writeTracedOrder(_ orders: [[Int]], _ name: String, _ whose: String, into g: HDF5Group) throws {
+        guard orders.contains(where: { !$0.isEmpty }) else { return }
+        let counts = try g.write(orders.map { Int64($0.count) }, shape: [orders.count], name: name + "_count")
+        try counts.attributes.set("meaning", "rows \(whose) local steps visited in the round, per client (0: not stated)")
+        let flat = orders.flatMap { $0.map(Int32.init) }
+        let d = try g.write(flat, shape: [flat.count], name: name)
+        try d.attributes.set("meaning", "row of the client's round data each of \(whose) local steps visited, step after step, client after client; "
+            + "each pass over the data is cut into batches of training.batch_size in this order, the last one partial")
     }
 }

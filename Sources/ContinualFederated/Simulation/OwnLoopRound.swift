@@ -8,8 +8,17 @@ public protocol OwnLoopRound: Sendable {
     /// Steps of a round over `samples` rows: `maxSteps` if given, else from the `epochs` passes'
     /// batches of `batchSize`.
     func steps(samples: Int, batchSize: Int, epochs: Int, maxSteps: Int?) -> Int
-    /// Trains `model` for `steps` steps on `data` with batches of `batchSize` (orders from `shuffle`).
-    func train(_ model: inout MLP, on data: Samples, batchSize: Int, steps: Int, shuffle: inout RandomSource) -> OwnLoopRecord
+    /// Trains `model` for `steps` steps on `data` with batches of `batchSize` (`BatchDraw`, orders
+    /// from `shuffle`); `recordOrder` keeps the batches' rows in the record (a traced round).
+    func train(_ model: inout MLP, on data: Samples, batchSize: Int, steps: Int, shuffle: inout RandomSource,
+               recordOrder: Bool) -> OwnLoopRecord
+}
+
+extension OwnLoopRound {
+    /// `train` without recording the batch order.
+    public func train(_ model: inout MLP, on data: Samples, batchSize: Int, steps: Int, shuffle: inout RandomSource) -> OwnLoopRecord {
+        train(&model, on: data, batchSize: batchSize, steps: steps, shuffle: &shuffle, recordOrder: false)
+    }
 }
 
 /// What an own-loop round did: rows passed forward and backward, steps, and the mean of the
@@ -19,5 +28,7 @@ public struct OwnLoopRecord: Sendable, Equatable {
     public var rows = 0
     public var steps = 0
     public var meanLoss = Double.nan
+    /// The rows of every batch the steps drew, in order (only when asked: `recordOrder`).
+    public var visited: [Int] = []
     public init() {}
 }

@@ -71,24 +71,17 @@ public struct PFedMeRound: Sendable, OwnLoopRound {
     /// Trains the local model `model` (w) for `steps` local steps on `data` with batches of
     /// `batchSize`; the personal model starts at w and is dropped at the end of the round.
     public func train(_ model: inout MLP, on data: Samples, batchSize: Int, steps: Int,
-                      shuffle: inout RandomSource) -> OwnLoopRecord {
+                      shuffle: inout RandomSource, recordOrder: Bool) -> OwnLoopRecord {
         var record = OwnLoopRecord()
         let n = data.count
         guard n > 0, steps > 0 else { return record }
         let ws = model.makeWorkspace(capacity: batchSize)
-        var order = Array(0..<n)
-        shuffle.shuffle(&order)
-        var cursor = 0
+        var draw = BatchDraw(count: n, batchSize: batchSize, shuffle: &shuffle, records: recordOrder)
         var theta = model
         var lossSum = 0.0
         let pull = rate * lambda
         for _ in 0..<steps {
-            if cursor >= n {
-                shuffle.shuffle(&order)
-                cursor = 0
-            }
-            let batch = order[cursor..<min(cursor + batchSize, n)]
-            cursor += batch.count
+            let batch = draw.next(&shuffle)
             let w = model.parameters
             lossSum += solve(&theta, around: w, data: data, rows: batch, workspace: ws)
             for i in w.indices { model.parameters[i] = w[i] - pull * (w[i] - theta.parameters[i]) }
@@ -96,6 +89,7 @@ public struct PFedMeRound: Sendable, OwnLoopRound {
             record.steps += 1
         }
         record.meanLoss = lossSum / Double(steps)
+        record.visited = draw.visited
         return record
     }
 

@@ -49,23 +49,13 @@ public struct PerFedAvgRound: Sendable, OwnLoopRound {
 
     /// Trains `model` (w) for `steps` meta-steps on `data` with batches of `batchSize`.
     public func train(_ model: inout MLP, on data: Samples, batchSize: Int, steps: Int,
-                      shuffle: inout RandomSource) -> OwnLoopRecord {
+                      shuffle: inout RandomSource, recordOrder: Bool) -> OwnLoopRecord {
         var record = OwnLoopRecord()
         let n = data.count
         guard n > 0, steps > 0 else { return record }
         let ws = model.makeWorkspace(capacity: batchSize)
-        var order = Array(0..<n)
-        shuffle.shuffle(&order)
-        var cursor = 0
-        func nextBatch() -> ArraySlice<Int> {
-            if cursor >= n {
-                shuffle.shuffle(&order)
-                cursor = 0
-            }
-            let batch = order[cursor..<min(cursor + batchSize, n)]
-            cursor += batch.count
-            return batch
-        }
+        var draw = BatchDraw(count: n, batchSize: batchSize, shuffle: &shuffle, records: recordOrder)
+        func nextBatch() -> ArraySlice<Int> { draw.next(&shuffle) }
         var lossSum = 0.0
         for _ in 0..<steps {
             let d1 = nextBatch(), d2 = nextBatch()
@@ -92,6 +82,7 @@ public struct PerFedAvgRound: Sendable, OwnLoopRound {
             record.steps += 1
         }
         record.meanLoss = lossSum / Double(steps)
+        record.visited = draw.visited
         return record
     }
 
