@@ -71,7 +71,7 @@ struct FederationTraceRankTests {
             let file = try HDF5File.create(path: path)
             try ResultsWriter.writeRun(r, into: try file.root.createGroup("runs"))
             try file.close()
-            let h5 = try HDF5File.open(path: path)
+            let h5 = try openWaitingForLock(path)
             defer { try? h5.close() }
             var out: [String: [UInt64]] = [:]
             func walk(_ g: HDF5Group, _ prefix: String) throws {

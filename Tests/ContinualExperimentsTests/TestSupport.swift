@@ -1,4 +1,5 @@
 @testable import ContinualExperiments
+import ContinualHDF5
 import Foundation
 
 /// A fresh temporary directory, removed by `cleanup()`.
@@ -67,4 +68,19 @@ func tinyExperiment(name: String = "tiny", extra: String = "") -> String {
       "variants": [{"name": "naive", "strategy": "naive"}, {"name": "joint", "strategy": ["joint"]}]
     }
     """
+}
+
+/// Opens `path`, retrying for up to 10 s while another process holds its lock. Tests run in
+/// parallel and some start children with Foundation's `Process`, which may let a child inherit a
+/// descriptor opened (and not yet marked close-on-exec) at that instant on another thread; the
+/// child then holds the file's lock until it exits (errno 11, "unable to lock file"). A test that
+/// reopens a file it just wrote waits that out instead of failing on another test's timing.
+func openWaitingForLock(_ path: String) throws -> HDF5File {
+    let deadline = Date().addingTimeInterval(10)
+    while true {
+        do { return try HDF5File.open(path: path) } catch {
+            guard "\(error)".contains("unable to lock file"), Date() < deadline else { throw error }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+    }
 }
