@@ -85,6 +85,15 @@ public enum PopulationExecutor {
         return (modelSeed, scenario.user(i, spread: spread, rng: &rng))
     }
 
+    /// User `i`'s stream as the run trains on it: built from `options` at the user's model seed,
+    /// and with `"validation_split"` carved for this user (owner "user i"). A population run's
+    /// user `i` and a federation's client `i` both take it from here, so they are the same data.
+    static func stream(ofUser i: Int, options: any PopulationScenario, modelSeed: UInt64,
+                       config: RunConfig) throws -> ExperienceStream {
+        let stream = try options.makeStream(seed: modelSeed)
+        return try config.validationSplit.map { try $0.apply(to: stream, owner: "user \(i)") } ?? stream
+    }
+
     static func user(_ i: Int, run: RunConfig, population: PopulationConfig, popSeed: UInt64,
                      scenario: any PopulationScenario, keepDetails: Bool,
                      resume: RunCheckpoint.PopulationUserCheckpoint? = nil, stopAfter: Int? = nil) -> UserResult {
@@ -103,8 +112,7 @@ public enum PopulationExecutor {
         case nil: break
         }
         do {
-            var stream = try options.makeStream(seed: r.modelSeed)
-            if let vs = run.validationSplit { stream = try vs.apply(to: stream, owner: "user \(i)") }
+            let stream = try Self.stream(ofUser: i, options: options, modelSeed: r.modelSeed, config: run)
             r.dataSeed = UInt64(stream.metadata["seed"] ?? "") ?? 0
             let (outcome, costs, _, stopped) = try RunExecutor.train(run, stream: stream, seed: r.modelSeed,
                                                                      resumingFrom: resumeFrom, stopAfter: stopAfter)

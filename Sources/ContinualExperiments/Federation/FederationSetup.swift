@@ -65,9 +65,8 @@ struct FederationSetup: Sendable {
             }
             // The same person as a population run's user `id` (their validation carve too).
             let member = PopulationExecutor.member(id, of: scenario!, spread: population.spread, seed: popSeed)
-            var stream = try member.options.makeStream(seed: member.modelSeed)
-            if let vs = config.validationSplit { stream = try vs.apply(to: stream, owner: "user \(id)") }
-            return (member.modelSeed, stream)
+            return (member.modelSeed, try PopulationExecutor.stream(ofUser: id, options: member.options,
+                                                                    modelSeed: member.modelSeed, config: config))
         }
         let stream = try baseStream ?? source(0).stream
         let (spec, prototype) = try makePrototype(config, rounds: R, stream: stream)
