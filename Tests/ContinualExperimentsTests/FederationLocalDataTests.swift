@@ -1,4 +1,6 @@
+import ContinualCore
 import ContinualHDF5
+import ContinualStrategies
 import Foundation
 import Testing
 @testable import ContinualExperiments
@@ -10,12 +12,31 @@ import Testing
 struct FederationLocalDataTests {
     @Test("held: everything arrives before round 1 ends, every round starts at 0, rows after the last round; the stream is unchanged")
     func schedules() {
-        let held = ArrivalSchedule(trainSizes: [30, 20], rounds: 4, held: true)
+        let held = ArrivalSchedule(trainSizes: [30, 20], rounds: 4, data: .all)
         #expect((0...4).map(held.arrival) == [0, 50, 50, 50, 50])
-        #expect(held.start(37) == 0 && held.rowRound == [3, 3])
+        #expect(held.start(37, round: 2) == 0 && held.rowRound == [3, 3])
+        #expect((0..<4).map(held.finished) == [50, 50, 50, 50])
         let stream = ArrivalSchedule(trainSizes: [30, 20], rounds: 4)
         #expect((0...4).map(stream.arrival) == [0, 12, 25, 37, 50])
-        #expect(stream.start(37) == 37 && stream.rowRound == [2, 3])
+        #expect(stream.start(37, round: 3) == 37 && stream.rowRound == [2, 3])
+        #expect((0..<4).map(stream.finished) == [12, 25, 37, 50] && (0..<4).map(stream.firstHeld) == [0, 0, 0, 0])
+    }
+
+    @Test("by experience: one block of rounds per experience (round r in block ⌊r·T/R⌋), each round on the block's experience only")
+    func experienceBlocks() {
+        // 3 experiences (the second empty for this client) over 7 rounds: blocks {0, 1, 2}, {3, 4}, {5, 6}.
+        let s = ArrivalSchedule(trainSizes: [30, 0, 20], rounds: 7, data: .experience)
+        #expect((0..<7).map(s.period) == [0, 0, 0, 1, 1, 2, 2])
+        #expect(s.rowRound == [2, 4, 6])
+        #expect((0...7).map(s.arrival) == [0, 30, 30, 30, 30, 30, 50, 50])
+        // Each round starts at its experience's first sample, whatever the client trained before.
+        #expect((0..<7).map { s.start(99, round: $0) } == [0, 0, 0, 30, 30, 30, 30])
+        #expect((0..<7).map(s.firstHeld) == [0, 0, 0, 30, 30, 30, 30])
+        // An experience is finished only by its block's last round.
+        #expect((0..<7).map(s.finished) == [0, 0, 30, 30, 30, 30, 50])
+        // As many rounds as experiences: one round each.
+        let one = ArrivalSchedule(trainSizes: [5, 5], rounds: 2, data: .experience)
+        #expect(one.rowRound == [0, 1] && (0...2).map(one.arrival) == [0, 5, 10] && one.finished(afterRound: 0) == 5)
     }
 
     static func experiment(localData: String) -> String {
@@ -49,5 +70,82 @@ struct FederationLocalDataTests {
         #expect(total > 0 && held.sizes == stream.sizes)
         #expect(held.perRound == [total, total, total], "\(held.perRound)")
         #expect(stream.perRound.reduce(0, +) == total, "\(stream.perRound)")
+    }
+
+    @Test("by experience: every round of a block trains the block's experience; EWC consolidates once, at the block's end")
+    func byExperienceRun() throws {
+        let ewc = FederatedConsolidationTests.ewc
+        // 9 rounds over the 3 experiences of 60 samples per user: blocks of 3 rounds.
+        let run = FederationRunner.execute(try PersonalisedFederationTests.run(
+            #"{"rounds": 9, "clients_per_round": 12, "local_data": "experience"}"#, strategy: ewc))
+        let perRound = FederationRunner.execute(try PersonalisedFederationTests.run(
+            #"{"rounds": 9, "clients_per_round": 12, "local_data": "experience", "consolidate": "round"}"#, strategy: ewc))
+        #expect(run.status == .completed && perRound.status == .completed, "\(run.message) \(perRound.message)")
+        #expect(run.federation!.samplesTrained == [Int](repeating: 12 * 60, count: 9), "\(run.federation!.samplesTrained)")
+        // No penalty in any of block 0's rounds; a penalty in every later block.
+        let e = run.outcome!.progress.penaltyCurve, r = perRound.outcome!.progress.penaltyCurve
+        #expect(e[0] == [0] && e[1][0] > 0 && e[2][0] > 0, "\(e)")
+        // Concluding after every round of a block penalises the block's own later rounds.
+        #expect(r[0][0] > 0, "\(r)")
+        // Threads and ranks do not change the numbers.
+        for rank in ThreadRanks.execute(try PersonalisedFederationTests.run(
+            #"{"rounds": 9, "clients_per_round": 12, "local_data": "experience"}"#, strategy: ewc), ranks: 2) {
+            #expect(FederationTests.fingerprint(rank) == FederationTests.fingerprint(run))
+        }
+    }
+
+    @Test("by experience: replay's buffer takes each experience once, at its block's end; refused where it cannot hold")
+    func byExperienceReplayAndRefusals() throws {
+        // A client with 2 experiences of 20 samples over 6 rounds (3 per block), replay filled at
+        // experience ends with room for everything: each sample is offered once, after its block.
+        var rng = RandomSource(seed: 4)
+        var features: [Float] = [], labels: [Int32] = []
+        for k in 0..<40 {
+            features += (0..<4).map { _ in Float(rng.uniform()) }
+            labels.append(Int32(k % 3))
+        }
+        let data = Samples(dimension: 4, features: features, labels: labels)
+        let replay = Replay(options: Replay.Options(capacity: 100, update: .experienceEnd))
+        var c = try PersonalisedFederationTests.client([], data: data, plugins: [replay, HookCounter()],
+                                                       schedule: ArrivalSchedule(trainSizes: [20, 20], rounds: 6, data: .experience))
+        var scratch = LoopScratch()
+        var offered: [Int64] = [], opened: [Int] = [], concluded: [[Int]] = []
+        for r in 0..<6 {
+            let lo = c.schedule.start(c.federatedCursor, round: r), end = c.schedule.arrival(r + 1)
+            _ = try c.trainRound(on: c.data(lo, end, flip: nil), period: c.schedule.period(ofRound: r), round: r,
+                                 pass: TrainingPass(epochs: 1, shuffle: true), scratch: &scratch,
+                                 dataEnd: c.schedule.finished(afterRound: r))
+            c.federatedCursor = end
+            guard case .int(let n)? = c.trainer.plugins[0].report().attributes["samples_offered"] else {
+                Issue.record("replay reports no samples_offered")
+                return
+            }
+            offered.append(n)
+            let hooks = c.trainer.plugins[1] as! HookCounter
+            opened.append(hooks.opened)
+            concluded.append(hooks.concluded)
+        }
+        #expect(offered == [0, 0, 20, 20, 20, 40], "\(offered)")
+        // Every plugin opens an experience in its block's first round and concludes it after the last,
+        // on all of the experience's samples.
+        #expect(opened == [1, 1, 1, 2, 2, 2] && concluded == [[], [], [20], [20], [20], [20, 20]], "\(opened) \(concluded)")
+        PersonalisedFederationTests.refused(#"{"rounds": 9, "local_data": "experience"}"#, ".strategy.0.update",
+                                            strategy: #"[{"type": "replay", "capacity": 50}]"#)
+        PersonalisedFederationTests.refused(#"{"rounds": 9, "local_data": "experience", "fedbuff": {"buffer_size": 4}}"#,
+                                            ".federation.local_data")
+    }
+
+    /// Counts the experience hooks it sees (and the samples each conclusion covers).
+    struct HookCounter: StrategyPlugin {
+        var name: String { "hook_counter" }
+        var opened = 0
+        var concluded: [Int] = []
+        mutating func beforeExperience(model: inout MLP, context: ExperienceContext) throws { opened += 1 }
+        mutating func afterExperience(model: inout MLP, context: ExperienceContext, workspace: Workspace) throws {
+            concluded.append(context.experience.train.count)
+        }
+        var resources: PluginResources { .none }
+        func checkpointState() -> PluginState { PluginState() }
+        mutating func restore(from state: PluginState) throws {}
     }
 }

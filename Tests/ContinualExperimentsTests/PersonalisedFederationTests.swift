@@ -94,15 +94,20 @@ struct PersonalisedFederationTests {
     }
 
     /// A client with `data`, its learner at `parameters`.
-    static func client(_ parameters: [Float], data: Samples) throws -> FederatedClient {
+    static func client(_ parameters: [Float], data: Samples, plugins: [any StrategyPlugin] = [],
+                       schedule: ArrivalSchedule? = nil) throws -> FederatedClient {
         let spec = MLPSpec(inputs: data.dimension, hidden: [6], head: .multiclass(classes: 3))
         var trainer = Trainer(spec: spec, optimizer: .sgd(learningRate: 0.2), options: TrainingOptions(epochs: 1, batchSize: 8),
-                              plugins: [], seed: 3)
+                              plugins: plugins, seed: 3)
         try trainer.prepareRounds(dimension: data.dimension, head: spec.head, featureNames: ["a", "b", "c", "d"], experienceCount: 10)
         if !parameters.isEmpty { trainer.model.parameters = parameters }
-        let test = Experience(index: 0, name: "e", train: Samples(dimension: data.dimension), test: data)
-        return FederatedClient(id: 0, trainer: trainer, modelSeed: 11, schedule: ArrivalSchedule(trainSizes: [data.count], rounds: 1),
-                               dataSeed: 0, train: data, tests: [test], adversary: false, available: [true], pattern: "")
+        let tests = (0..<(schedule?.ends.count ?? 1)).map {
+            Experience(index: $0, name: "e", train: Samples(dimension: data.dimension), test: data)
+        }
+        return FederatedClient(id: 0, trainer: trainer, modelSeed: 11,
+                               schedule: schedule ?? ArrivalSchedule(trainSizes: [data.count], rounds: 1),
+                               dataSeed: 0, train: data, tests: tests, adversary: false,
+                               available: [Bool](repeating: true, count: schedule?.rounds ?? 1), pattern: "")
     }
 
     @Test("FedRep's round: the head phase leaves the body untouched, the body phase the head; head-then-body is the order")

@@ -5,9 +5,10 @@ extension Trainer {
     /// Before the first step of an experience: the plugins' `beforeExperience`; the optimizer
     /// grows (a plugin grew the model) or resets; plugin-owned blocks' optimizers likewise; the
     /// step workspace; `adjustTrainingSet`; observers' `experienceWillTrain`. Returns the
-    /// training set the steps draw from.
-    mutating func prepareExperience(context: ExperienceContext, work: inout StepWorkspace) throws -> Samples {
-        for p in plugins.indices { try plugins[p].beforeExperience(model: &model, context: context) }
+    /// training set the steps draw from. `opens` false skips `beforeExperience` (an experience
+    /// that continues from an earlier round).
+    mutating func prepareExperience(context: ExperienceContext, work: inout StepWorkspace, opens: Bool = true) throws -> Samples {
+        if opens { for p in plugins.indices { try plugins[p].beforeExperience(model: &model, context: context) } }
         if optimizer.parameterCount != model.parameterCount {
             // A plugin grew the model (e.g. a new adapter): state restarts at the new size.
             optimizer = Optimizer(spec: optimizer.spec, parameterCount: model.parameterCount,

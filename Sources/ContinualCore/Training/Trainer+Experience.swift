@@ -4,14 +4,16 @@ extension Trainer {
     /// this): the plugins' `beforeExperience`; the optimizer grows or resets; `adjustTrainingSet`;
     /// observers' `experienceWillTrain`; the pass's epochs of steps (observers' `rowsWillTrain`
     /// before each, `extendBatch`, the step in hook order); divergence checks after each epoch;
-    /// the plugins' `afterExperience`. No evaluation.
+    /// the plugins' `afterExperience`. No evaluation. `opens` / `concludes` false skip the
+    /// plugins' `beforeExperience` / `afterExperience` (see `trainRound`).
     mutating func trainExperience(context: ExperienceContext, pass: TrainingPass, work: inout StepWorkspace,
-                                  batch: inout Batch, shuffle shuffleRNG: inout RandomSource) throws -> ExperienceRecord {
+                                  batch: inout Batch, shuffle shuffleRNG: inout RandomSource,
+                                  opens: Bool = true, concludes: Bool = true) throws -> ExperienceRecord {
         let i = context.index
         var record = ExperienceRecord()
         if options.precision.isMixed { try preparePrecision() }
         let skippedBefore = lossScaler?.skippedSteps ?? 0
-        let trainSet = try prepareExperience(context: context, work: &work)
+        let trainSet = try prepareExperience(context: context, work: &work, opens: opens)
         record.trainSetSize = trainSet.count
         record.trainableParameters = model.trainableCount
         let plan = ExperiencePlan(trainer: self, pass: pass, trainSet: trainSet)
@@ -39,8 +41,10 @@ extension Trainer {
         record.steps = cursor.steps
         record.plannedSteps = plan.plannedSteps == Int.max ? -1 : plan.plannedSteps
         record.skippedSteps = (lossScaler?.skippedSteps ?? 0) - skippedBefore
+        record.extraFLOPs = plan.stepFLOPs * cursor.steps
+        guard concludes else { return record }
         for p in plugins.indices { try plugins[p].afterExperience(model: &model, context: context, workspace: work.network) }
-        record.extraFLOPs = plan.stepFLOPs * cursor.steps + plugins.reduce(0) { $0 + $1.resources.extraFLOPsPerExperience }
+        record.extraFLOPs += plugins.reduce(0) { $0 + $1.resources.extraFLOPsPerExperience }
         return record
     }
 

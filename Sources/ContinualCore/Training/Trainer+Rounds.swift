@@ -69,8 +69,14 @@ extension Trainer {
     /// (or any caller that interleaves many learners) keeps learning continually between rounds.
     /// Shuffling draws from `shuffle`, which the caller owns (derive it from the client and round
     /// for results independent of scheduling).
+    ///
+    /// A caller that spreads one experience over several rounds (a federated client holding its
+    /// current experience for a block of rounds) opens it once and concludes it once: `opens`
+    /// false skips the plugins' `beforeExperience`, `concludes` false skips their
+    /// `afterExperience` (and its FLOPs), which the caller then runs at the experience's end.
     public mutating func trainRound(context: ExperienceContext, pass: TrainingPass, shuffle: inout RandomSource,
-                                    scratch: inout LoopScratch) throws -> ExperienceRecord {
+                                    scratch: inout LoopScratch, opens: Bool = true,
+                                    concludes: Bool = true) throws -> ExperienceRecord {
         // The data boundary of a round (as `run` checks a stream): shapes, labels in the head's range.
         let set = context.experience.train
         guard set.dimension == model.spec.inputs, set.features.count == set.count * set.dimension else {
@@ -95,7 +101,8 @@ extension Trainer {
             scratch.batch = batch
         }
         work.active = nil
-        return try trainExperience(context: context, pass: pass, work: &work, batch: &batch, shuffle: &shuffle)
+        return try trainExperience(context: context, pass: pass, work: &work, batch: &batch, shuffle: &shuffle,
+                                   opens: opens, concludes: concludes)
     }
 }
 

@@ -2,6 +2,7 @@ import ContinualCore
 import Foundation
 import ContinualFederated
 import ContinualScenarios
+import ContinualStrategies
 
 extension FederationConfig {
     // MARK: Resolved pieces
@@ -188,5 +189,22 @@ extension FederationConfig {
         case .int8: return .int8
         case .topK: return .topK(fraction: topKFraction)
         }
+    }
+}
+
+extension FederationConfig {
+    /// Why `"local_data": "experience"` cannot run with the rest of the config (key path from the
+    /// run config and the reason), or nil: the blocks are synchronous rounds, and replay's stream
+    /// update would offer each sample of an experience once per round of its block.
+    func byExperienceProblem(strategy: [StrategySpec]) -> (path: [String], message: String)? {
+        if fedbuff != nil {
+            return (["federation", "local_data"], "\"experience\" cuts synchronous rounds into blocks; FedBuff's buffered steps have no rounds: use \"stream\"")
+        }
+        for (k, s) in strategy.enumerated() {
+            guard let replay = s.options as? Replay.Options, replay.update == .stream else { continue }
+            return (["strategy", "\(k)", "update"], "with \"local_data\": \"experience\" every round of a block passes over the "
+                + "same samples, so \"stream\" would offer each one to the buffer once per round; use \"experience_end\"")
+        }
+        return nil
     }
 }

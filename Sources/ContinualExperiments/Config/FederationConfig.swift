@@ -57,6 +57,11 @@ public struct FederationConfig: Codable, Sendable, Equatable {
         /// training data from the first round, and each local round passes over all of it. The
         /// personal accuracy rows are taken after the last round.
         case all
+        /// Federated class-incremental learning task by task (the protocol of FedWeIT, GLFC,
+        /// TARGET): the rounds are cut into one block per experience, the same for every client;
+        /// in block p a client holds experience p's samples only, each local round passes over all
+        /// of them, and the plugins see the block as one experience (`ArrivalSchedule`).
+        case experience
     }
     public enum Availability: String, Codable, CaseIterable, Sendable { case always, device }
     /// Which parameters travel between phone and server.

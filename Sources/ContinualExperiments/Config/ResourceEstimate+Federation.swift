@@ -50,11 +50,14 @@ extension RunEstimate {
         ]
         memoryKey = terms.max { $0.0 < $1.0 }!.1
         let evaluations = ((R / Double(federation.evaluateEvery) + T) * size.test / T * evaluated + T * size.test * evaluated) * share
-        // Training: every built client's data once (a client trains each sample once per local
-        // epoch, over its participations); personal training doubles the rows (APFL's personal
-        // model trains on the same batches); FedRep adds its head epochs to the body's.
+        // Training: every built client's data once per local epoch in a stream (over its
+        // participations); held data once per participation, and an experience's once per
+        // participation in its block; personal training doubles the rows (APFL's personal model
+        // trains on the same batches); FedRep adds its head epochs to the body's.
         let epochs = Double(federation.localEpochs + (federation.personal == .fedrep ? federation.fedrepHeadEpochs : 0))
-        let rows = built * share * size.train * epochs * (federation.personal == .local || federation.personal == .apfl ? 2 : 1)
+        let participations = storage.expectedParticipations / max(N, 1)
+        let passes = federation.localData == .stream ? 1 : federation.localData == .all ? participations : participations / Double(max(T, 1))
+        let rows = built * share * size.train * epochs * passes * (federation.personal == .local || federation.personal == .apfl ? 2 : 1)
         // Data generation: once per built client, again for every later round it trains in
         // unless its data are kept.
         let generations = storage.retainsData ? built : built + max(storage.expectedParticipations - participants, 0)

@@ -226,6 +226,9 @@ public struct RunConfig: Codable, Sendable, Equatable {
             return (["training", "lr_schedule"], "\(rule) assumes one local learning rate η for every step; "
                 + "a schedule changes η within the round: remove \"lr_schedule\"")
         }
+        if federation.localData == .experience, let problem = federation.byExperienceProblem(strategy: strategy) {
+            return problem
+        }
         if federation.evaluateClients > (population?.users ?? 0) {
             return (["federation", "evaluate_clients"], "\(federation.evaluateClients) clients, but the population has \(population?.users ?? 0) users")
         }

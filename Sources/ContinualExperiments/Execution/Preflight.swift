@@ -72,6 +72,9 @@ public enum Preflight {
         if var problem = estimate.problem(limits, file: file) { problem.message += context; throw problem }
         let T = stream.experiences.count
         guard T > 0 else { throw fail(".scenario", "the scenario has no experiences") }
+        if let fed = config.federation, fed.localData == .experience, fed.rounds < T {
+            throw fail(".federation.rounds", "\"local_data\": \"experience\" gives each of the \(T) experiences a block of rounds; \(fed.rounds) rounds leave some without one")
+        }
         // The validation carve (tuning's selection runs): one user's stream stands for a population's.
         var carved = stream
         if let vs = config.validationSplit {

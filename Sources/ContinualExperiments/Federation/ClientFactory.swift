@@ -58,7 +58,7 @@ struct ClientFactory: Sendable {
         }
         let trainer = try build.learner(adding: algorithms.flatMap { $0.learnerPlugins() })
         var client = FederatedClient(id: id, trainer: trainer, modelSeed: modelSeed,
-                                     schedule: ArrivalSchedule(trainSizes: trainSizes, rounds: R, held: setup.fed.localData == .all),
+                                     schedule: ArrivalSchedule(trainSizes: trainSizes, rounds: R, data: setup.fed.localData),
                                      dataSeed: UInt64(stream.metadata["seed"] ?? "") ?? 0, train: train, tests: tests,
                                      adversary: setup.adversaries.contains(id), available: available, pattern: pattern)
         for algorithm in algorithms { try algorithm.prepare(&client, build) }

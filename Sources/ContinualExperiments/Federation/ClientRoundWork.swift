@@ -52,7 +52,7 @@ struct ClientRoundWork: Sendable {
             }
             c.invitations += 1
             e.available = c.available[r]
-            guard e.available, c.schedule.start(c.federatedCursor) < end else {
+            guard e.available, c.schedule.start(c.federatedCursor, round: r) < end else {
                 if e.available { try alone(&c, period: p, end: end, &e, scratch: &scratch) }
                 return e
             }
@@ -90,7 +90,7 @@ struct ClientRoundWork: Sendable {
         if fed.share != .none {
             for range in setup.shared { c.trainer.model.parameters.replaceSubrange(range, with: global[range]) }
         }
-        let lo = c.schedule.start(c.federatedCursor)
+        let lo = c.schedule.start(c.federatedCursor, round: round)
         let local = ClientRound(round: round, period: p, lo: lo, end: end,
                                data: c.data(lo, end, flip: c.adversary && fed.attack == .labelFlip ? setup.classes : nil),
                                global: global, pass: setup.pass, config: setup.config)
@@ -102,7 +102,7 @@ struct ClientRoundWork: Sendable {
         var own: ExperienceRecord? = nil
         for algorithm in algorithms where own == nil { own = try algorithm.localRound(&c, local, scratch: &scratch) }
         let record = try own ?? c.trainRound(on: local.data, period: p, round: round, pass: setup.pass, scratch: &scratch,
-                                             dataEnd: fed.consolidate == .experience ? end : nil)
+                                             dataEnd: fed.consolidate == .experience ? c.schedule.finished(afterRound: round) : nil)
         let trained = TrainedRound(record: record, arrives: !late(c.id, record))
         var further: [ExperienceRecord] = []
         for algorithm in algorithms {

@@ -224,15 +224,22 @@ struct FederatedClient {
     /// One local round on `data` through the loop's per-experience code; tallies the work under
     /// experience `period` and returns (rows, steps, plugin FLOPs).
     ///
-    /// `dataEnd` (the arrival index the round's data ends at) asks for consolidation at the
-    /// client's experience boundaries (`FederationConfig.Consolidation.experience`): EWC's and LwF's
-    /// `afterExperience` (which the loop runs after every round, each round being an experience
-    /// of the phone's loop) is undone, and instead, once the round's data reaches the end of the
-    /// client's experience p, EWC consolidates on experience p's training samples (all of them,
-    /// as a task boundary in the FCL papers) at the trained parameters; several experiences ended
-    /// by one round are consolidated in order (LwF keeps the model at the boundary as its old
-    /// model). Their state changes only in `afterExperience`, so restoring their value is exact.
-    /// Other plugins are unaffected.
+    /// `dataEnd` asks for consolidation at the client's experience boundaries
+    /// (`FederationConfig.Consolidation.experience`): the arrival index up to which the client's
+    /// experiences are finished after this round (`ArrivalSchedule.finished(afterRound:)`).
+    /// - In a stream (or with held data), EWC's and LwF's `afterExperience` (which the loop runs
+    ///   after every round, each round being an experience of the phone's loop) is undone, and
+    ///   instead, once the round's data reaches the end of the client's experience p, EWC
+    ///   consolidates on experience p's training samples (all of them, as a task boundary in the
+    ///   FCL papers) at the trained parameters; several experiences ended by one round are
+    ///   consolidated in order (LwF keeps the model at the boundary as its old model). Their state
+    ///   changes only in `afterExperience`, so restoring their value is exact. Other plugins are
+    ///   unaffected.
+    /// - By experience (`"local_data": "experience"`), every plugin sees each experience as one:
+    ///   `beforeExperience` runs in the client's first round of the experience's block, and
+    ///   `afterExperience` once, after its last round of the block, on the experience's samples.
+    ///   An experience the client has not concluded by its next round (it missed the block's last
+    ///   round) is concluded before that round trains, at the model it received.
     mutating func trainRound(on data: Samples, period: Int, round: Int, pass: TrainingPass,
                              scratch: inout LoopScratch, stream: String = "", dataEnd: Int? = nil) throws -> ExperienceRecord {
         var experiences = [Experience](repeating: Experience(index: 0, name: "", train: Samples(dimension: train.dimension),
@@ -244,32 +251,48 @@ struct FederatedClient {
         var shuffle = RandomSource(seed: modelSeed, stream: "federation.round.\(round)\(stream)")
         let clock = ContinuousClock()
         let start = clock.now
-        let deferred = dataEnd == nil ? [] : trainer.plugins.indices.filter {
+        let byExperience = dataEnd != nil && schedule.data == .experience
+        if byExperience { try conclude(upTo: schedule.start(0, round: round), plugins: Array(trainer.plugins.indices)) }
+        let deferred = dataEnd == nil ? [] : byExperience ? Array(trainer.plugins.indices) : trainer.plugins.indices.filter {
             trainer.plugins[$0] is EWC || trainer.plugins[$0] is LearningWithoutForgetting
         }
-        let before = deferred.map { trainer.plugins[$0] }
-        var record = try trainer.trainRound(context: context, pass: pass, shuffle: &shuffle, scratch: &scratch)
+        let before = byExperience ? [] : deferred.map { trainer.plugins[$0] }
+        var record = try trainer.trainRound(context: context, pass: pass, shuffle: &shuffle, scratch: &scratch,
+                                            opens: !byExperience || max(federatedCursor, personalCursor) < schedule.ends[period],
+                                            concludes: !byExperience)
         if let end = dataEnd, !deferred.isEmpty {
-            record.extraFLOPs -= deferred.reduce(0) { $0 + trainer.plugins[$1].resources.extraFLOPsPerExperience }
-            for (k, i) in deferred.enumerated() { trainer.plugins[i] = before[k] }
-            let empty = Samples(dimension: train.dimension)
-            while consolidatedExperiences < schedule.ends.count, schedule.ends[consolidatedExperiences] <= end {
-                let p = consolidatedExperiences
-                let lo = p == 0 ? 0 : schedule.ends[p - 1], hi = schedule.ends[p]
-                consolidatedExperiences += 1
-                guard hi > lo else { continue }
-                let own = Experience(index: 0, name: "experience \(p)", train: self.data(lo, hi, flip: nil), test: empty)
-                let boundary = ExperienceContext(index: 0, experiences: [own], route: 0)
-                let ws = trainer.model.makeWorkspace(capacity: max(trainer.options.evaluationBatchSize, trainer.options.batchSize * 2))
-                for i in deferred {
-                    try trainer.plugins[i].afterExperience(model: &trainer.model, context: boundary, workspace: ws)
-                    record.extraFLOPs += trainer.plugins[i].resources.extraFLOPsPerExperience
-                }
+            if !byExperience {
+                record.extraFLOPs -= deferred.reduce(0) { $0 + trainer.plugins[$1].resources.extraFLOPsPerExperience }
+                for (k, i) in deferred.enumerated() { trainer.plugins[i] = before[k] }
             }
+            record.extraFLOPs += try conclude(upTo: end, plugins: deferred)
         }
         trainSeconds += (clock.now - start).seconds
         tally(record, period: period)
         return record
+    }
+
+    /// Runs `plugins`' `afterExperience` on each of the client's experiences that ends at or
+    /// before arrival index `end` and is not yet concluded, in order, on all its training samples
+    /// at the current parameters; returns the FLOPs it added.
+    @discardableResult
+    private mutating func conclude(upTo end: Int, plugins deferred: [Int]) throws -> Int {
+        var flops = 0
+        let empty = Samples(dimension: train.dimension)
+        while consolidatedExperiences < schedule.ends.count, schedule.ends[consolidatedExperiences] <= end {
+            let p = consolidatedExperiences
+            let lo = p == 0 ? 0 : schedule.ends[p - 1], hi = schedule.ends[p]
+            consolidatedExperiences += 1
+            guard hi > lo else { continue }
+            let own = Experience(index: 0, name: "experience \(p)", train: self.data(lo, hi, flip: nil), test: empty)
+            let boundary = ExperienceContext(index: 0, experiences: [own], route: 0)
+            let ws = trainer.model.makeWorkspace(capacity: max(trainer.options.evaluationBatchSize, trainer.options.batchSize * 2))
+            for i in deferred {
+                try trainer.plugins[i].afterExperience(model: &trainer.model, context: boundary, workspace: ws)
+                flops += trainer.plugins[i].resources.extraFLOPsPerExperience
+            }
+        }
+        return flops
     }
 
     /// FLwF-2T: makes the server-teacher plugin (an LwF term) distil `global`, the model the client

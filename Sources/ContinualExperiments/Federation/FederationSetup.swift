@@ -37,7 +37,7 @@ struct FederationSetup: Sendable {
     var trainSizes: [Int] { firstStream.experiences.map(\.train.count) }
     var classes: Int { spec.head.classCount }
     /// The shared schedule (clients of the prototype's sizes); each client keeps its own.
-    var schedule: ArrivalSchedule { ArrivalSchedule(trainSizes: trainSizes, rounds: R, held: fed.localData == .all) }
+    var schedule: ArrivalSchedule { ArrivalSchedule(trainSizes: trainSizes, rounds: R, data: fed.localData) }
 
     /// The setup of `run` on `transport`'s rank, and the prototype learner (the server's model:
     /// the run seed's initialisation or the warm start, prepared by the strategy).

@@ -19,19 +19,19 @@ struct LocalTraining: FederatedAlgorithm {
     }
 
     func trainsAlone(_ client: FederatedClient, round: Int) -> Bool {
-        client.available[round] && client.schedule.start(client.personalCursor) < client.schedule.arrival(round + 1)
+        client.available[round] && client.schedule.start(client.personalCursor, round: round) < client.schedule.arrival(round + 1)
     }
 
     func aloneRound(_ c: inout FederatedClient, round: Int, period: Int, end: Int,
                     scratch: inout LoopScratch) throws -> ExperienceRecord? {
-        let data = c.data(c.schedule.start(c.personalCursor), end, flip: nil)
+        let data = c.data(c.schedule.start(c.personalCursor, round: round), end, flip: nil)
         var removed: (Int, any StrategyPlugin)? = nil
         if let k = c.trainer.plugins.lastIndex(where: { $0 is ProximalTerm }) {
             removed = (k, c.trainer.plugins.remove(at: k))
         }
         defer { if let (k, term) = removed { c.trainer.plugins.insert(term, at: k) } }
         let record = try c.trainRound(on: data, period: period, round: round, pass: pass, scratch: &scratch,
-                                      dataEnd: consolidate == .experience ? end : nil)
+                                      dataEnd: consolidate == .experience ? c.schedule.finished(afterRound: round) : nil)
         c.personalCursor = end
         return record
     }

@@ -27,6 +27,6 @@ struct PFedMe: FederatedAlgorithm {
     }
 
     func phoneModel(_ client: FederatedClient, global: MLP, round: Int, workspace: Workspace) -> PhoneModel? {
-        .model(method.personalise(global, on: client.data(0, client.schedule.arrival(round + 1), flip: nil), workspace: workspace))
+        .model(method.personalise(global, on: client.data(client.schedule.firstHeld(round: round), client.schedule.arrival(round + 1), flip: nil), workspace: workspace))
     }
 }

@@ -21,6 +21,6 @@ struct PerFedAvg: FederatedAlgorithm {
     }
 
     func phoneModel(_ client: FederatedClient, global: MLP, round: Int, workspace: Workspace) -> PhoneModel? {
-        .model(method.adapt(global, on: client.data(0, client.schedule.arrival(round + 1), flip: nil), workspace: workspace))
+        .model(method.adapt(global, on: client.data(client.schedule.firstHeld(round: round), client.schedule.arrival(round + 1), flip: nil), workspace: workspace))
     }
 }
