@@ -203,7 +203,7 @@ NEWER = ("gss", "bic", "xder", "scr")
 NEWEST = ("bir",)
 LATER = {"mnist_split": NEWER + NEWEST, "mnist_split_added": NEWEST, "mnist_permuted": NEW + NEWER + NEWEST,
          "mnist_permuted_task_class": NEWEST, "mnist1d_400": NEWER + NEWEST}
-ONLY = {"mnist_split_added": NEWER, "mnist_split_bir": NEWEST}
+ONLY = {"mnist_split_added": NEWER, "mnist_split_bir": NEWEST, "mnist_permuted_added": NEW + NEWER + NEWEST}
 
 # (name, what the data is, steps per experience of the 4-epoch budget, scenario, settings, overrides):
 # steps = 4 epochs × ⌈training samples of an experience / 128⌉.
@@ -228,6 +228,13 @@ FILES = [
     ("mnist_permuted",
      "Permuted MNIST-784 on the 5,000-image real MNIST subset (datasets/mnist784.h5): 10 experiences, each the whole subset "
      "under a fixed seeded pixel permutation (the first unpermuted), domain-incremental, one 10-way head. ",
+     "128 optimizer steps: 4 × 32 batches of the 4,000 training digits of an experience",
+     {"type": "permuted_digits", "path": "../datasets/mnist784.h5", "experiences": 10, "seed": 7}, ("domain",), MIR_BATCH),
+    ("mnist_permuted_added",
+     "The methods added after Experiments/mnist_permuted.json was measured (those of them that a single-head, "
+     "domain-incremental stream allows: CLS-ER, ER-AML, MIR, RWalk, GSS-greedy, X-DER, SCR), in its protocol and on its "
+     "data: permuted MNIST-784 on the 5,000-image real MNIST subset, 10 experiences, each the whole subset under a fixed "
+     "seeded pixel permutation (the first unpermuted), domain-incremental, one 10-way head. ",
      "128 optimizer steps: 4 × 32 batches of the 4,000 training digits of an experience",
      {"type": "permuted_digits", "path": "../datasets/mnist784.h5", "experiences": 10, "seed": 7}, ("domain",), MIR_BATCH),
     ("mnist_permuted_task_class",
