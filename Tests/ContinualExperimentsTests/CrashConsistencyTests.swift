@@ -114,15 +114,10 @@ struct CrashConsistencyTests {
         defer { work.cleanup() }
         let json = work.write("e.json", tinyExperiment(name: "rw", extra: #""sweep": {"parameters": {"seed": [1, 2, 3, 4, 5, 6]}},"#))
         let path = work.path("rw.h5")
-        let binary = packageRoot.appendingPathComponent(".build/debug/continual").path
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: binary)
-        p.arguments = ["sweep", json, "-o", path, "--jobs", "1", "--plain"]
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        try p.run()
+        let child = try SpawnedChild(continualBinary(), ["sweep", json, "-o", path, "--jobs", "1", "--plain"],
+                                     stdout: .discard, stderr: .discard)
         var reads = 0, failures: [String] = []
-        while p.isRunning {
+        while child.isRunning {
             if FileManager.default.fileExists(atPath: path) {
                 let r = try runCLI(["inspect", path, "--brief"])
                 reads += 1
@@ -132,8 +127,7 @@ struct CrashConsistencyTests {
             }
             usleep(20_000)
         }
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 0)
+        #expect(child.finish().status == 0)
         #expect(reads > 0)
         #expect(failures.isEmpty, "\(failures.count) of \(reads) reads failed: \(failures.prefix(2))")
     }

@@ -10,23 +10,14 @@ func withSmallDisk(kilobytes: Int, _ body: (String) throws -> Void) throws {
     let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ck-full-\(UUID().uuidString)").path
     try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: dir) }
-    let mount = Process()
-    mount.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    mount.arguments = ["mount", "-t", "tmpfs", "-o", "size=\(kilobytes)k", "tmpfs", dir]
-    mount.standardError = FileHandle.nullDevice
-    try mount.run()
-    mount.waitUntilExit()
-    guard mount.terminationStatus == 0 else {
+    // Standard output to /dev/null too: only the status matters.
+    let mount = try SpawnedChild("/usr/bin/env", ["mount", "-t", "tmpfs", "-o", "size=\(kilobytes)k", "tmpfs", dir],
+                                 stdout: .discard, stderr: .discard).finish()
+    guard mount.status == 0 else {
         print("skipped: cannot mount a small tmpfs here (needs root / CAP_SYS_ADMIN); full-disk behaviour not tested")
         return
     }
-    defer {
-        let umount = Process()
-        umount.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        umount.arguments = ["umount", dir]
-        try? umount.run()
-        umount.waitUntilExit()
-    }
+    defer { _ = try? SpawnedChild("/usr/bin/env", ["umount", dir], stdout: .discard, stderr: .discard).finish() }
     try body(dir)
 }
 
@@ -151,21 +142,13 @@ struct WriterLockTests {
         let b = work.write("b.json", tinyExperiment(name: "b").replacingOccurrences(of: #""epochs": 3"#, with: #""epochs": 60"#))
         let path = work.path("out.h5")
         // Both started before either is waited for.
-        let binary = packageRoot.appendingPathComponent(".build/debug/continual").path
-        let processes = [a, b].map { exp -> (Process, Pipe) in
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: binary)
-            p.arguments = ["run", exp, "-o", path, "--overwrite", "-q"]
-            let err = Pipe()
-            p.standardError = err
-            p.standardOutput = FileHandle.nullDevice
-            try? p.run()
-            return (p, err)
+        let binary = try continualBinary()
+        let children = try [a, b].map { exp in
+            try SpawnedChild(binary, ["run", exp, "-o", path, "--overwrite", "-q"], stdout: .discard)
         }
-        let results: [(Int32, String)] = processes.map { p, err in
-            let e = String(decoding: err.fileHandleForReading.readAllRetryingInterrupts(), as: UTF8.self)
-            p.waitUntilExit()
-            return (p.terminationStatus, e)
+        let results: [(Int32, String)] = children.map { child in
+            let ended = child.finish()
+            return (ended.status, ended.stderr)
         }
         let ok = results.filter { $0.0 == 0 }.count
         let refused = results.filter { $0.0 == 2 && $0.1.contains("being written by another process (PID") }.count

@@ -8,20 +8,13 @@ import Testing
 /// Runs a Python script (h5py) that edits a file the way a damaged or hostile file would look;
 /// returns false (and the test records why) when Python with h5py is not available.
 func h5py(_ script: String) throws -> Bool {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["python3", "-c", "import h5py, numpy as np\n" + script]
-    let err = Pipe()
-    process.standardError = err
-    process.standardOutput = FileHandle.nullDevice
-    try process.run()
-    let e = String(decoding: err.fileHandleForReading.readAllRetryingInterrupts(), as: UTF8.self)
-    process.waitUntilExit()
-    if process.terminationStatus != 0, e.contains("No module named") {
+    let ended = try SpawnedChild("/usr/bin/env", ["python3", "-c", "import h5py, numpy as np\n" + script], stdout: .discard).finish()
+    let e = ended.stderr
+    if ended.status != 0, e.contains("No module named") {
         print("skipped: python3 with h5py and numpy is needed to craft the hostile file (\(e))")
         return false
     }
-    guard process.terminationStatus == 0 else { throw ScenarioError("h5py script failed: \(e)") }
+    guard ended.status == 0 else { throw ScenarioError("h5py script failed: \(e)") }
     return true
 }
 

@@ -12,28 +12,12 @@ struct HostileInputRegressionTests {
     static func runLimited(_ arguments: [String], limit: Double, environment: [String: String] = [:]) throws
         -> (status: Int32, signaled: Bool, seconds: Double, stdout: String, stderr: String)
     {
-        let p = Process()
-        p.executableURL = packageRoot.appendingPathComponent(".build/debug/continual")
-        p.arguments = arguments
-        p.currentDirectoryURL = packageRoot
-        p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
         let start = Date()
-        // Under the HDF5 lock: a file another test opens is marked close-on-exec just after
-        // libhdf5 opens it, and a child spawned in between would inherit it with its lock.
-        try HDF5Lock.withLock { try p.run() }
-        let done = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async { p.waitUntilExit(); done.signal() }
-        if done.wait(timeout: .now() + limit) == .timedOut {
-            kill(p.processIdentifier, SIGKILL)
-            done.wait()
-        }
-        let o = out.fileHandleForReading.readAllRetryingInterrupts()
-        let e = err.fileHandleForReading.readAllRetryingInterrupts()
-        return (p.terminationStatus, p.terminationReason == .uncaughtSignal, Date().timeIntervalSince(start),
-                String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+        // Both streams to files: a killed command's own children cannot hold them open for us.
+        let child = try SpawnedChild(continualBinary(), arguments, in: packageRoot, environment: environment, stdout: .file)
+        if !child.waitForExit(seconds: limit) { kill(child.pid, SIGKILL) }
+        let ended = child.finish()
+        return (ended.status, ended.signal != nil, Date().timeIntervalSince(start), ended.stdout, ended.stderr)
     }
 
     @Test("a sweep with optimizer.lr = 2^64 ends with a divergence error naming the run, never a hang")

@@ -12,32 +12,9 @@ struct RoughEdgeCLITests {
 
     /// Runs the binary (or `executable`, e.g. a shell) to the end with stdout and stderr captured apart.
     static func run(_ arguments: [String], in directory: URL, executable: String? = nil) throws -> Finished {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: try executable ?? #require(SweepCLITests.binary(), "build the continual product first"))
-        p.arguments = arguments
-        p.currentDirectoryURL = directory
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let (stdout, stderr) = drain(out, err)
-        p.waitUntilExit()
-        return Finished(status: p.terminationStatus, out: stdout, err: stderr)
-    }
-
-    /// Both pipes read to their end, stderr on its own thread so that neither can fill and block the child.
-    static func drain(_ out: Pipe, _ err: Pipe) -> (String, String) {
-        let box = Drained()
-        let reader = Thread { box.data = err.fileHandleForReading.readAllRetryingInterrupts(); box.done.signal() }
-        reader.start()
-        let stdout = out.fileHandleForReading.readAllRetryingInterrupts()
-        box.done.wait()
-        return (String(decoding: stdout, as: UTF8.self), String(decoding: box.data, as: UTF8.self))
-    }
-
-    final class Drained: @unchecked Sendable {
-        var data = Data()
-        let done = DispatchSemaphore(value: 0)
+        let ended = try SpawnedChild(executable ?? #require(SweepCLITests.binary(), "build the continual product first"), arguments,
+                                     in: directory).finish()
+        return Finished(status: ended.status, out: ended.stdout, err: ended.stderr)
     }
 
     /// A two-run experiment of a fraction of a second.
@@ -77,24 +54,12 @@ struct RoughEdgeCLITests {
         try FileManager.default.createDirectory(atPath: scratch.path("my out"), withIntermediateDirectories: true)
         // A folder with a space: the hint must quote it for the shell.
         let arguments = ["sweep", "s.json", "-o", "my out/mine.h5", "--shard", "1/2", "--jobs", "1", "--plain", "--overwrite"]
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: try #require(SweepCLITests.binary()))
-        p.arguments = arguments
-        p.currentDirectoryURL = scratch.url
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        var seen = ""
-        while !seen.contains("[2/12]") {
-            let chunk = out.fileHandleForReading.readSomeRetryingInterrupts()
-            if chunk.isEmpty { break }
-            seen += String(decoding: chunk, as: UTF8.self)
-        }
-        kill(p.processIdentifier, SIGINT)
-        let (_, stderr) = Self.drain(out, err)
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 130)
+        let child = try SpawnedChild(try #require(SweepCLITests.binary()), arguments, in: scratch.url)
+        child.readOutput(until: "[2/12]")
+        kill(child.pid, SIGINT)
+        let ended = child.finish()
+        let stderr = ended.stderr
+        #expect(ended.signal == nil && ended.status == 130)
         let hint = "continual sweep s.json -o 'my out/mine.h5' --shard 1/2 --jobs 1 --plain --resume"
         #expect(stderr.contains("finish them with: \(hint)\n"), "\(stderr)")
         // The printed command, run by a shell as the user would paste it, finishes the same file.

@@ -9,17 +9,11 @@ struct RunCLITests {
     /// Starts `run`, waits until the `k`-th run's progress line, sends `sig`, and returns the exit
     /// status.
     static func runAndKill(_ scratch: SweepScratch, output: String, after k: Int, signal sig: Int32) throws -> Int32 {
-        let (p, out) = try SweepCLITests.launch(["run", "s.json", "-o", output, "--plain"], in: scratch.url)
-        var seen = ""
-        while !seen.contains("[\(k)/") {
-            let chunk = out.fileHandleForReading.readSomeRetryingInterrupts()
-            if chunk.isEmpty { break }
-            seen += String(decoding: chunk, as: UTF8.self)
-        }
-        kill(p.processIdentifier, sig)
-        _ = out.fileHandleForReading.readAllRetryingInterrupts()
-        p.waitUntilExit()
-        return p.terminationStatus
+        let child = try SweepCLITests.launch(["run", "s.json", "-o", output, "--plain"], in: scratch.url)
+        child.readOutput(until: "[\(k)/")
+        kill(child.pid, sig)
+        let ended = child.finish()
+        return ended.signal ?? ended.status  // as Foundation's `Process` reported it: the signal itself
     }
 
     @Test(arguments: [SIGTERM, SIGKILL])

@@ -18,24 +18,15 @@ struct SweepCLITests {
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) && !$0.hasDirectoryPath }?.path
     }
 
-    /// Launches the binary; returns the process and a line reader on its stdout.
-    static func launch(_ arguments: [String], in directory: URL) throws -> (Process, Pipe) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: try #require(binary(), "build the continual product first"))
-        p.arguments = arguments
-        p.currentDirectoryURL = directory
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        return (p, out)
+    /// Launches the binary, its standard output a pipe (`stdout`, read line by line) and its
+    /// standard error discarded.
+    static func launch(_ arguments: [String], in directory: URL) throws -> SpawnedChild {
+        try SpawnedChild(try #require(binary(), "build the continual product first"), arguments, in: directory, stderr: .discard)
     }
 
     static func run(_ arguments: [String], in directory: URL) throws -> (status: Int32, output: String) {
-        let (p, out) = try launch(arguments, in: directory)
-        let data = out.fileHandleForReading.readAllRetryingInterrupts()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: data, as: UTF8.self))
+        let ended = try launch(arguments, in: directory).finish()
+        return (ended.status, ended.stdout)
     }
 
     @Test func sigintMidwayThenResumeEqualsAnUninterruptedSweep() async throws {
@@ -44,18 +35,12 @@ struct SweepCLITests {
         // Bigger runs than elsewhere, so the interrupt lands while runs remain.
         let text = SweepFixtures.twentyFour(trainPerExperience: 400, epochs: 3)
         try text.write(toFile: scratch.path("s.json"), atomically: true, encoding: .utf8)
-        let (p, out) = try Self.launch(["sweep", "s.json", "-o", "cut.h5", "--jobs", "1", "--plain"], in: scratch.url)
+        let child = try Self.launch(["sweep", "s.json", "-o", "cut.h5", "--jobs", "1", "--plain"], in: scratch.url)
         // Wait for the third finished run's log line, then interrupt.
-        var seen = ""
-        while !seen.contains("[3/24]") {
-            let chunk = out.fileHandleForReading.readSomeRetryingInterrupts()
-            if chunk.isEmpty { break }
-            seen += String(decoding: chunk, as: UTF8.self)
-        }
-        kill(p.processIdentifier, SIGINT)
-        _ = out.fileHandleForReading.readAllRetryingInterrupts()
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 130)
+        child.readOutput(until: "[3/24]")
+        kill(child.pid, SIGINT)
+        let ended = child.finish()
+        #expect(ended.signal == nil && ended.status == 130)
         // Readable, with the finished runs only, in sweep order.
         let mid = try SweepFixtures.comparableSummary(scratch.path("cut.h5"))
         #expect(mid.rows.count >= 3 && mid.rows.count < 24)

@@ -70,9 +70,16 @@ enum ChildProcessOutput {
 
     /// Waits for child `pid`: its exit status, or 128 + the signal that killed it.
     static func wait(_ pid: pid_t) -> Int32 {
+        let ended = termination(pid)
+        return ended.signal.map { 128 + $0 } ?? ended.status
+    }
+
+    /// Waits for child `pid`: its exit status and nil, or 0 and the signal that killed it (for a
+    /// caller that must tell `exit(130)` from death by SIGINT).
+    static func termination(_ pid: pid_t) -> (status: Int32, signal: Int32?) {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        return status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        return status & 0x7f == 0 ? ((status >> 8) & 0xff, nil) : (0, status & 0x7f)
     }
 
     private typealias AddChdir = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32
