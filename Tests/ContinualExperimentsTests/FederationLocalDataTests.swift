@@ -94,6 +94,24 @@ struct FederationLocalDataTests {
         }
     }
 
+    @Test("by experience: stopped inside a block or at its end and resumed, the run ends bit-identical",
+          arguments: [#"{"rounds": 9, "clients_per_round": 12, "local_data": "experience"}"#,
+                      #"{"rounds": 9, "clients_per_round": 5, "local_data": "experience", "personal": "local"}"#])
+    func byExperienceResumes(_ federation: String) throws {
+        let strategy = #"[{"type": "ewc", "lambda": 5}, {"type": "replay", "capacity": 30, "update": "experience_end"}]"#
+        let run = try PersonalisedFederationTests.run(federation, strategy: strategy)
+        let whole = FederatedConformanceTests.execute(run)[0]
+        #expect(whole.status == .completed, "\(whole.message)")
+        let reference = FederationTests.fingerprint(whole)
+        // Round 1 is inside block 0, round 2 ends it, round 4 is inside block 1.
+        for k in [1, 2, 4] {
+            let stopped = FederatedConformanceTests.execute(run, stopAfter: k)[0]
+            let cp = try FederatedConformanceTests.roundTrip(stopped.federationCheckpoint)
+            let resumed = FederatedConformanceTests.execute(run, resume: cp)[0]
+            #expect(FederationTests.fingerprint(resumed) == reference, "resumed after round \(k)")
+        }
+    }
+
     @Test("by experience: replay's buffer takes each experience once, at its block's end; refused where it cannot hold")
     func byExperienceReplayAndRefusals() throws {
         // A client with 2 experiences of 20 samples over 6 rounds (3 per block), replay filled at
