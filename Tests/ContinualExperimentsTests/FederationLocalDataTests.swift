@@ -112,10 +112,9 @@ struct FederationLocalDataTests {
         }
     }
 
-    @Test("by experience: replay's buffer takes each experience once, at its block's end; refused where it cannot hold")
-    func byExperienceReplayAndRefusals() throws {
-        // A client with 2 experiences of 20 samples over 6 rounds (3 per block), replay filled at
-        // experience ends with room for everything: each sample is offered once, after its block.
+    /// A client with 2 experiences of 20 samples over 6 rounds (3 per block), replay filled at
+    /// experience ends with room for everything, and a hook counter.
+    static func blockClient() throws -> FederatedClient {
         var rng = RandomSource(seed: 4)
         var features: [Float] = [], labels: [Int32] = []
         for k in 0..<40 {
@@ -124,43 +123,71 @@ struct FederationLocalDataTests {
         }
         let data = Samples(dimension: 4, features: features, labels: labels)
         let replay = Replay(options: Replay.Options(capacity: 100, update: .experienceEnd))
-        var c = try PersonalisedFederationTests.client([], data: data, plugins: [replay, HookCounter()],
-                                                       schedule: ArrivalSchedule(trainSizes: [20, 20], rounds: 6, data: .experience))
+        return try PersonalisedFederationTests.client([], data: data, plugins: [replay, HookCounter()],
+                                                      schedule: ArrivalSchedule(trainSizes: [20, 20], rounds: 6, data: .experience))
+    }
+
+    /// Trains `c` in `rounds` as the federated path does (or, `personal`, as LocalTraining does,
+    /// moving the personal cursor); after each, the replay's offered samples and the hook log.
+    static func train(_ c: inout FederatedClient, rounds: [Int], personal: Bool = false) throws -> (offered: [Int64], events: [[String]]) {
         var scratch = LoopScratch()
-        var offered: [Int64] = [], opened: [Int] = [], concluded: [[Int]] = []
-        for r in 0..<6 {
-            let lo = c.schedule.start(c.federatedCursor, round: r), end = c.schedule.arrival(r + 1)
+        var offered: [Int64] = [], events: [[String]] = []
+        for r in rounds {
+            let lo = c.schedule.start(personal ? c.personalCursor : c.federatedCursor, round: r), end = c.schedule.arrival(r + 1)
             _ = try c.trainRound(on: c.data(lo, end, flip: nil), period: c.schedule.period(ofRound: r), round: r,
                                  pass: TrainingPass(epochs: 1, shuffle: true), scratch: &scratch,
                                  dataEnd: c.schedule.finished(afterRound: r))
-            c.federatedCursor = end
+            if personal { c.personalCursor = end } else { c.federatedCursor = end }
             guard case .int(let n)? = c.trainer.plugins[0].report().attributes["samples_offered"] else {
                 Issue.record("replay reports no samples_offered")
-                return
+                return (offered, events)
             }
             offered.append(n)
-            let hooks = c.trainer.plugins[1] as! HookCounter
-            opened.append(hooks.opened)
-            concluded.append(hooks.concluded)
+            events.append((c.trainer.plugins[1] as! HookCounter).events)
         }
-        #expect(offered == [0, 0, 20, 20, 20, 40], "\(offered)")
-        // Every plugin opens an experience in its block's first round and concludes it after the last,
-        // on all of the experience's samples.
-        #expect(opened == [1, 1, 1, 2, 2, 2] && concluded == [[], [], [20], [20], [20], [20, 20]], "\(opened) \(concluded)")
-        PersonalisedFederationTests.refused(#"{"rounds": 9, "local_data": "experience"}"#, ".strategy.0.update",
-                                            strategy: #"[{"type": "replay", "capacity": 50}]"#)
-        PersonalisedFederationTests.refused(#"{"rounds": 9, "local_data": "experience", "fedbuff": {"buffer_size": 4}}"#,
-                                            ".federation.local_data")
+        return (offered, events)
     }
 
-    /// Counts the experience hooks it sees (and the samples each conclusion covers).
+    @Test("by experience: replay's buffer takes each experience once, at its block's end; a missed last round concludes before the next")
+    func byExperienceHooks() throws {
+        // Every plugin opens an experience in its block's first round and concludes it after the
+        // last, on all of the experience's samples; the same when the personal cursor moves.
+        for personal in [false, true] {
+            var c = try Self.blockClient()
+            let (offered, events) = try Self.train(&c, rounds: Array(0..<6), personal: personal)
+            #expect(offered == [0, 0, 20, 20, 20, 40], "\(offered)")
+            #expect(events[2] == ["open", "conclude 20"] && events[5] == ["open", "conclude 20", "open", "conclude 20"],
+                    "\(events)")
+        }
+        // Missing block 0's last round: experience 0 is concluded before round 3 trains, not after.
+        var c = try Self.blockClient()
+        let (offered, events) = try Self.train(&c, rounds: [0, 1, 3])
+        #expect(offered == [0, 0, 20], "\(offered)")
+        #expect(events.last == ["open", "conclude 20", "open"], "\(events)")
+    }
+
+    @Test("by experience: strategies, algorithms and settings whose meaning breaks over a block are refused with their key")
+    func byExperienceRefusals() {
+        let exp = #"{"rounds": 9, "local_data": "experience"}"#
+        PersonalisedFederationTests.refused(exp, ".strategy.0.update", strategy: #"[{"type": "replay", "capacity": 50}]"#)
+        PersonalisedFederationTests.refused(#"{"rounds": 9, "local_data": "experience", "consolidate": "round"}"#, ".strategy.0.type",
+                                            strategy: #"[{"type": "replay", "capacity": 50, "update": "experience_end"}]"#)
+        PersonalisedFederationTests.refused(#"{"rounds": 9, "local_data": "experience", "fedbuff": {"buffer_size": 4}}"#,
+                                            ".federation.local_data")
+        for other in [#"{"type": "mir", "capacity": 50}"#, #"{"type": "gss", "capacity": 50}"#, #"{"type": "bic", "capacity": 50}"#] {
+            PersonalisedFederationTests.refused(exp, ".strategy.0", strategy: "[\(other)]")
+        }
+        PersonalisedFederationTests.refused(#"{"rounds": 9, "local_data": "experience", "personal": "ditto"}"#, ".strategy.0",
+                                            strategy: #"[{"type": "ewc", "lambda": 5}]"#)
+    }
+
+    /// Logs the experience hooks it sees (a conclusion with the samples it covers).
     struct HookCounter: StrategyPlugin {
         var name: String { "hook_counter" }
-        var opened = 0
-        var concluded: [Int] = []
-        mutating func beforeExperience(model: inout MLP, context: ExperienceContext) throws { opened += 1 }
+        var events: [String] = []
+        mutating func beforeExperience(model: inout MLP, context: ExperienceContext) throws { events.append("open") }
         mutating func afterExperience(model: inout MLP, context: ExperienceContext, workspace: Workspace) throws {
-            concluded.append(context.experience.train.count)
+            events.append("conclude \(context.experience.train.count)")
         }
         var resources: PluginResources { .none }
         func checkpointState() -> PluginState { PluginState() }

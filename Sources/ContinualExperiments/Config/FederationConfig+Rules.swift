@@ -193,17 +193,44 @@ extension FederationConfig {
 }
 
 extension FederationConfig {
+    /// The local strategies whose hooks keep their meaning when one experience spans a block of
+    /// rounds: per-step state that may see an experience's rows once per round (as over epochs),
+    /// and end-of-experience work that `FederatedClient.conclude` runs once, on the whole
+    /// experience. Others (GSS, SCR, GDumb, BiC, iCaRL, PackNet, HAT, X-DER, …) keep per-round
+    /// state that would see each sample once per round, and are refused.
+    static let byExperienceStrategies: [any PluginOptions.Type] = [
+        Naive.Options.self, EWC.Options.self, LearningWithoutForgetting.Options.self, L2Anchoring.Options.self,
+        MemoryAwareSynapses.Options.self, SynapticIntelligence.Options.self, Replay.Options.self, DEROptions.self,
+        DERPlusPlusOptions.self, ERACE.Options.self, AGEM.Options.self,
+    ]
+
     /// Why `"local_data": "experience"` cannot run with the rest of the config (key path from the
-    /// run config and the reason), or nil: the blocks are synchronous rounds, and replay's stream
-    /// update would offer each sample of an experience once per round of its block.
+    /// run config and the reason), or nil: the blocks are synchronous rounds; the strategy's
+    /// hooks must keep their meaning over a block (`byExperienceStrategies`), and replay must
+    /// fill its buffer once per experience; the algorithms with a learner of their own
+    /// (FedRep's phases, Ditto's and APFL's personal models) open and close an experience every
+    /// round, so they take only naive local training.
     func byExperienceProblem(strategy: [StrategySpec]) -> (path: [String], message: String)? {
         if fedbuff != nil {
             return (["federation", "local_data"], "\"experience\" cuts synchronous rounds into blocks; FedBuff's buffered steps have no rounds: use \"stream\"")
         }
+        let allowed = Self.byExperienceStrategies.map { $0.typeName }
         for (k, s) in strategy.enumerated() {
-            guard let replay = s.options as? Replay.Options, replay.update == .stream else { continue }
-            return (["strategy", "\(k)", "update"], "with \"local_data\": \"experience\" every round of a block passes over the "
-                + "same samples, so \"stream\" would offer each one to the buffer once per round; use \"experience_end\"")
+            if !Self.byExperienceStrategies.contains(where: { $0 == type(of: s.options) }) {
+                return (["strategy", "\(k)"], "\"\(s.typeName)\" keeps per-round state that would see each sample once per round of a block; "
+                    + "with \"local_data\": \"experience\" use one of \(allowed.joined(separator: ", "))")
+            }
+            if [.fedrep, .ditto, .apfl].contains(personal), !(s.options is Naive.Options) {
+                return (["strategy", "\(k)"], "\(personal.rawValue)'s own learner opens and closes an experience every round; "
+                    + "with \"local_data\": \"experience\" use [\"naive\"]")
+            }
+            guard let replay = s.options as? Replay.Options else { continue }
+            if replay.update == .stream || consolidate == .round {
+                return (["strategy", "\(k)", replay.update == .stream ? "update" : "type"],
+                        "with \"local_data\": \"experience\" every round of a block passes over the same samples, so "
+                        + (replay.update == .stream ? "\"stream\" would offer each one to the buffer once per round; use \"experience_end\""
+                           : "\"consolidate\": \"round\" would fill the buffer once per round; use \"consolidate\": \"experience\""))
+            }
         }
         return nil
     }

@@ -252,7 +252,7 @@ struct FederatedClient {
         let clock = ContinuousClock()
         let start = clock.now
         let byExperience = dataEnd != nil && schedule.data == .experience
-        if byExperience { try conclude(upTo: schedule.start(0, round: round), plugins: Array(trainer.plugins.indices)) }
+        let late = byExperience ? try conclude(upTo: schedule.start(0, round: round), plugins: Array(trainer.plugins.indices)) : 0
         let deferred = dataEnd == nil ? [] : byExperience ? Array(trainer.plugins.indices) : trainer.plugins.indices.filter {
             trainer.plugins[$0] is EWC || trainer.plugins[$0] is LearningWithoutForgetting
         }
@@ -267,6 +267,7 @@ struct FederatedClient {
             }
             record.extraFLOPs += try conclude(upTo: end, plugins: deferred)
         }
+        record.extraFLOPs += late
         trainSeconds += (clock.now - start).seconds
         tally(record, period: period)
         return record
@@ -274,20 +275,30 @@ struct FederatedClient {
 
     /// Runs `plugins`' `afterExperience` on each of the client's experiences that ends at or
     /// before arrival index `end` and is not yet concluded, in order, on all its training samples
-    /// at the current parameters; returns the FLOPs it added.
-    @discardableResult
+    /// at the current parameters; returns the FLOPs it added. By experience, each plugin first
+    /// sees the experience's samples as its training set (`adjustTrainingSet`: replay selects
+    /// from them even when the experience's last round ran before a resume) and the context is
+    /// experience p (replay tags its samples with it); in a stream, EWC and LwF see experience 0
+    /// of one, as they always have (neither reads the index).
     private mutating func conclude(upTo end: Int, plugins deferred: [Int]) throws -> Int {
         var flops = 0
         let empty = Samples(dimension: train.dimension)
+        let byExperience = schedule.data == .experience
         while consolidatedExperiences < schedule.ends.count, schedule.ends[consolidatedExperiences] <= end {
             let p = consolidatedExperiences
             let lo = p == 0 ? 0 : schedule.ends[p - 1], hi = schedule.ends[p]
             consolidatedExperiences += 1
             guard hi > lo else { continue }
-            let own = Experience(index: 0, name: "experience \(p)", train: self.data(lo, hi, flip: nil), test: empty)
-            let boundary = ExperienceContext(index: 0, experiences: [own], route: 0)
+            let own = Experience(index: byExperience ? p : 0, name: "experience \(p)", train: self.data(lo, hi, flip: nil), test: empty)
+            let boundary = byExperience
+                ? ExperienceContext(index: p, experiences: [Experience](repeating: own, count: p + 1), route: 0)
+                : ExperienceContext(index: 0, experiences: [own], route: 0)
             let ws = trainer.model.makeWorkspace(capacity: max(trainer.options.evaluationBatchSize, trainer.options.batchSize * 2))
             for i in deferred {
+                if byExperience {
+                    var set = own.train
+                    trainer.plugins[i].adjustTrainingSet(&set, context: boundary)
+                }
                 try trainer.plugins[i].afterExperience(model: &trainer.model, context: boundary, workspace: ws)
                 flops += trainer.plugins[i].resources.extraFLOPsPerExperience
             }
