@@ -22,6 +22,8 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
 from continualkit.io import federation_runs   # noqa: E402
 from continualkit.verdicts import order        # noqa: E402
+sys.path.insert(0, os.path.dirname(__file__))
+from federated_orderings import mean_std, p_text   # noqa: E402
 
 # (higher, lower, measure, source); "fedavg" is the papers' Finetune (naive local training).
 CLAIMS = [
@@ -56,11 +58,9 @@ def main(path):
             # forgetting: the claim holds when the first forgets less, so test lower > higher
             o = order(b, a) if measure == "forgetting" else order(a, b)
             first, second = (o["b"], o["a"]) if measure == "forgetting" else (o["a"], o["b"])
-            fmt = lambda s: "—" if s["n"] == 0 else f"{s['mean']:.2f} ± {s['std']:.2f}"
-            p = "—" if o["p"] != o["p"] else f"{o['p']:.2g}"
             claim = f"{hi} < {lo}" if measure == "forgetting" else f"{hi} > {lo}"
             unit = "pts" if measure == "forgetting" else "%"
-            print(f"| {claim} | {source} | {measure.replace('_', ' ')} {unit} | {fmt(first)} | {fmt(second)} | {o['verdict']} | {p} |")
+            print(f"| {claim} | {source} | {measure.replace('_', ' ')} {unit} | {mean_std(first)} | {mean_std(second)} | {o['verdict']} | {p_text(o['p'])} |")
     print()
 
 

@@ -26,6 +26,16 @@ CLAIMS = ([(m, "fedavg", "personal_acc", "pFL papers: personalised beats FedAvg'
              ("fednova", "fedavg", "global_acc", "FedNova (Wang et al. 2020): normalised heterogeneous local steps")])
 
 
+def mean_std(s):
+    """A seed_stats cell: mean ± std, or — when nothing ran."""
+    return "—" if s["n"] == 0 else f"{s['mean']:.2f} ± {s['std']:.2f}"
+
+
+def p_text(p):
+    """A Welch p cell: two significant digits, or — when there is none (NaN)."""
+    return "—" if p != p else f"{p:.2g}"
+
+
 def by_alpha(runs):
     """The runs with an `alpha` column and the variant's base name: from the swept
     `federation.partition.alpha` (federated_mnist_pfl.json), else from variants named
@@ -54,9 +64,7 @@ def main(path):
             h = (part[part["variant"] == hi][measure] * 100).tolist()
             l = (part[part["variant"] == lo][measure] * 100).tolist()
             o = order(h, l)
-            fmt = lambda s: "—" if s["n"] == 0 else f"{s['mean']:.2f} ± {s['std']:.2f}"
-            p = "—" if o["p"] != o["p"] else f"{o['p']:.2g}"
-            print(f"| {hi} > {lo} | {measure.replace('_', ' ')} | {fmt(o['a'])} | {fmt(o['b'])} | {o['verdict']} | {p} |")
+            print(f"| {hi} > {lo} | {measure.replace('_', ' ')} | {mean_std(o['a'])} | {mean_std(o['b'])} | {o['verdict']} | {p_text(o['p'])} |")
         print()
 
 

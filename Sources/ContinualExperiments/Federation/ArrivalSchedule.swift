@@ -42,12 +42,11 @@ struct ArrivalSchedule: Sendable, Equatable {
     }
 
     var samples: Int { ends.last ?? 0 }
-    /// All data held from the start (`"local_data": "all"`).
-    var held: Bool { data == .all }
 
     /// The experience block round `r` is in (`experience` only).
     private func block(_ r: Int) -> Int { ends.isEmpty ? 0 : min(ends.count - 1, (r * ends.count) / max(rounds, 1)) }
-    private func begin(_ p: Int) -> Int { p == 0 ? 0 : ends[p - 1] }
+    /// Where experience `p`'s samples start in the arrival order.
+    func begin(_ p: Int) -> Int { p == 0 ? 0 : ends[p - 1] }
 
     /// Samples arrived before round `r` (0 ≤ r ≤ R): the first `arrival(r)` of the arrival order.
     func arrival(_ r: Int) -> Int {
@@ -71,7 +70,7 @@ struct ArrivalSchedule: Sendable, Equatable {
 
     /// The first sample a client holds in round `r` (what the personalising algorithms adapt on):
     /// 0, or the start of the round's experience.
-    func firstHeld(round r: Int) -> Int { data == .experience ? start(0, round: r) : 0 }
+    func firstHeld(round r: Int) -> Int { start(0, round: r) }
 
     /// The arrival index up to which a client's experiences are finished after it trained in round
     /// `r` (`"consolidate": "experience"` concludes every experience that ends there): the round's

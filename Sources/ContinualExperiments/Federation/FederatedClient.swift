@@ -252,7 +252,7 @@ struct FederatedClient {
         let clock = ContinuousClock()
         let start = clock.now
         let byExperience = dataEnd != nil && schedule.data == .experience
-        let late = byExperience ? try conclude(upTo: schedule.start(0, round: round), plugins: Array(trainer.plugins.indices)) : 0
+        let late = byExperience ? try conclude(upTo: schedule.firstHeld(round: round), plugins: Array(trainer.plugins.indices)) : 0
         let deferred = dataEnd == nil ? [] : byExperience ? Array(trainer.plugins.indices) : trainer.plugins.indices.filter {
             trainer.plugins[$0] is EWC || trainer.plugins[$0] is LearningWithoutForgetting
         }
@@ -286,7 +286,7 @@ struct FederatedClient {
         let byExperience = schedule.data == .experience
         while consolidatedExperiences < schedule.ends.count, schedule.ends[consolidatedExperiences] <= end {
             let p = consolidatedExperiences
-            let lo = p == 0 ? 0 : schedule.ends[p - 1], hi = schedule.ends[p]
+            let lo = schedule.begin(p), hi = schedule.ends[p]
             consolidatedExperiences += 1
             guard hi > lo else { continue }
             let own = Experience(index: byExperience ? p : 0, name: "experience \(p)", train: self.data(lo, hi, flip: nil), test: empty)
