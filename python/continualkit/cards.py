@@ -22,8 +22,10 @@ Each card gives:
 Methods without a comparable published number get "no comparable published number". Methods
 outside Hsu et al.'s protocol (HAT, SLDA, the parameter-efficient methods, QAT) are measured by
 their own experiments: a card's `"other"` entry names the experiment (the stem of a results file
-passed with `--other`, e.g. results/architectural.h5) and the variants to show, its baseline rows
-included; those numbers are ours only and get no verdict.
+passed with `--other` or `--mnist1d`, e.g. results/architectural.h5) and the variants to show, its
+baseline rows included; `"other"` may be a list of such entries, one table each (a method added
+after the tables: its split, permuted and MNIST-1D files, and the table rows it is read beside).
+Those numbers are ours only and get no verdict.
 
 Usage: continualkit cards results/hsu_table.h5 [--mnist1d results/mnist1d.h5]
                           [--other results/architectural.h5 results/peft.h5 ...] -o docs/reproductions
@@ -36,22 +38,19 @@ import os
 import re
 from importlib import resources
 
-import h5py
 import numpy as np
 import pandas as pd
 
 from . import verdicts as V
 from .io import experiment_json, load_summary, run_config
+from .card_protocol import SETTINGS, _data_text, _protocol_block, run_protocol  # noqa: F401 (run_protocol: re-exported)
 from .tables import _budgets, paper_table
 
-SETTINGS = ("task", "domain", "class")
 HSU_RUNS = 10   # Hsu et al. 2018 Table 2: mean ± std over 10 runs
 HEAD = {s: V.SETTING_NAMES[s] for s in SETTINGS}
-MEMORY_METHODS = {"gem", "agem", "naive_rehearsal", "der", "derpp", "er_ace", "gdumb", "gdumb_balanced", "icarl"}
 # The memory of Hsu et al.'s Table 2 rows (docs/hsu-table.md): a sized `_paper` row
 # (`naive_rehearsal_4400_paper`) is judged against the paper's number only at that size.
 PAPER_MEMORY = {"naive_rehearsal": 1100, "gem": 4400}
-MEMORY_KEYS = ("capacity", "memory", "per_experience", "buffer", "budget", "samples")
 
 
 def facts() -> dict:
@@ -117,107 +116,6 @@ def _other_table(df, variants) -> list[str]:
         rows.append(f"| {v} | {len(part)} | {steps} | {labels} | {_ms(part, 'acc')} | {_ms(part, 'bwt')} | "
                     f"{_ms(part, 'forgetting')} |" + (f" {_ms(part, 'acc_int8')} |" if int8 else ""))
     return rows
-
-
-# ----------------------------------------------------------------------------- protocol
-def _strategy_parts(config) -> tuple[list, list]:
-    """(strengths, memory) of a run's strategy list: every parameter except its type, memory
-    sizes (capacity, per-experience memory, ...) apart from the strengths."""
-    strengths, memory = [], []
-    for s in config.get("strategy", []):
-        if isinstance(s, str):
-            continue
-        name = s.get("type", "?")
-        st = [f"{k}={v}" for k, v in s.items() if k != "type" and not any(m in k for m in MEMORY_KEYS)]
-        me = [f"{k}={v}" for k, v in s.items() if any(m in k for m in MEMORY_KEYS)]
-        if st:
-            strengths.append(f"{name}: " + ", ".join(st))
-        if me:
-            memory.append(f"{name}: " + ", ".join(me))
-    return strengths, memory
-
-
-def run_protocol(path, df, variant) -> dict | None:
-    """What the results file stores about `variant`'s protocol (its first completed run's
-    config and set sizes, the step budgets and seeds of all its runs), as display strings."""
-    part = df[(df["variant"] == variant) & (df["status"] == "completed")] if "variant" in df.columns else df.iloc[:0]
-    if part.empty:
-        return None
-    rid = part["run_id"].iloc[0]
-    cfg = run_config(path, rid)
-    with h5py.File(path, "r") as f:
-        run = f["runs"][rid]
-        train = [int(x) for x in run["train_set_sizes"][()]] if "train_set_sizes" in run else []
-        test = [int(x) for x in run["test_sizes"][()]] if "test_sizes" in run else []
-    sc, model, opt, tr = cfg.get("scenario", {}), cfg.get("model", {}), cfg.get("optimizer", {}), cfg.get("training", {})
-    data = f"{sc.get('type', '?')} ({os.path.basename(str(sc.get('path', '')))})"
-    if train:
-        data += f", {sum(train):,} training / {sum(test):,} test samples over {len(train)} experiences"
-    net = "MLP " + "-".join(str(h) for h in model.get("hidden", [])) + f" ({model.get('activation', '?')})"
-    net += ", one head per experience" if model.get("multi_head") else ""
-    optim = f"{opt.get('type', '?')}, lr {opt.get('lr', '?')}, batch {tr.get('batch_size', '?')}"
-    budgets = part["steps_per_experience"].round() if "steps_per_experience" in part.columns else pd.Series(math.nan, part.index)
-    if budgets.notna().any():
-        steps = ", ".join(f"{b:.0f}" for b in sorted(budgets.dropna().unique(), reverse=True)) + " optimizer steps per experience"
-    else:
-        steps = f"{tr.get('epochs', '?')} epochs per experience"
-    strengths, memory = _strategy_parts(cfg)
-    seeds = "; ".join(f"{len(g)} ({', '.join(str(int(s)) for s in sorted(g['seed']))})" + (f" at {b:.0f} steps" if b >= 0 else "")
-                      for b, g in part.groupby(budgets.fillna(-1), sort=False))
-    return {"data": data, "network": net, "optimizer": optim, "steps": steps,
-            "strengths": "; ".join(strengths) or "none", "memory": "; ".join(memory) or "none", "seeds": seeds}
-
-
-def _data_text(path, df) -> str:
-    """The data of a results file as its first completed run records it."""
-    ok = df[df["status"] == "completed"] if "status" in df.columns else df
-    proto = run_protocol(path, df, ok["variant"].iloc[0]) if len(ok) and "variant" in ok.columns else None
-    return proto["data"] if proto else "no completed run"
-
-
-ASPECTS = (("data", "data size"), ("network", "network"), ("optimizer", "optimizer"), ("steps", "steps"),
-           ("strengths", "strengths"), ("memory", "memory"), ("seeds", "seeds"))
-
-
-def _papers_for(card) -> list[dict]:
-    """The papers of data/orderings.json with a row or method mapped to one of the card's variants."""
-    mine = set(card["variants"])
-    return [p for p in V.papers()
-            if mine & ({r["variant"] for r in p["rows"] if r["values"]} | {m["variant"] for m in p.get("methods", [])})]
-
-
-def _their(paper, card, key) -> str:
-    """A paper's value of one protocol aspect; Hsu et al.'s strengths and memory are the labels
-    of the card's rows in Table 2."""
-    if key in ("strengths", "memory") and paper.get("table"):
-        rows = [r for r in paper["rows"] if r["variant"] in card["variants"] and r["values"]]
-        if key == "memory":
-            rows = [r for r in rows if r["variant"] in MEMORY_METHODS]
-        return "; ".join(r["method"] for r in rows) or "none"
-    return paper.get("protocol", {}).get(key, "not recorded")
-
-
-def _protocol_block(path, df, card) -> list[str]:
-    """The card's "Protocol differences": per aspect ours (per variant and setting, identical
-    values merged) beside each paper's that has the card's methods, then the card's own notes."""
-    theirs = _papers_for(card)
-    lines = ["**Protocol differences** (ours: the run configurations stored in the results file; the papers': "
-             "data/orderings.json, and for Hsu et al. the row labels of Table 2).", ""]
-    if path is not None and card["variants"]:
-        ours = {f"{v}_{s}": run_protocol(path, df, f"{v}_{s}") for v in card["variants"] for s in SETTINGS}
-        ours = {k: p for k, p in ours.items() if p}
-    if path is not None and card["variants"] and (ours or theirs):
-        lines += ["| " + " | ".join(["aspect", "ours"] + [p["title"] for p in theirs]) + " |", "|---|---|" + "---|" * len(theirs)]
-        for key, name in ASPECTS:
-            vals = {}
-            for k, p in ours.items():
-                vals.setdefault(p[key], []).append(k)
-            cell = "not run" if not vals else next(iter(vals)) if len(vals) == 1 else \
-                "; ".join(f"{', '.join(ks)}: {v}" for v, ks in vals.items())
-            lines.append("| " + " | ".join([name, cell] + [_their(p, card, key) for p in theirs]) + " |")
-        lines.append("")
-    lines += [f"Notes: {card['differences']}", ""]
-    return lines
 
 
 # ----------------------------------------------------------------------------- blocks
@@ -334,8 +232,7 @@ def _card(card, ctx) -> tuple[list[str], list[str], str]:
             lines.append("")
         block, summary = _orderings_block(df, card, _ordering_budget(df, budgets))
         lines += block
-    other = card.get("other")
-    if other:
+    for other in _others(card):
         name = other["results"]
         lines += [f"**Ours, `Experiments/{name}.json`** (`continual sweep Experiments/{name}.json`; "
                   f"{other.get('about', 'no published number on this protocol')}) — mean ± std over seeds:", ""]
@@ -346,15 +243,27 @@ def _card(card, ctx) -> tuple[list[str], list[str], str]:
     return lines, verdicts, summary
 
 
+def _others(card) -> list[dict]:
+    """A card's own experiments: `"other"` is one entry or a list of them (e.g. the split, permuted
+    and MNIST-1D files a method was added to after the tables, and the table rows it is read beside)."""
+    other = card.get("other") or []
+    return [other] if isinstance(other, dict) else list(other)
+
+
+def _measured_others(card, ctx) -> list[str]:
+    """The stems of the card's own experiments whose results files were passed."""
+    return [o["results"] for o in _others(card) if o["results"] in ctx["others"]]
+
+
 def _overall(card, ctx, verdicts, summary) -> str:
-    other = card.get("other")
     if ctx["path"] is None:
         return ("pending: the results of Experiments/hsu_table.json were not measured when this card was written; "
                 "regenerate with the command above")
     if not verdicts:
         overall = "no comparable published number" if not card.get("hsu") else "not run"
-        if other and other["results"] in ctx["others"]:
-            overall += f"; measured on Experiments/{other['results']}.json above"
+        measured = _measured_others(card, ctx)
+        if measured:
+            overall += "; measured on " + ", ".join(f"Experiments/{m}.json" for m in measured) + " above"
     else:
         overall = "; ".join(verdicts)
     return overall + (f". Orderings: {summary}" if summary else "")
@@ -372,7 +281,9 @@ def cards(hsu_path: str, out_dir: str, mnist1d_path: str | None = None, other_pa
            "paper_rows": {r["variant"]: r for r in paper_table()["rows"]},
            "mnist1d": load_summary(mnist1d_path) if mnist1d_path else None,
            "mnist1d_name": experiment_json(mnist1d_path).get("name", "mnist1d") if mnist1d_path else None,
-           "others": {os.path.splitext(os.path.basename(p))[0]: (p, load_summary(p)) for p in (other_paths or [])}}
+           # A card's "other" entry may also name the --mnist1d file (rows its method is read beside).
+           "others": {os.path.splitext(os.path.basename(p))[0]: (p, load_summary(p))
+                      for p in (other_paths or []) + ([mnist1d_path] if mnist1d_path else [])}}
     ctx["source"] = "Split digits (scikit-learn 8×8), `Experiments/hsu_table.json`"
     if hsu_path is not None:
         name = experiment_json(hsu_path).get("name", "?")
@@ -390,9 +301,9 @@ def cards(hsu_path: str, out_dir: str, mnist1d_path: str | None = None, other_pa
         with open(path, "w") as f:
             f.write("\n".join(lines))
         written.append(path)
-        other = card.get("other")
+        measured = _measured_others(card, ctx)
         short = ("not run" if card.get("hsu") else "no comparable published number"
-                 + (f"; ours: `{other['results']}.json`" if other and other["results"] in ctx["others"] else "")) \
+                 + ("; ours: " + ", ".join(f"`{m}.json`" for m in measured) if measured else "")) \
             if not verdicts else f"{sum(v.endswith(': reproduced') for v in verdicts)} reproduced, " \
             f"{sum('not reproduced' in v for v in verdicts)} not reproduced"
         index.append(f"| [`{card['type']}`]({card['type']}.md) | {card['title']} | {short} | {summary or '—'} |")

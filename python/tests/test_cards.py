@@ -71,6 +71,30 @@ def test_card_verdict_orderings_and_protocol(tmp_path):
     assert "| [`gem`](gem.md) | Gradient Episodic Memory | 0 reproduced, 1 not reproduced |" in readme
 
 
+def test_a_card_shows_each_of_its_other_experiments(tmp_path, monkeypatch):
+    """`"other"` as a list: one table per named file, in order, the missing file named; the index and
+    verdict list the files that were passed."""
+    from conftest import write_results
+    runs = [dict(name=f"{v}_seed={k}", variant=v, seed=k, R=np.full((2, 2), a / 100))
+            for v, a in [("rwalk_domain", 89.0), ("ewc_domain", 85.0)] for k in (1, 2)]
+    added = write_results(tmp_path / "permuted_added.h5", runs[:2], name="permuted_added")
+    table = write_results(tmp_path / "permuted.h5", runs[2:], name="permuted")
+    card = {"type": "rwalk", "title": "Riemannian Walk", "paper": "Chaudhry et al. 2018", "hsu": [], "variants": [],
+            "differences": "", "other": [{"results": "permuted_added", "variants": ["rwalk_domain"], "about": "added"},
+                                         {"results": "permuted", "variants": ["ewc_domain"], "about": "beside"},
+                                         {"results": "never_run", "variants": ["x"], "about": "missing"}]}
+    monkeypatch.setattr(C, "facts", lambda: {"cards": [card]})
+    C.cards(None, str(tmp_path / "cards"), other_paths=[str(added), str(table)])
+    text = open(tmp_path / "cards" / "rwalk.md").read()
+    first, second, third = (text.index(f"`Experiments/{n}.json`** (") for n in ("permuted_added", "permuted", "never_run"))
+    assert first < second < third
+    assert "| rwalk_domain | 2 |" in text[first:second] and "89.00 ± 0.00" in text[first:second]
+    assert "| ewc_domain | 2 |" in text[second:third] and "85.00 ± 0.00" in text[second:third]
+    assert "*Not measured: pass results/never_run.h5 with `--other`.*" in text[third:]
+    readme = open(tmp_path / "cards" / "README.md").read()
+    assert "ours: `permuted_added.json`, `permuted.json` |" in readme
+
+
 def test_card_verdict_function():
     assert C.verdict([90.0], (90.0, 1.0)) == "too few seeds (n = 1)"
     assert C.verdict(None, (90.0, 1.0)) == "no comparable published number"
