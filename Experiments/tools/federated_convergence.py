@@ -9,8 +9,10 @@ at every `evaluate_every` rounds), by one stated rule:
 i.e. the round after which the smoothed accuracy gains less than 0.1 point over the next 100
 rounds (issue 43's rule, smoothed because one evaluation moves by a few tenths between rounds).
 A run whose curve has not met it by round R - 100 (the last round the rule can be checked at) is
-counted as not converged. Personal: the model each phone predicts with; global: the global model
-(share = all only). Runs are grouped by configuration and Dirichlet alpha (the swept
+counted as not converged. A curve can meet the rule on a temporary plateau and rise again, so the
+table also gives each configuration's gain over its last 100 rounds, A(R) - A(R - 100): the
+largest over its seeds, and how many seeds still gain >= 0.1 point there. Personal: the model each
+phone predicts with; global: the global model (share = all only). Runs are grouped by configuration and Dirichlet alpha (the swept
 federation.partition.alpha, or variants named NAME_alpha=A, as federated_orderings.py reads them).
 
     python3 Experiments/tools/federated_convergence.py results/federated_mnist_pfl.h5
@@ -46,6 +48,18 @@ def converged_round(rounds, acc):
     return None
 
 
+def final_gain(rounds, acc):
+    """A(R) - A(R - HORIZON): the smoothed gain over a curve's last HORIZON rounds (nan if none)."""
+    rounds, acc = np.asarray(rounds, dtype=float), np.asarray(acc, dtype=float)
+    if acc.size == 0 or not np.isfinite(acc).any():
+        return float("nan")
+    last = rounds.max()
+
+    def smooth(r):
+        return np.nanmean(acc[(rounds > r - WINDOW) & (rounds <= r)])
+    return float(smooth(last) - smooth(last - HORIZON))
+
+
 def main(path):
     summary = load_summary(path)
     ok = summary[summary["status"] == "completed"] if "status" in summary.columns else summary
@@ -56,16 +70,29 @@ def main(path):
             fg = f["runs"][run["run_id"]]["federation"]
             rounds = fg["evaluated_round"][()] + 1
             total = len(fg["round"][()])
-            entry = rows.setdefault((run["variant"], run["alpha"]), {"personal": [], "global": [], "R": total})
+            entry = rows.setdefault((run["variant"], run["alpha"]), {"personal": [], "global": [], "R": total,
+                                                                      "personal_gain": [], "global_gain": []})
             for kind in ("personal", "global"):
                 acc = fg[f"{kind}_accuracy"][()] * 100
                 entry[kind].append(converged_round(rounds, acc) if np.isfinite(acc).any() else np.nan)
-    print("| configuration | α | n | rounds to converge, personal | rounds to converge, global |")
-    print("|---|---:|---:|---:|---:|")
+                entry[f"{kind}_gain"].append(final_gain(rounds, acc))
+    print("| configuration | α | n | rounds to converge, personal | rounds to converge, global | "
+          f"last {HORIZON} rounds' gain, personal | last {HORIZON} rounds' gain, global |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for (name, alpha), e in sorted(rows.items(), key=lambda kv: (kv[0][1], list(rows).index(kv[0]))):
         cells = [cell(e[kind], e["R"]) for kind in ("personal", "global")]
-        print(f"| {name} | {alpha:g} | {len(e['personal'])} | {cells[0]} | {cells[1]} |")
+        gains = [gain_cell(e[f"{kind}_gain"]) for kind in ("personal", "global")]
+        print(f"| {name} | {alpha:g} | {len(e['personal'])} | {cells[0]} | {cells[1]} | {gains[0]} | {gains[1]} |")
     print()
+
+
+def gain_cell(gains):
+    """The largest last-horizon gain over the seeds, and how many seeds gain >= GAIN there."""
+    g = [x for x in gains if np.isfinite(x)]
+    if not g:
+        return "—"
+    rising = sum(x >= GAIN for x in g)
+    return f"{max(g):+.2f}" + (f" ({rising} of {len(g)} ≥ {GAIN})" if rising else "")
 
 
 def cell(values, R):

@@ -47,3 +47,19 @@ def test_cells_say_how_many_runs_had_not_converged():
     assert F.cell([None, 200, 300], 1000) == "not by 900 in 1 of 3 (others 250)"
     assert F.cell([None, None], 500) == "not by 400 in 2 of 2"
     assert F.cell([float("nan")] * 3, 1000) == "—"
+
+
+def test_the_last_horizon_gain_sees_a_curve_that_rises_again_after_a_plateau():
+    # flat at 90 from round 100 to 700, then +0.5 point per 100 rounds: the rule stops at the
+    # plateau, the final gain reports the late rise (mean of 960..1000 minus mean of 860..900)
+    acc = np.where(ROUNDS <= 700, 90.0, 90.0 + (ROUNDS - 700) * 0.005)
+    assert F.converged_round(ROUNDS, acc) == 50
+    assert np.isclose(F.final_gain(ROUNDS, acc), 0.5)
+    assert np.isclose(F.final_gain(ROUNDS, np.full(ROUNDS.size, 90.0)), 0.0)
+    assert np.isnan(F.final_gain(ROUNDS, np.full(ROUNDS.size, np.nan)))
+
+
+def test_gain_cells_name_the_largest_gain_and_the_seeds_still_rising():
+    assert F.gain_cell([0.49, 0.23, 0.07]) == "+0.49 (2 of 3 ≥ 0.1)"
+    assert F.gain_cell([0.05, -0.02, 0.0]) == "+0.05"
+    assert F.gain_cell([float("nan")] * 3) == "—"
