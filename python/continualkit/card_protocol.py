@@ -79,7 +79,7 @@ ASPECTS = (("data", "data size"), ("network", "network"), ("optimizer", "optimiz
 def _papers_for(card) -> list[dict]:
     """The papers of data/orderings.json with a row or method mapped to one of the card's variants."""
     mine = set(card["variants"])
-    return [p for p in V.papers()
+    return [p for p in V.papers(benchmark=V.SPLIT)   # the cards are of split MNIST results
             if mine & ({r["variant"] for r in p["rows"] if r["values"]} | {m["variant"] for m in p.get("methods", [])})]
 
 

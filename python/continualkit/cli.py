@@ -177,14 +177,15 @@ def cmd_cards(a):
 def cmd_orderings(a):
     from . import verdicts as V
     from .io import load_summary
-    known = [p["key"] for p in V.papers()]
+    known = [p["key"] for p in V.papers(benchmark=a.benchmark)]
     unknown = [k for k in a.paper or [] if k not in known]
     if unknown:
         print(f"continualkit orderings: --paper {unknown[0]} is not a paper of data/orderings.json "
-              f"(known: {', '.join(known)})", file=sys.stderr)
+              f"(known: {', '.join(known)}) with --benchmark {a.benchmark}", file=sys.stderr)
         return 2
     print("\n".join(V.orderings_markdown(load_summary(a.file), keys=a.paper, template=a.template,
-                                         heading="#" * a.level, settings=a.setting, list_ties=not a.no_ties)))
+                                         heading="#" * a.level, settings=a.setting, list_ties=not a.no_ties,
+                                         benchmark=a.benchmark)))
     return 0
 
 
@@ -316,6 +317,8 @@ def main(argv=None):
     s.add_argument("--setting", nargs="+", choices=["task", "domain", "class"], help="settings to check (default all)")
     s.add_argument("--template", default="{variant}_{setting}",
                    help="our variant's name from the paper row's `variant` and the setting (default %(default)s)")
+    s.add_argument("--benchmark", default="split", choices=["split", "permuted"],
+                   help="the file's benchmark: only papers of it are checked (default %(default)s)")
     s.add_argument("--no-ties", action="store_true", help="count the paper's ties, do not list them")
     s.add_argument("--level", type=int, default=3, choices=range(1, 6), help="markdown heading level (default 3)")
     s.set_defaults(fn=cmd_orderings)

@@ -139,13 +139,26 @@ def _paper_rows(paper: dict) -> list[dict]:
     return rows
 
 
-def papers(keys=None) -> list[dict]:
-    """The papers of data/orderings.json (optionally only `keys`), each with normalised `rows`."""
+BENCHMARKS = ("split", "permuted")   # a paper's `benchmark`: the results it applies to
+SPLIT = "split"                      # split MNIST (results/mnist_split.h5): the cards, the tables
+
+
+def papers(keys=None, benchmark: str | None = None) -> list[dict]:
+    """The papers of data/orderings.json (optionally only `keys`, and only those of `benchmark`:
+    "split" or "permuted", a paper's `benchmark` field, "split" when absent), each with
+    normalised `rows`. A paper's orderings hold for its own benchmark's results only."""
+    if benchmark is not None and benchmark not in BENCHMARKS:
+        raise ValueError(f"unknown benchmark {benchmark!r} (known: {', '.join(BENCHMARKS)})")
     out = []
     for p in _data("orderings.json")["papers"]:
-        if keys is None or p["key"] in keys:
+        if (keys is None or p["key"] in keys) and (benchmark is None or paper_benchmark(p) == benchmark):
             out.append(dict(p, rows=_paper_rows(p)))
     return out
+
+
+def paper_benchmark(paper: dict) -> str:
+    """The benchmark whose results a paper's orderings apply to ("split" when not stated)."""
+    return paper.get("benchmark", SPLIT)
 
 
 def paper_pairs(paper: dict, setting: str) -> list[dict]:
@@ -243,11 +256,12 @@ def _p(p) -> str:
 
 
 def orderings_markdown(df: pd.DataFrame, keys=None, template: str = TUNED, budget=None, heading: str = "###",
-                       settings=None, list_ties: bool = True) -> list[str]:
+                       settings=None, list_ties: bool = True, benchmark: str = SPLIT) -> list[str]:
     """The "Orderings" section of a docs page: per paper of data/orderings.json (or `keys`) and
     setting, a table | pair (paper's order) | paper | ours | verdict | with the count of each
     verdict; a paper without recorded numbers is listed with its status and citation. With
-    `list_ties` False the paper's ties are counted but not listed (a figure's clusters make many)."""
+    `list_ties` False the paper's ties are counted but not listed (a figure's clusters make many).
+    Only the papers of `benchmark` (the results `df` holds: "split" or "permuted") are listed."""
     budget_text = f" at {budget} steps per experience" if budget is not None else ""
     lines = [f"{heading} Orderings", "",
              f"Every pair of methods a paper reports in a setting, checked on our runs{budget_text} "
@@ -256,7 +270,7 @@ def orderings_markdown(df: pd.DataFrame, keys=None, template: str = TUNED, budge
              "the opposite order, significant. Paper: mean ± its spread; ours: mean ± half-width of our "
              "95 % CI (Student t, n − 1 df), n seeds; Δ = higher − lower of the paper's order; p = Welch p "
              "on our seeds.", ""]
-    for paper in papers(keys):
+    for paper in papers(keys, benchmark):
         lines += [f"{heading}# {paper['title']}", "", f"*{paper['citation']}.* Numbers: {paper['where']}.", ""]
         missing = paper.get("missing") or {}
         if missing.get("methods"):
