@@ -60,6 +60,8 @@ struct ReplayAndGatingConfigTests {
         (#"[{"type": "scr", "replay_per_batch": -1}]"#, ".strategy[0].replay_per_batch", "0...100000"),
         (#"[{"type": "scr", "noise_std": -0.1}]"#, ".strategy[0].noise_std", "≥ 0"),
         (#"[{"type": "scr", "feature_drop": 1}]"#, ".strategy[0].feature_drop", "[0, 1)"),
+        (#"[{"type": "scr", "shift": -1}]"#, ".strategy[0].shift", "0...65536"),
+        (#"[{"type": "scr", "scale": 1}]"#, ".strategy[0].scale", "[0, 1)"),
         (#"[{"type": "scr", "base_temperature": 0.07}]"#, ".strategy[0].base_temperature", "unknown key"),
         (#"[{"type": "bir", "internal_replay": true, "reconstruction": "bernoulli"}]"#, ".strategy[0].reconstruction", "must be \"gaussian\" with internal_replay"),
         (#"[{"type": "bir", "feedback": false}]"#, ".strategy[0].feedback", "only true is implemented"),

@@ -290,15 +290,50 @@ extension SCRTests {
         let x = [Float](repeating: 1, count: 20_000)
         var a = x, b = x, c = x
         var rngA = RandomSource(seed: 3), rngB = RandomSource(seed: 3)
-        SupConLoss.augment(&a, noiseStd: 0.1, drop: 0.25, rng: &rngA)
-        SupConLoss.augment(&b, noiseStd: 0.1, drop: 0.25, rng: &rngB)
+        SupConLoss.augment(&a, dimension: 40, noiseStd: 0.1, drop: 0.25, rng: &rngA)
+        SupConLoss.augment(&b, dimension: 40, noiseStd: 0.1, drop: 0.25, rng: &rngB)
         #expect(a.map(\.bitPattern) == b.map(\.bitPattern))
         #expect(abs(Double(a.filter { $0 == 0 }.count) / 20_000 - 0.25) < 0.02)
         let noise = a.filter { $0 != 0 }.map { Double($0) - 1 }
         let mean = noise.reduce(0, +) / Double(noise.count)
         let sd = (noise.reduce(0) { $0 + ($1 - mean) * ($1 - mean) } / Double(noise.count)).squareRoot()
         #expect(abs(mean) < 0.005 && abs(sd - 0.1) < 0.005)
-        SupConLoss.augment(&c, noiseStd: 0, drop: 0, rng: &rngA)
+        SupConLoss.augment(&c, dimension: 40, noiseStd: 0, drop: 0, rng: &rngA)
         #expect(c == x)
+    }
+
+    /// Without shift and scale the second view draws exactly the noise-and-dropout stream it drew
+    /// before those options existed (value by value, row-major), so earlier runs keep their bits.
+    @Test func viewWithoutShiftOrScaleKeepsTheNoiseStream() {
+        var x = (0..<120).map { Float($0) / 7 }
+        var rng = RandomSource(seed: 11), reference = RandomSource(seed: 11)
+        let expected = x.map { v -> Float in
+            var y = v + Float(0.3 * reference.normal())
+            if reference.uniform() < 0.1 { y = 0 }
+            return y
+        }
+        SupConLoss.augment(&x, dimension: 40, noiseStd: 0.3, drop: 0.1, rng: &rng)
+        #expect(x.map(\.bitPattern) == expected.map(\.bitPattern))
+    }
+
+    /// `shift` translates each row by one drawn s in −shift…shift, filling with zeros; `scale`
+    /// multiplies each row by one drawn factor in [1 − scale, 1 + scale]: checked row by row
+    /// against the draws a second generator replays.
+    @Test func viewShiftsAndScalesEachRowByItsOwnDraw() {
+        let d = 10, rows = 400
+        let x = (0..<(d * rows)).map { Float($0 % d + 1) }   // each row 1, 2, …, 10
+        var y = x
+        var rng = RandomSource(seed: 5), replay = RandomSource(seed: 5)
+        SupConLoss.augment(&y, dimension: d, noiseStd: 0, drop: 0, shift: 3, scale: 0.2, rng: &rng)
+        var shifts = Set<Int>()
+        for r in 0..<rows {
+            let s = replay.uniformInt(below: 7) - 3
+            let factor = Float(replay.uniform(0.8, 1.2))
+            shifts.insert(s)
+            let want = (0..<d).map { i -> Float in (i - s >= 0 && i - s < d) ? Float(i - s + 1) * factor : 0 }
+            #expect(Array(y[(r * d)..<((r + 1) * d)]) == want, "row \(r)")
+            #expect(factor >= 0.8 && factor <= 1.2)
+        }
+        #expect(shifts == Set(-3...3))   // every shift in range occurs over 400 rows
     }
 }

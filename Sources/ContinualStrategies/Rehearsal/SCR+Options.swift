@@ -2,7 +2,7 @@ import ContinualCore
 
 extension SCR {
     /// `{"type": "scr", "capacity": 200, "replay_per_batch": 100, "temperature": 0.1,
-    /// "projection": "mlp", "projection_dim": 128, "noise_std": 0.1, "feature_drop": 0.2}`.
+    /// "projection": "mlp", "projection_dim": 128, "noise_std": 0.1, "feature_drop": 0.2, "shift": 0, "scale": 0}`.
     public struct Options: PluginOptions {
         public static let typeName = "scr"
         public static let summary = "SCR (Mai 2021): supervised contrastive loss on incoming + replayed rows, nearest-class-mean prediction from the memory"
@@ -20,11 +20,15 @@ extension SCR {
         public var temperature = 0.1
         public var projection = Projection.mlp
         public var projectionDim = 128
-        /// The second view of every row: Gaussian noise of this standard deviation (in the
-        /// inputs' units) on every feature, then each feature zeroed with probability
-        /// `feature_drop`. Both 0: two identical views.
+        /// The second view of every row (`SupConLoss.augment`): moved by up to `shift` positions
+        /// (a translation, for signals whose features are ordered in time or space; 0: off) and
+        /// scaled by a factor in [1 − `scale`, 1 + `scale`] (0: off), then Gaussian noise of
+        /// `noise_std` (in the inputs' units) on every feature, then each feature zeroed with
+        /// probability `feature_drop`. All 0: two identical views.
         public var noiseStd = 0.1
         public var featureDrop = 0.2
+        public var shift = 0
+        public var scale = 0.0
 
         enum Keys: String, CodingKey, CaseIterable {
             case capacity, temperature, projection
@@ -32,12 +36,14 @@ extension SCR {
             case projectionDim = "projection_dim"
             case noiseStd = "noise_std"
             case featureDrop = "feature_drop"
+            case shift, scale
         }
 
         public init(capacity: Int = 200, replayPerBatch: Int = 100, temperature: Double = 0.1, projection: Projection = .mlp,
-                    projectionDim: Int = 128, noiseStd: Double = 0.1, featureDrop: Double = 0.2) {
+                    projectionDim: Int = 128, noiseStd: Double = 0.1, featureDrop: Double = 0.2, shift: Int = 0, scale: Double = 0) {
             (self.capacity, self.replayPerBatch, self.temperature) = (capacity, replayPerBatch, temperature)
             (self.projection, self.projectionDim, self.noiseStd, self.featureDrop) = (projection, projectionDim, noiseStd, featureDrop)
+            (self.shift, self.scale) = (shift, scale)
         }
 
         public init(from decoder: any Decoder) throws {
@@ -58,6 +64,10 @@ extension SCR {
             try c.require(noiseStd >= 0 && noiseStd.isFinite, .noiseStd, "noise_std must be a finite number ≥ 0, got \(noiseStd)")
             featureDrop = try c.decode(.featureDrop, default: 0.2)
             try c.require(featureDrop >= 0 && featureDrop < 1, .featureDrop, "feature_drop must be in [0, 1), got \(featureDrop)")
+            shift = try c.decode(.shift, default: 0)
+            try c.require((0...65_536).contains(shift), .shift, "shift must be in 0...65536 positions, got \(shift)")
+            scale = try c.decode(.scale, default: 0)
+            try c.require(scale >= 0 && scale < 1, .scale, "scale must be in [0, 1), got \(scale)")
         }
 
         public func encode(to encoder: any Encoder) throws {
@@ -69,6 +79,9 @@ extension SCR {
             try c.encode(projectionDim, forKey: .projectionDim)
             try c.encode(noiseStd, forKey: .noiseStd)
             try c.encode(featureDrop, forKey: .featureDrop)
+            // Written only when on, so configurations from before these options encode (and hash) as they did.
+            if shift != 0 { try c.encode(shift, forKey: .shift) }
+            if scale != 0 { try c.encode(scale, forKey: .scale) }
         }
 
         public func makePlugin() -> any StrategyPlugin { SCR(options: self) }

@@ -133,7 +133,8 @@ public struct SCR: BatchLossTerm, ParameterBlockOwner, PredictionOverride {
         x.reserveCapacity(2 * rows.count * input.batch.dimension)
         for row in rows { x += input.batch.row(row) }
         var second = x
-        SupConLoss.augment(&second, noiseStd: options.noiseStd, drop: options.featureDrop, rng: &augmentRNG)
+        SupConLoss.augment(&second, dimension: input.batch.dimension, noiseStd: options.noiseStd, drop: options.featureDrop,
+                           shift: options.shift, scale: options.scale, rng: &augmentRNG)
         x += second
         let labels = rows.map { input.batch.labels[$0] }
         net.parameters.withUnsafeMutableBufferPointer { p in
@@ -281,6 +282,19 @@ extension SCR {
     }
 
     public func report() -> PluginReport {
+        var report = baseReport()
+        // The view's translation and scaling, reported only when on (reports from before these options are unchanged).
+        if options.shift != 0 || options.scale != 0 {
+            report.attributes["shift"] = .int(Int64(options.shift))
+            report.attributes["scale"] = .double(options.scale)
+            report.attributes["augmentation"] = .string("view 1: the row; view 2: the row moved by s positions, s uniform in "
+                + "-shift...shift (vacated positions 0), times a factor uniform in [1 - scale, 1 + scale], + N(0, noise_std^2) "
+                + "per feature, each feature then zeroed with probability feature_drop (the plugin's seeded stream)")
+        }
+        return report
+    }
+
+    private func baseReport() -> PluginReport {
         PluginReport(attributes: [
             "capacity": .int(Int64(options.capacity)), "replay_per_batch": .int(Int64(options.replayPerBatch)),
             "temperature": .double(options.temperature), "projection": .string(options.projection.rawValue),

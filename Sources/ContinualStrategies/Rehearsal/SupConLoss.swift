@@ -88,13 +88,34 @@ enum SupConLoss {
     }
 
     /// SCR's second view of rows of vectors (the paper's image augmentations have no meaning
-    /// here): per value, in row-major order, x + σ·N(0, 1), then zeroed with probability `drop`.
-    /// Each value draws its normal (when σ > 0) and then its uniform (when drop > 0) from `rng`.
-    static func augment(_ x: inout [Float], noiseStd sigma: Double, drop: Double, rng: inout RandomSource) {
-        guard sigma > 0 || drop > 0 else { return }
-        for i in x.indices {
-            if sigma > 0 { x[i] += Float(sigma * rng.normal()) }
-            if drop > 0 && rng.uniform() < drop { x[i] = 0 }
+    /// here). Per row of `dimension` values, in order: when `shift` > 0 the row moves by s
+    /// positions, s uniform in −shift…shift (one draw; vacated positions 0, values shifted past
+    /// an end dropped: a translation of a signal, as MNIST-1D's are generated); when `scale` > 0
+    /// it is multiplied by a factor uniform in [1 − scale, 1 + scale] (one draw); then per value
+    /// x + σ·N(0, 1) (a normal draw when σ > 0) and zeroed with probability `drop` (a uniform draw
+    /// when drop > 0). With shift = scale = 0 the draws are those of the noise and dropout alone.
+    static func augment(_ x: inout [Float], dimension: Int, noiseStd sigma: Double, drop: Double, shift: Int = 0,
+                        scale: Double = 0, rng: inout RandomSource) {
+        guard sigma > 0 || drop > 0 || shift > 0 || scale > 0, dimension > 0 else { return }
+        var row = [Float](repeating: 0, count: dimension)
+        for start in stride(from: 0, to: x.count, by: dimension) {
+            let end = min(start + dimension, x.count)
+            if shift > 0 {
+                let s = rng.uniformInt(below: 2 * shift + 1) - shift
+                for i in 0..<(end - start) {
+                    let from = i - s
+                    row[i] = from >= 0 && from < end - start ? x[start + from] : 0
+                }
+                for i in 0..<(end - start) { x[start + i] = row[i] }
+            }
+            if scale > 0 {
+                let factor = Float(rng.uniform(1 - scale, 1 + scale))
+                for i in start..<end { x[i] *= factor }
+            }
+            for i in start..<end {
+                if sigma > 0 { x[i] += Float(sigma * rng.normal()) }
+                if drop > 0 && rng.uniform() < drop { x[i] = 0 }
+            }
         }
     }
 }
