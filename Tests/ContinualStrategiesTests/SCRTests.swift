@@ -332,8 +332,49 @@ extension SCRTests {
             shifts.insert(s)
             let want = (0..<d).map { i -> Float in (i - s >= 0 && i - s < d) ? Float(i - s + 1) * factor : 0 }
             #expect(Array(y[(r * d)..<((r + 1) * d)]) == want, "row \(r)")
-            #expect(factor >= 0.8 && factor <= 1.2)
         }
         #expect(shifts == Set(-3...3))   // every shift in range occurs over 400 rows
+        // read off the output alone: neighbouring survivors differ by the row's factor (its
+        // sources differ by 1), which lies in [0.8, 1.2]
+        for r in 0..<rows {
+            let row = Array(y[(r * d)..<((r + 1) * d)])
+            let i = row.indices.first { $0 + 1 < d && row[$0] != 0 && row[$0 + 1] != 0 }!
+            let factor = row[i + 1] - row[i]
+            #expect(factor >= 0.8 - 1e-5 && factor <= 1.2 + 1e-5, "row \(r): \(factor)")
+        }
+    }
+
+    /// With a shift and noise both on, the draws per row are: the shift, then per value the
+    /// normal and the uniform (scale off: no factor draw), in that order.
+    @Test func viewDrawsShiftThenNoisePerRow() {
+        let d = 8, rows = 5
+        let x = (0..<(d * rows)).map { Float($0) }
+        var y = x
+        var rng = RandomSource(seed: 9), replay = RandomSource(seed: 9)
+        SupConLoss.augment(&y, dimension: d, noiseStd: 0.5, drop: 0.3, shift: 2, rng: &rng)
+        var want: [Float] = []
+        for r in 0..<rows {
+            let s = replay.uniformInt(below: 5) - 2
+            for i in 0..<d {
+                var v: Float = (i - s >= 0 && i - s < d) ? x[r * d + i - s] : 0
+                v += Float(0.5 * replay.normal())
+                if replay.uniform() < 0.3 { v = 0 }
+                want.append(v)
+            }
+        }
+        #expect(y.map(\.bitPattern) == want.map(\.bitPattern))
+    }
+
+    /// shift and scale are encoded only when on (so earlier configurations encode and hash as they
+    /// did) and survive a round trip when on.
+    @Test func viewOptionsEncodeOnlyWhenOn() throws {
+        let on = try JSONDecoder().decode(SCR.Options.self, from: Data(#"{"type": "scr", "shift": 4, "scale": 0.2}"#.utf8))
+        #expect(on.shift == 4 && on.scale == 0.2)
+        let encoded = String(decoding: try JSONEncoder().encode(on), as: UTF8.self)
+        #expect(encoded.contains("\"shift\":4") && encoded.contains("\"scale\":0.2"))
+        let back = try JSONDecoder().decode(SCR.Options.self, from: Data(encoded.utf8))
+        #expect(back.shift == 4 && back.scale == 0.2 && back.noiseStd == on.noiseStd)
+        let defaults = String(decoding: try JSONEncoder().encode(SCR.Options()), as: UTF8.self)
+        #expect(!defaults.contains("shift") && !defaults.contains("scale"))
     }
 }

@@ -15,7 +15,7 @@ from continualkit import verdicts as V
 
 PERMUTED = "vandeven2019_permuted"
 SPLIT_KEYS = ["hsu2018", "vandeven2022", "buzzega2020"]
-# Toy rows: EWC above SI above None, 0.5 s.e.m. over 5 runs (every pair separated).
+# Toy rows: EWC above SI above None, ± 0.5 (read as a std: the entry's spread is not stated) over 5 runs (every pair separated).
 TOY_ROWS = [{"method": "None", "variant": "naive_adam", "values": {"domain": [50.0, 0.5]}},
             {"method": "EWC", "variant": "ewc", "values": {"domain": [90.0, 0.5]}},
             {"method": "SI", "variant": "si", "values": {"domain": [80.0, 0.5]}}]

@@ -287,6 +287,9 @@ extension SCR {
         if options.shift != 0 || options.scale != 0 {
             report.attributes["shift"] = .int(Int64(options.shift))
             report.attributes["scale"] = .double(options.scale)
+            report.attributes["not_reproduced"] = .string("image augmentations (random resized crop, flip, colour jitter, "
+                + "grayscale) replaced by a translation and rescaling of each row, vector noise and feature dropout; the review "
+                + "trick (an epoch on the memory at each task's end, gradients / 10); reduced ResNet-18 and batch norm (an MLP here)")
             report.attributes["augmentation"] = .string("view 1: the row; view 2: the row moved by s positions, s uniform in "
                 + "-shift...shift (vacated positions 0), times a factor uniform in [1 - scale, 1 + scale], + N(0, noise_std^2) "
                 + "per feature, each feature then zeroed with probability feature_drop (the plugin's seeded stream)")
