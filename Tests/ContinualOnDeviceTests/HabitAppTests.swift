@@ -1,4 +1,4 @@
-import ContinualExperiments
+@testable import ContinualExperiments
 import ContinualHabitEvents
 import Foundation
 import HabitAppKit
@@ -11,6 +11,26 @@ import Testing
 @Suite struct HabitAppTests {
     static func path(_ name: String) -> String {
         FileManager.default.temporaryDirectory.appendingPathComponent("habit-\(getpid())-\(name).sqlite").path
+    }
+
+    enum Captured { case output, error }
+
+    /// Starts the app with `arguments`, its standard output or error on a pipe (the other stream
+    /// and its input /dev/null) and no other descriptor of this test process: the suites run in
+    /// one process, and a child that inherited another suite's open HDF5 file would hold its lock
+    /// (`ChildProcessOutput`'s documentation; Foundation's `Process` closes nothing).
+    static func launch(_ binary: String, _ arguments: [String], capturing: Captured) throws -> (pid: pid_t, read: FileHandle) {
+        var ends: [Int32] = [0, 0]
+        guard pipe(&ends) == 0 else { throw CocoaError(.fileWriteUnknown) }
+        let null = open("/dev/null", O_WRONLY)
+        defer { close(null); close(ends[1]) }
+        let (output, error) = capturing == .output ? (ends[1], Int32?.none) : (null, Optional(ends[1]))
+        guard let pid = ChildProcessOutput.spawn(binary, arguments, environment: ProcessInfo.processInfo.environment,
+                                                 output: output, error: error, alsoClosing: [ends[0]]) else {
+            close(ends[0])
+            throw CocoaError(.executableLoad)
+        }
+        return (pid, FileHandle(fileDescriptor: ends[0], closeOnDealloc: true))
     }
 
     static func remove(_ path: String) {
@@ -93,29 +113,23 @@ import Testing
         var rng = SystemRandomNumberGenerator()
         while launches < 400 {
             launches += 1
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: binary)
             // Launches take turns: killed by themselves inside event writes (and day closes), by
             // themselves after training, or (every third) by this test at a random moment (or, if it
             // misses, by themselves between steps).
             let points = launches % 3 == 1 ? ["--kill-points", "event_write,day_close", "--kill-probability", "0.1"]
                 : launches % 3 == 2 ? ["--kill-points", "training", "--kill-probability", "0.5"]
                 : ["--kill-points", "between_steps", "--kill-probability", "0.01"]
-            process.arguments = ["--days", "\(days)", "--seed", "5", "--database", killed, "--kill-mode", "signal"] + points
-                + (launches > 1 ? ["--resume"] : [])
-            let err = Pipe()
-            process.standardError = err
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
+            let child = try Self.launch(binary, ["--days", "\(days)", "--seed", "5", "--database", killed, "--kill-mode", "signal"]
+                + points + (launches > 1 ? ["--resume"] : []), capturing: .error)
             // Every third launch is killed from outside after a random 5–80 ms.
             if launches % 3 == 0 {
                 usleep(UInt32.random(in: 5_000...80_000, using: &rng))
-                if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+                kill(child.pid, SIGKILL)   // harmless if it has already exited (not yet reaped)
             }
-            let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            if process.terminationReason == .uncaughtSignal {
-                #expect(process.terminationStatus == SIGKILL)
+            let stderr = String(decoding: child.read.readDataToEndOfFile(), as: UTF8.self)
+            let ended = ChildProcessOutput.termination(child.pid)
+            if let signal = ended.signal {
+                #expect(signal == SIGKILL)
                 if let point = stderr.split(separator: " ").last.map({ String($0.dropLast()) }), stderr.contains("SIGKILL at") {
                     killedAt[point, default: 0] += 1
                     signalled += 1
@@ -124,7 +138,7 @@ import Testing
                 }
                 continue
             }
-            #expect(process.terminationStatus == 0, "\(stderr)")
+            #expect(ended.status == 0, "\(stderr)")
             break
         }
         #expect(signalled >= 10 && timed >= 1, "signalled \(signalled), timed \(timed), at \(killedAt)")
@@ -197,16 +211,10 @@ import Testing
         let binary = try Self.binary()
         let file = Self.path("executable"), csv = Self.path("executable") + ".csv"
         defer { Self.remove(file); try? FileManager.default.removeItem(atPath: csv) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["--days", "40", "--seed", "3", "--kill-probability", "0.05", "--database", file,
-                             "--strategy", "replay+ewc", "--export-csv", csv]
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        let printed = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        let child = try Self.launch(binary, ["--days", "40", "--seed", "3", "--kill-probability", "0.05", "--database", file,
+                                             "--strategy", "replay+ewc", "--export-csv", csv], capturing: .output)
+        let printed = String(decoding: child.read.readDataToEndOfFile(), as: UTF8.self)
+        #expect(ChildProcessOutput.wait(child.pid) == 0)
         let options = SimulationOptions(days: 40, seed: 3, killProbability: 0.05, databasePath: Self.path("library"),
                                         strategy: "replay+ewc")
         defer { Self.remove(options.databasePath) }
