@@ -31,12 +31,17 @@ from federated_orderings import by_alpha       # noqa: E402
 WINDOW, HORIZON, GAIN = 50, 100, 0.1
 
 
+def running_mean(rounds, acc, r):
+    """A(r): the mean of the curve over its evaluations in (r - WINDOW, r]."""
+    return np.nanmean(acc[(rounds > r - WINDOW) & (rounds <= r)])
+
+
 def converged_round(rounds, acc):
     """The rule above on one curve (rounds: 1-based evaluated rounds; acc in %), or None."""
     rounds, acc = np.asarray(rounds, dtype=float), np.asarray(acc, dtype=float)
     if acc.size == 0 or not np.isfinite(acc).any():
         return None
-    smooth = np.array([np.nanmean(acc[(rounds > r - WINDOW) & (rounds <= r)]) for r in rounds])
+    smooth = np.array([running_mean(rounds, acc, r) for r in rounds])
     for i, r in enumerate(rounds):
         if r < WINDOW:
             continue
@@ -54,28 +59,30 @@ def final_gain(rounds, acc):
     if acc.size == 0 or not np.isfinite(acc).any():
         return float("nan")
     last = rounds.max()
-
-    def smooth(r):
-        return np.nanmean(acc[(rounds > r - WINDOW) & (rounds <= r)])
-    return float(smooth(last) - smooth(last - HORIZON))
+    return float(running_mean(rounds, acc, last) - running_mean(rounds, acc, last - HORIZON))
 
 
-def main(path):
+def run_curves(path):
+    """Each completed run of a federated results file, in the file's order: (configuration,
+    alpha, evaluated rounds (1-based), rounds run, {"personal": curve, "global": curve} in %; a
+    curve is all nan where the configuration has no such model)."""
     summary = load_summary(path)
-    ok = summary[summary["status"] == "completed"] if "status" in summary.columns else summary
-    ok = by_alpha(ok)
-    rows = {}
+    ok = by_alpha(summary[summary["status"] == "completed"] if "status" in summary.columns else summary)
     with h5py.File(path, "r") as f:
         for _, run in ok.iterrows():
             fg = f["runs"][run["run_id"]]["federation"]
-            rounds = fg["evaluated_round"][()] + 1
-            total = len(fg["round"][()])
-            entry = rows.setdefault((run["variant"], run["alpha"]), {"personal": [], "global": [], "R": total,
-                                                                      "personal_gain": [], "global_gain": []})
-            for kind in ("personal", "global"):
-                acc = fg[f"{kind}_accuracy"][()] * 100
-                entry[kind].append(converged_round(rounds, acc) if np.isfinite(acc).any() else np.nan)
-                entry[f"{kind}_gain"].append(final_gain(rounds, acc))
+            yield (run["variant"], run["alpha"], fg["evaluated_round"][()] + 1, len(fg["round"][()]),
+                   {kind: fg[f"{kind}_accuracy"][()] * 100 for kind in ("personal", "global")})
+
+
+def main(path):
+    rows = {}
+    for variant, alpha, rounds, total, accs in run_curves(path):
+        entry = rows.setdefault((variant, alpha), {"personal": [], "global": [], "R": total,
+                                                   "personal_gain": [], "global_gain": []})
+        for kind, acc in accs.items():
+            entry[kind].append(converged_round(rounds, acc) if np.isfinite(acc).any() else np.nan)
+            entry[f"{kind}_gain"].append(final_gain(rounds, acc))
     print("| configuration | α | n | rounds to converge, personal | rounds to converge, global | "
           f"last {HORIZON} rounds' gain, personal | last {HORIZON} rounds' gain, global |")
     print("|---|---:|---:|---:|---:|---:|---:|")

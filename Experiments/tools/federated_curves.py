@@ -16,17 +16,14 @@ import argparse
 import os
 import sys
 
-import h5py
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt   # noqa: E402
 import numpy as np                # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
-from continualkit.io import load_summary   # noqa: E402
 sys.path.insert(0, os.path.dirname(__file__))
-from federated_orderings import by_alpha       # noqa: E402
+from federated_convergence import run_curves   # noqa: E402
 
 SHOWN = ("local_only", "fedavg", "fedavg_finetune", "ditto", "apfl", "fedper", "fedrep", "pfedme",
          "per_fedavg_fo", "scaffold", "fednova", "fedprox", "fedyogi", "qfedavg")
@@ -34,17 +31,13 @@ SHOWN = ("local_only", "fedavg", "fedavg_finetune", "ditto", "apfl", "fedper", "
 
 def curves(path):
     """{(alpha, variant, kind): (rounds, [curve per seed])} for the configurations in SHOWN."""
-    runs = load_summary(path)
-    runs = by_alpha(runs[runs["status"] == "completed"] if "status" in runs.columns else runs)
     out = {}
-    with h5py.File(path, "r") as f:
-        for _, run in runs[runs["variant"].isin(SHOWN)].iterrows():
-            fg = f["runs"][run["run_id"]]["federation"]
-            rounds = fg["evaluated_round"][()] + 1
-            for kind in ("personal", "global"):
-                acc = fg[f"{kind}_accuracy"][()] * 100
-                if np.isfinite(acc).any():
-                    out.setdefault((run["alpha"], run["variant"], kind), (rounds, []))[1].append(acc)
+    for variant, alpha, rounds, _, accs in run_curves(path):
+        if variant not in SHOWN:
+            continue
+        for kind, acc in accs.items():
+            if np.isfinite(acc).any():
+                out.setdefault((alpha, variant, kind), (rounds, []))[1].append(acc)
     return out
 
 

@@ -282,23 +282,9 @@ extension SCR {
     }
 
     public func report() -> PluginReport {
-        var report = baseReport()
-        // The view's translation and scaling, reported only when on (reports from before these options are unchanged).
-        if options.shift != 0 || options.scale != 0 {
-            report.attributes["shift"] = .int(Int64(options.shift))
-            report.attributes["scale"] = .double(options.scale)
-            report.attributes["not_reproduced"] = .string("image augmentations (random resized crop, flip, colour jitter, "
-                + "grayscale) replaced by a translation and rescaling of each row, vector noise and feature dropout; the review "
-                + "trick (an epoch on the memory at each task's end, gradients / 10); reduced ResNet-18 and batch norm (an MLP here)")
-            report.attributes["augmentation"] = .string("view 1: the row; view 2: the row moved by s positions, s uniform in "
-                + "-shift...shift (vacated positions 0), times a factor uniform in [1 - scale, 1 + scale], + N(0, noise_std^2) "
-                + "per feature, each feature then zeroed with probability feature_drop (the plugin's seeded stream)")
-        }
-        return report
-    }
-
-    private func baseReport() -> PluginReport {
-        PluginReport(attributes: [
+        // The view's translation and scaling are named only when on: reports from before these options are unchanged.
+        let transformed = options.shift != 0 || options.scale != 0
+        var report = PluginReport(attributes: [
             "capacity": .int(Int64(options.capacity)), "replay_per_batch": .int(Int64(options.replayPerBatch)),
             "temperature": .double(options.temperature), "projection": .string(options.projection.rawValue),
             "projection_dim": .int(Int64(options.projection == .none ? 0 : options.projectionDim)),
@@ -309,12 +295,15 @@ extension SCR {
                 + "recomputed with the evaluated model at every evaluation; the network's head is not used"),
             "objective": .string("SupCon (Khosla 2020, L_out) at temperature tau over two views of the incoming and replayed rows, "
                 + "on L2-normalised projections; the loop's CE is removed from every row"),
-            "augmentation": .string("view 1: the row; view 2: the row + N(0, noise_std^2) per feature, each feature then zeroed "
-                + "with probability feature_drop (the plugin's seeded stream)"),
+            "augmentation": .string("view 1: the row; view 2: the row"
+                + (transformed ? " moved by s positions, s uniform in -shift...shift (vacated positions 0), times a factor "
+                    + "uniform in [1 - scale, 1 + scale]," : "")
+                + " + N(0, noise_std^2) per feature, each feature then zeroed with probability feature_drop (the plugin's seeded stream)"),
             "empty_memory": .string("training: the incoming rows' two views alone (the authors' code skips the step); "
                 + "evaluation: the network's own argmax"),
             "class_without_memory": .string("never predicted (the authors' code draws a random mean for it)"),
             "not_reproduced": .string("image augmentations (random resized crop, flip, colour jitter, grayscale) replaced by "
+                + (transformed ? "a translation and rescaling of each row, " : "")
                 + "vector noise and feature dropout; the review trick (an epoch on the memory at each task's end, gradients / 10); "
                 + "reduced ResNet-18 and batch norm (an MLP here)"),
         ], arrays: [
@@ -322,5 +311,10 @@ extension SCR {
                 "meaning": .string("per experience, at its end: memory rows, classes with memory rows, classes seen in training "
                     + "with no memory row (never predicted), steps trained with an empty memory")]),
         ])
+        if transformed {
+            report.attributes["shift"] = .int(Int64(options.shift))
+            report.attributes["scale"] = .double(options.scale)
+        }
+        return report
     }
 }
