@@ -10,13 +10,18 @@ public enum Kernels {
     /// Version of the dense kernels' arithmetic (summation order, fused or not). Bumped whenever
     /// a change alters any result bit on some path; docs/versioning.md lists what changed.
     ///
+    /// 3: version 2's products, and the binary head's loss value with the toolkit's own log1p
+    ///    (`ck_log1p_unit`: float64, rounded once) instead of the C library's log1pf. Only
+    ///    recorded loss values change (glibc 2.36's log1pf differs from the correctly rounded
+    ///    value on 0.23 % of the floats in [0, 1]), and what reads them (q-FedAvg's Fₖ^q on a
+    ///    binary head); gradients, weights and accuracies are version 2's.
     /// 2: one multiply-add chain per output element over the reduction index in increasing order,
     ///    starting from the bias (forward), zero (input gradient) or the gradient so far (weight
     ///    and bias gradients); fused multiply-adds on the "avx2-fma", "avx512-fma" and "neon-fma"
     ///    paths (avx512-fma: avx2-fma's chains on 16-float vectors, the same bits).
     /// 1: the pure-Swift `SIMD8` kernels before it (weight gradients summed over the batch first,
     ///    input gradients as eight-lane partial sums reduced horizontally, never fused).
-    public static let numericsVersion = 2
+    public static let numericsVersion = 3
 
     /// The kernel path in use: "avx512-fma" (x86-64 with AVX-512F and AVX-512VL), "avx2-fma"
     /// (x86-64 with AVX2 and FMA), "neon-fma" (arm64) or "generic" (any CPU; also when the

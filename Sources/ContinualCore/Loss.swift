@@ -1,6 +1,10 @@
+import CContinualKernels
+
 /// Losses on logits and their gradients, numerically stable for large |logit|.
 ///
-/// Binary: ℓ = softplus(z) − y·z = max(z, 0) − y·z + log1p(e^−|z|), ∂ℓ/∂z = σ(z) − y.
+/// Binary: ℓ = softplus(z) − y·z = max(z, 0) − y·z + log1p(e^−|z|), ∂ℓ/∂z = σ(z) − y, with the
+/// toolkit's own log1p (`ck_binary_logistic_loss`, ContinualLosses.h): loss values do not depend
+/// on the C library's log1pf.
 /// Multiclass: ℓ = logsumexp(z) − z_y, ∂ℓ/∂z = softmax(z) − onehot(y). Accumulated in float64.
 ///
 /// A row labelled `Batch.noTaskLoss` (−1) contributes no loss and a zero gradient (rows a plugin
@@ -18,18 +22,9 @@ public enum Loss {
         }
         switch head {
         case .binary:
-            for i in 0..<count {
-                guard labels[i] >= 0 else {
-                    logits[i] = 0
-                    continue
-                }
-                let z = logits[i]
-                let y: Float = labels[i] == 0 ? 0 : 1
-                let e = _expf(-abs(z))               // one exponential serves loss and sigmoid
-                total += Double(max(z, 0) - y * z + _log1pf(e))
-                let sigma = z >= 0 ? 1 / (1 + e) : e / (1 + e)
-                logits[i] = (sigma - y) * scale
-            }
+            // C: the log1p of the loss runs several lanes at a time and is the toolkit's own
+            // (correctly rounded, the same on every C library; numerics version 3).
+            return ck_binary_logistic_loss(logits, labels, count, scale)
         case .multiclass(let k):
             for i in 0..<count {
                 let row = logits + i &* k
@@ -57,6 +52,14 @@ public enum Loss {
             }
         }
         return total
+    }
+
+    /// log(1 + x) for x in [0, 1] as the binary loss computes it: float64, rounded once, so
+    /// correctly rounded on every float there but one, and the same bits on any CPU or C library.
+    public static func log1pUnit(_ x: Float) -> Float {
+        var x = x, y: Float = 0
+        ck_log1p_unit(&x, &y, 1)
+        return y
     }
 
     /// The multiclass loss with the softmax restricted to the active classes (a label outside them
