@@ -19,6 +19,7 @@ import Android
 @inline(__always) public func _log1p(_ x: Double) -> Double { log1p(x) }
 @inline(__always) public func _expf(_ x: Float) -> Float { expf(x) }
 @inline(__always) public func _tanhf(_ x: Float) -> Float { tanhf(x) }
+@inline(__always) public func _log1pf(_ x: Float) -> Float { log1pf(x) }
 @inline(__always) public func _logf(_ x: Float) -> Float { logf(x) }
 @inline(__always) public func _expm1(_ x: Double) -> Double { expm1(x) }
 @inline(__always) public func _lgamma(_ x: Double) -> Double { lgamma(x) }
