@@ -125,6 +125,23 @@ def test_a_measured_block_goes_stale_when_its_dependencies_change(repo):
     assert run(repo)[0] == 0
 
 
+def test_stale_checks_hashes_only_without_running_a_command(repo, monkeypatch):
+    """`--stale` catches a dependency changed after a restamp in seconds: no command runs (a
+    binary that fails would fail the check blocks) and the check blocks are not counted."""
+    run(repo, "--restamp", "README.md")
+    broken = repo / "broken-continual"
+    broken.write_text("#!/usr/bin/env bash\nexit 3\n")
+    broken.chmod(0o755)
+    monkeypatch.setenv("CONTINUAL_BIN", str(broken))
+    rc, out = run(repo, "--stale")
+    assert rc == 0 and "1 marked blocks checked" in out, out
+    (repo / "src" / "kernel.swift").write_text("let speed = 3\n")
+    rc, out = run(repo, "--stale")
+    assert rc == 1 and "STALE" in out and "README.md:21" in out
+    rc, out = run(repo, "--stale", "--update")
+    assert rc == 2 and "not with --update or --restamp" in out
+
+
 def test_elision_and_volatile_values_are_not_differences():
     t = _tool()
     vol = __import__("re").compile(r"(?<= )\d+\.\d{3}$")
