@@ -155,11 +155,19 @@ static KATTR __attribute__((noinline)) void KFN(gemm_direct_ep)(long M, long j0,
         }
 #define KCALL(R, i) KFN(tile)((R), 2, P, A + (i) * ars, ars, aps, B + j, ldb, C + (i) * ldc + j, ldc, init ? init + j : 0, ep, KEM(i, j), ldm, 0)
 #ifdef CK_WIDE_TILE
-        if (ep == CK_EP_NONE && i0 == 0 && M >= KPR) {  // 16-float tiles (WideTile.h): 32 columns, else 16
-#define KZCALL(NV, R, i) KDTILE((R), (NV), P, A + (i) * ars, ars, aps, B + j, ldb, C + (i) * ldc + j, ldc, init ? init + j : 0)
+        // On the Intel kind (ck_panels_wanted), rows less than 4 kB apart run 8 to a tile (16
+        // chains in flight for two FMA units; 512 × 64 → 64, medians of 5 alternated: forward 142
+        // → 162, weight gradient 69 → 115 GFLOP/s) and the epilogues run on these tiles too;
+        // elsewhere 4 rows, as measured on the AMD kind (WideTile.h), without epilogues.
+        const int rows8 = ars < 1024 && ck_panels_wanted();
+        if (i0 == 0 && M >= KPR && (ep == CK_EP_NONE || rows8)) {  // 16-float tiles (WideTile.h): 32 columns, else 16
+#define KZCALL(NV, R, i) KDTILE((R), (NV), P, A + (i) * ars, ars, aps, B + j, ldb, C + (i) * ldc + j, ldc, init ? init + j : 0, ep, KEM(i, j), ldm)
 #define KZCALL2(R, i) KZCALL(2, R, i)
 #define KZCALL1(R, i) KZCALL(1, R, i)
-            if (j + 32 <= j1) {
+            if (rows8) {
+                if (j + 32 <= j1) { KPROWSN(8, M, KZCALL2); j += 16; }
+                else KPROWSN(8, M, KZCALL1);
+            } else if (j + 32 <= j1) {
                 KPROWS(M, KZCALL2);
                 j += 16;  // and the loop's 16
             } else {
@@ -319,6 +327,33 @@ KINL void KFN(pack_wt)(float *pack, long ld, const float *w, long ldw, long kn, 
         for (long p = c < c8 ? p8 : 0; p < pn; p++) pack[p * ld + c] = w[c * ldw + p];
 }
 
+#ifdef CK_WIDE_TILE
+/// dx[·, k0 ..< k0 + 32·⌊(k1 − k0)/32⌋] = dz·wᵀ through panels (PanelBody.h): wᵀ packed CK_PKC
+/// outputs at a time into 32-column strips, dz's rows a panel at a time; the same chains (from 0,
+/// over the outputs in order). Returns the first column it left (a tail of < 32), or 0 columns
+/// done if it could not allocate its pack.
+KINL long KFN(input_gradient_panels)(const float *dz, const float *w, float *dx,
+                                     long batch, long inputs, long outputs, long k0, long k1) {
+    static const float zeros[32] = {0};
+    long strips = (k1 - k0) / 32;
+    float *bpack = (float *)malloc(sizeof(float) * CK_PKC * 32 * (size_t)strips);
+    if (!bpack) return k0;
+    float panel[CK_PMR * CK_PKC] __attribute__((aligned(64)));
+    for (long pc = 0; pc < outputs; pc += CK_PKC) {
+        long pn = outputs - pc < CK_PKC ? outputs - pc : CK_PKC;
+        for (long s = 0; s < strips; s++)
+            KFN(pack_wt)(bpack + s * 32 * pn, 32, w + (k0 + 32 * s) * outputs + pc, outputs, 32, pn);
+        for (long i = 0; i < batch; i += CK_PMR) {
+            long rn = batch - i < CK_PMR ? batch - i : CK_PMR;
+            KFN(ppack_a)(panel, dz + pc, outputs, 1, i, rn, 0, pn);
+            KFN(panel_row)(panel, rn, pn, bpack, strips, dx + i * inputs + k0, inputs, pc == 0 ? zeros : 0, 0);
+        }
+    }
+    free(bpack);
+    return k0 + 32 * strips;
+}
+#endif
+
 /// dx = dz·wᵀ: wᵀ is packed a block at a time (KC columns of dx × PC outputs, 16 kB on the
 /// stack), then the same chains as the other products run over it.
 static KATTR void KFN(input_gradient)(const float *dz, const float *w, float *dx,
@@ -331,6 +366,12 @@ static KATTR void KFN(input_gradient)(const float *dz, const float *w, float *dx
         return;
     }
     if (batch <= 4) { KFN(input_gradient_small)(dz, w, dx, batch, inputs, outputs, k0, k1); return; }
+#ifdef CK_WIDE_TILE
+    if (batch >= 2 * CK_PANEL_ROWS && outputs >= CK_PKC && k1 - k0 >= 32 && ck_panels_wanted()) {
+        k0 = KFN(input_gradient_panels)(dz, w, dx, batch, inputs, outputs, k0, k1);
+        if (k0 == k1) return;
+    }
+#endif
     for (long kc = k0; kc < k1; kc += KC) {
         long kn = k1 - kc < KC ? k1 - kc : KC;
         for (long pc = 0; pc < outputs; pc += PC) {

@@ -12,6 +12,14 @@ typedef int v8i __attribute__((ext_vector_type(8)));
 /// Whether the packed products copy A (`rows` rows `row_stride` floats apart) into panels: only
 /// where the core's L2 (read once, sysconf) is under 1 MiB — see CK_PACK_A_STRIDE in PackedBody.h.
 static int ck_pack_a_wanted(long row_stride, long rows);
+/// Whether the AVX-512 path's packed products run through panels (PanelBody.h): on Intel cores,
+/// whose two 512-bit FMA units the in-place tiles leave half idle; ck_set_pack_a forces either.
+static int ck_panels_wanted(void);
+#define CK_PANEL_ROWS 128  /* fewer rows of C than this (the batch, in the forward and the input
+                              gradient: twice as many there) keep the in-place tiles: packing B
+                              for few rows cost more than the panels gained (batch 32 to 100 at
+                              784–1024 wide: 2–22 % slower; batch 128: forward 1.11×, input
+                              gradient 0.98×; 512: 1.4–1.5×) */
 
 // ---- generic path: every CPU, no fused multiply-add ----
 #define KATTR
@@ -79,6 +87,16 @@ static int ck_pack_a_wanted(long row_stride, long rows) {
     }
     if (size >= 1L << 20) return 0;
     return row_stride >= CK_PACK_A_STRIDE || rows >= CK_PACK_A_ROWS;
+}
+
+int ck_cpu_is_intel(void);  // Paths.c
+static int ck_panels_wanted(void) {
+    int mode = __atomic_load_n(&pack_a_mode, __ATOMIC_RELAXED);
+    if (mode >= 0) return mode;
+    static int intel = -1;  // read once: CPUID traps to the hypervisor in a virtual machine
+    int v = __atomic_load_n(&intel, __ATOMIC_RELAXED);
+    if (v < 0) __atomic_store_n(&intel, v = ck_cpu_is_intel(), __ATOMIC_RELAXED);
+    return v;
 }
 
 static int thread_count = 1;
@@ -224,9 +242,15 @@ static void scratch_put(float *p) { free(p); }
 void ck_dense_weight_gradient(const float *x, const float *dz, float *dw, float *db,
                               long batch, long inputs, long outputs) {
     if (batch <= 0 || outputs <= 0) return;
-    // With wide inputs, every column range reads x transposed: made once here, shared by the
-    // threads (a copy: the chains and their order are the same as reading x in place).
-    float *xt = inputs > 64 && batch >= 8 ? scratch_get((size_t)(inputs * batch)) : 0;
+    // With wide inputs and outputs, every column range reads x transposed: made once here, shared
+    // by the threads (a copy: the chains and their order are the same as reading x in place).
+    // Not for fewer than 32 outputs, where the copy cost more than the product it served (a
+    // binary head's 512 × 1024 → 1 weight gradient: 1.7 GFLOP/s with it, 6.4–7.2 without, on the
+    // avx512-fma and avx2-fma paths of the Intel kind), nor where the panels run (they read x's
+    // rows as they pack A).
+    int path = ck_path();
+    int panels = path == CK_PATH_AVX512_FMA && inputs >= CK_PANEL_ROWS && ck_panels_wanted();
+    float *xt = inputs > 64 && batch >= 8 && outputs >= 32 && !panels ? scratch_get((size_t)(inputs * batch)) : 0;
     if (xt) {
         for (long s0 = 0; s0 < batch; s0 += 8) {
             long sn = batch - s0 < 8 ? batch - s0 : 8;
@@ -234,7 +258,7 @@ void ck_dense_weight_gradient(const float *x, const float *dz, float *dw, float 
                 for (long s = 0; s < sn; s++) xt[k * batch + s0 + s] = x[(s0 + s) * inputs + k];
         }
     }
-    ck_job j = {1, ck_path(), x, dz, xt, dw, db, batch, inputs, outputs, 0, 0};
+    ck_job j = {1, path, x, dz, xt, dw, db, batch, inputs, outputs, 0, 0};
     run(j, outputs);
     if (xt) scratch_put(xt);
 }

@@ -44,6 +44,10 @@ KINL void KFN(packed_block)(const float *apack, const float *pack, long M, long 
 #undef KCALL
 }
 
+#ifdef KPTILE32
+#include "PanelBody.h"
+#endif
+
 #ifndef CK_PB
 #define CK_PB 256   /* steps of p per block */
 #define CK_MC 120   /* rows of A per packed block (a multiple of every KPR) */
@@ -66,6 +70,18 @@ KINL void KFN(packed_block)(const float *apack, const float *pack, long M, long 
 static KATTR __attribute__((noinline)) void KFN(gemm)(long M, long j0, long j1, long P,
         const float *A, long ars, long aps, const float *B, long ldb, float *C, long ldc, const float *init) {
     if (ldb <= 64 || M < 8 || P == 0) { KFN(gemm_direct)(M, j0, j1, P, A, ars, aps, B, ldb, C, ldc, init); return; }
+#ifdef KPTILE32
+    // The panel products (PanelBody.h) where ck_panels_wanted says so, for products of at least
+    // CK_PANEL_ROWS rows and CK_PANEL_COLUMNS columns: each packed panel of A serves every strip
+    // of B, so with few strips packing A does not pay (512 × 128 → 128: the 8-row tiles below
+    // ran the forward at 166 GFLOP/s, the panels at 83–129).
+    float *bpack;
+    if (M >= CK_PANEL_ROWS && j1 - j0 >= CK_PANEL_COLUMNS && ck_panels_wanted() && (bpack = (float *)malloc(sizeof(float) * CK_PKC * (size_t)(j1 - j0)))) {
+        KFN(gemm_panels)(M, j0, j1, P, A, ars, aps, B, ldb, C, ldc, init, bpack);
+        free(bpack);
+        return;
+    }
+#endif
     float pack[CK_PB * 16] __attribute__((aligned(64)));
     float *apack = 0;
     if (j1 - j0 < 16 || !ck_pack_a_wanted(ars, M) || !(apack = (float *)malloc(sizeof(float) * CK_MC * CK_PB))) {
@@ -78,7 +94,8 @@ static KATTR __attribute__((noinline)) void KFN(gemm)(long M, long j0, long j1, 
                 KFN(pack_b)(32, pack, B, ldb, pc, pn, j);
                 const float *Ap = A + pc * aps;
 #define KCALL(R, i) KPTILE32((R), pn, Ap + (i) * ars, ars, aps, pack, C + (i) * ldc + j, ldc, (pc == 0 && init) ? init + j : 0)
-                KPROWS(M, KCALL);
+                if (ars < 1024 && ck_panels_wanted()) KPROWSN(8, M, KCALL);  // as gemm_direct's rows8
+                else KPROWS(M, KCALL);
 #undef KCALL
             }
         }

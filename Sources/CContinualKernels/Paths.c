@@ -31,11 +31,20 @@ static int cpu_has_avx512(void) {
     return ((b >> 16) & 1) && ((b >> 31) & 1);  // AVX512F, AVX512VL
 }
 #define CK_FUSED CK_PATH_AVX2_FMA
+
+/// Whether CPUID names Intel ("GenuineIntel"): Kernels.c lays out the AVX-512 path's products by it.
+int ck_cpu_is_intel(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return 0;
+    return b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu;
+}
 #elif defined(__aarch64__)
 static int cpu_has_fused(void) { return 1; }  // FMA is part of baseline AArch64 NEON
 static int cpu_has_avx512(void) { return 0; }
 #define CK_FUSED CK_PATH_NEON_FMA
+int ck_cpu_is_intel(void) { return 0; }
 #else
+int ck_cpu_is_intel(void) { return 0; }
 static int cpu_has_fused(void) { return 0; }
 static int cpu_has_avx512(void) { return 0; }
 #define CK_FUSED CK_PATH_GENERIC

@@ -6,6 +6,7 @@
 // element is the same chain c ← fma(a_p, b_p, c) over p in order from the value in memory (or
 // `init`), so the bits are the avx2-fma path's.
 
+#define CK_WIDE_ROWS_MAX 8
 typedef float v16 __attribute__((ext_vector_type(16)));
 #define CK_LD16(p) ({ v16 v_; __builtin_memcpy(&v_, (p), sizeof v_); v_; })
 #define CK_ST16(p, v) do { v16 w_ = (v); __builtin_memcpy((p), &w_, sizeof w_); } while (0)
@@ -17,33 +18,49 @@ typedef float v16 __attribute__((ext_vector_type(16)));
                             forward 98 → 101, weight gradient 80 → 86–92 GFLOP/s at batch 32) */
 #endif
 
+typedef int v16i __attribute__((ext_vector_type(16)));
+/// The epilogue (CK_EP_*, KernelBody.h) on a 16-float vector: the same selections as CK_EPV.
+#define CK_EPV16(v, ep, mp) ((ep) == CK_EP_RELU ? (v16)((v16i)(v) & ~((v) <= 0)) \
+    : (ep) == CK_EP_MASK ? (v16)((v16i)(v) & (CK_LD16(mp) > 0)) : (v))
+
 /// C[r, 0..<16·NV] for r < MR (NV = 1 or 2 vectors per row): chains over p < P of
 /// a(r, p) = A[r·ars + p·aps] times B[p·ldb ..]; with two vectors each broadcast value of A
-/// feeds two multiply-adds.
+/// feeds two multiply-adds. `ep` (CK_EP_*) is applied as C is stored (mask `em`, row stride `ldm`).
 KINL void KFN(ztile)(const int MR, const int NV, long P, const float *A, long ars, long aps,
-                     const float *B, long ldb, float *C, long ldc, const float *init) {
-    v16 acc[CK_WIDE_ROWS][2];
-    for (int r = 0; r < MR; r++)
+                     const float *B, long ldb, float *C, long ldc, const float *init,
+                     int ep, const float *em, long ldm) {
+    v16 acc[CK_WIDE_ROWS_MAX][2];
+    _Pragma("clang loop unroll(full)") for (int r = 0; r < MR; r++)
         for (int v = 0; v < NV; v++) acc[r][v] = init ? CK_LD16(init + 16 * v) : CK_LD16(C + r * ldc + 16 * v);
     for (long p = 0; p < P; p++) {
         v16 b0 = CK_LD16(B + p * ldb), b1 = NV > 1 ? CK_LD16(B + p * ldb + 16) : b0;
         const float *ap = A + p * aps;
-        for (int r = 0; r < MR; r++) {
+        _Pragma("clang loop unroll(full)") for (int r = 0; r < MR; r++) {
             v16 a = (v16)(ap[r * ars]);
             acc[r][0] = MADDV(a, b0, acc[r][0]);
             if (NV > 1) acc[r][1] = MADDV(a, b1, acc[r][1]);
         }
     }
-    for (int r = 0; r < MR; r++)
-        for (int v = 0; v < NV; v++) CK_ST16(C + r * ldc + 16 * v, acc[r][v]);
+    _Pragma("clang loop unroll(full)") for (int r = 0; r < MR; r++)
+        for (int v = 0; v < NV; v++)
+            CK_ST16(C + r * ldc + 16 * v, CK_EPV16(acc[r][v], ep, em ? em + r * ldm + 16 * v : 0));
 }
 
 #define KPR CK_WIDE_ROWS
+/// Rows [0, M) in full tiles of N rows (N ≤ CK_WIDE_ROWS_MAX), then tiles of 4, 2 and 1 rows.
+#define KPROWSN(N, M, CALL)                                                                 \
+    do {                                                                                    \
+        long i = 0;                                                                         \
+        for (; i + (N) <= (M); i += (N)) CALL((N), i);                                      \
+        if (4 < (N) && (M) - i >= 4) { CALL((4 < (N) ? 4 : 1), i); i += 4; }                \
+        if (2 < (N) && (M) - i >= 2) { CALL((2 < (N) ? 2 : 1), i); i += 2; }                \
+        if ((M) - i >= 1) { CALL(1, i); i += 1; }                                           \
+    } while (0)
 /// Tiles of R rows × 16·NV columns over a packed strip (rows 16·NV floats apart), and over B in
 /// place (row stride ldb) for gemm_direct's plain strips.
-#define KPTILE(R, pn, A, ars, aps, pack, C, ldc, start) KFN(ztile)((R), 1, (pn), (A), (ars), (aps), (pack), 16, (C), (ldc), (start))
-#define KPTILE32(R, pn, A, ars, aps, pack, C, ldc, start) KFN(ztile)((R), 2, (pn), (A), (ars), (aps), (pack), 32, (C), (ldc), (start))
-#define KDTILE(R, NV, pn, A, ars, aps, B, ldb, C, ldc, start) KFN(ztile)((R), (NV), (pn), (A), (ars), (aps), (B), (ldb), (C), (ldc), (start))
+#define KPTILE(R, pn, A, ars, aps, pack, C, ldc, start) KFN(ztile)((R), 1, (pn), (A), (ars), (aps), (pack), 16, (C), (ldc), (start), CK_EP_NONE, 0, 0)
+#define KPTILE32(R, pn, A, ars, aps, pack, C, ldc, start) KFN(ztile)((R), 2, (pn), (A), (ars), (aps), (pack), 32, (C), (ldc), (start), CK_EP_NONE, 0, 0)
+#define KDTILE(R, NV, pn, A, ars, aps, B, ldb, C, ldc, start, ep, em, ldm) KFN(ztile)((R), (NV), (pn), (A), (ars), (aps), (B), (ldb), (C), (ldc), (start), (ep), (em), (ldm))
 /// Full tiles of KPR rows, then the rest in tiles of 16, 8, 4, 2 and 1 rows (each smaller than
 /// KPR, so within the last packed panel, which starts at a multiple of KPR).
 #define KPROWS(M, CALL)                                                                     \

@@ -1,0 +1,94 @@
+// The AVX-512 path's panel products, included by PackedBody.h on that path only (no include
+// guard on purpose): GotoBLAS-style packing for cores with two 512-bit FMA units (the Intel kind,
+// docs/benchmarks.md), where the in-place 4-row tiles of WideTile.h keep only 8 multiply-adds in
+// flight — a quarter of what two units with a 4-cycle latency can take — and reached 83–97
+// GFLOP/s against OpenBLAS's 144–153 on one core.
+//
+// For each block of CK_PKC steps of p, B's columns [j0, j1) are packed once into 32-column strips
+// (CK_PKC × 32 floats each, read from L2); then A a panel of CK_PMR rows at a time (CK_PMR × CK_PKC
+// floats, 12 kB: it stays in L1 while every strip of B streams past it), and a tile of CK_PMR rows
+// × 32 columns (24 accumulators in the 32 vector registers) runs over each strip. Each C element is
+// still the one chain c ← fma(a_p, b_p, c) over p in order, resumed from memory at each block of p
+// (from `init` at the first), so the bits are gemm_direct's and every other path's.
+
+#define CK_PMR 12   /* rows per panel: 12 × 2 accumulators + 2 of B + a broadcast ≤ 32 registers */
+#define CK_PKC 256  /* steps of p per block: B's packed block is CK_PKC × (j1 − j0) floats (1 MB at
+                       1024 columns, in a 2 MiB L2). Measured at 512 × 1024 × 1024, one thread:
+                       128 or 256 steps with the A panel held in L1 beat 512 or 1024 with the B
+                       strip held there instead (120–137 against 111–132 GFLOP/s) */
+
+// CK_PANEL_ROWS (Kernels.c): the fewest rows of C that take the panels; CK_PANEL_COLUMNS the
+// fewest columns (of this thread's range).
+#define CK_PANEL_COLUMNS 256
+
+/// C[r, 0..<32] for r < MR: chains over p < P of a(r, p) = ap[p·aps + r] times bp[32·p ..].
+KINL void KFN(ptile)(const int MR, long P, const float *ap, long aps, const float *bp, float *C, long ldc,
+                     const float *init) {
+    v16 acc[CK_PMR][2];
+    _Pragma("clang loop unroll(full)") for (int r = 0; r < MR; r++) {
+        acc[r][0] = init ? CK_LD16(init) : CK_LD16(C + r * ldc);
+        acc[r][1] = init ? CK_LD16(init + 16) : CK_LD16(C + r * ldc + 16);
+    }
+    for (long p = 0; p < P; p++) {
+        v16 b0 = CK_LD16(bp + 32 * p), b1 = CK_LD16(bp + 32 * p + 16);
+        const float *a = ap + p * aps;
+        _Pragma("clang loop unroll(full)") for (int r = 0; r < MR; r++) {
+            v16 s = (v16)(a[r]);
+            acc[r][0] = MADDV(s, b0, acc[r][0]);
+            acc[r][1] = MADDV(s, b1, acc[r][1]);
+        }
+    }
+    _Pragma("clang loop unroll(full)") for (int r = 0; r < MR; r++) {
+        CK_ST16(C + r * ldc, acc[r][0]);
+        CK_ST16(C + r * ldc + 16, acc[r][1]);
+    }
+}
+
+/// A's rows [i, i + rn) × steps [pc, pc + pn) into one panel: a(i + r, pc + p) at panel[p·CK_PMR + r].
+KINL void KFN(ppack_a)(float *panel, const float *A, long ars, long aps, long i, long rn, long pc, long pn) {
+    const float *src = A + i * ars + pc * aps;
+    if (aps == 1) {  // rows contiguous: read each row once
+        for (long r = 0; r < rn; r++)
+            for (long p = 0; p < pn; p++) panel[p * CK_PMR + r] = src[r * ars + p];
+    } else {
+        for (long p = 0; p < pn; p++)
+            for (long r = 0; r < rn; r++) panel[p * CK_PMR + r] = src[r * ars + p * aps];
+    }
+}
+
+/// One panel's rows (rn ≤ CK_PMR) over every packed strip: a full tile, or tiles of 8, 4, 2, 1 rows.
+/// Strip s starts its chains at init + s·init_step (when init is not null).
+KINL void KFN(panel_row)(const float *panel, long rn, long pn, const float *bpack, long strips, float *C,
+                         long ldc, const float *init, long init_step) {
+    for (long s = 0; s < strips; s++) {
+        const float *bp = bpack + s * 32 * pn;
+        float *c = C + 32 * s;
+        const float *st = init ? init + s * init_step : 0;
+        if (rn == CK_PMR) { KFN(ptile)(CK_PMR, pn, panel, CK_PMR, bp, c, ldc, st); continue; }
+        long r = 0;
+        if (rn - r >= 8) { KFN(ptile)(8, pn, panel + r, CK_PMR, bp, c + r * ldc, ldc, st); r += 8; }
+        if (rn - r >= 4) { KFN(ptile)(4, pn, panel + r, CK_PMR, bp, c + r * ldc, ldc, st); r += 4; }
+        if (rn - r >= 2) { KFN(ptile)(2, pn, panel + r, CK_PMR, bp, c + r * ldc, ldc, st); r += 2; }
+        if (rn - r >= 1) KFN(ptile)(1, pn, panel + r, CK_PMR, bp, c + r * ldc, ldc, st);
+    }
+}
+
+/// C[i, j] for i < M, j in [j0, j1): gemm's chains through panels. `bpack` holds CK_PKC × 32·⌊(j1 −
+/// j0)/32⌋ floats; the columns past the last whole 32-column strip go to gemm_direct.
+static KATTR __attribute__((noinline)) void KFN(gemm_panels)(long M, long j0, long j1, long P,
+        const float *A, long ars, long aps, const float *B, long ldb, float *C, long ldc, const float *init,
+        float *bpack) {
+    float panel[CK_PMR * CK_PKC] __attribute__((aligned(64)));
+    long strips = (j1 - j0) / 32, jend = j0 + 32 * strips;
+    for (long pc = 0; pc < P; pc += CK_PKC) {
+        long pn = P - pc < CK_PKC ? P - pc : CK_PKC;
+        for (long s = 0; s < strips; s++) KFN(pack_b)(32, bpack + s * 32 * pn, B, ldb, pc, pn, j0 + 32 * s);
+        const float *st = (pc == 0 && init) ? init + j0 : 0;
+        for (long i = 0; i < M; i += CK_PMR) {
+            long rn = M - i < CK_PMR ? M - i : CK_PMR;
+            KFN(ppack_a)(panel, A, ars, aps, i, rn, pc, pn);
+            KFN(panel_row)(panel, rn, pn, bpack, strips, C + i * ldc + j0, ldc, st, 32);
+        }
+    }
+    if (jend < j1) KFN(gemm_direct)(M, jend, j1, P, A, ars, aps, B, ldb, C, ldc, init);
+}
