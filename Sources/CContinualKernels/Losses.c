@@ -1,7 +1,7 @@
 // The binary logistic loss (see ContinualLosses.h). Its log1p is written once and compiled for the
-// baseline CPU and as AVX2 and AVX-512 clones chosen by CPUID: float64 operations without FMA
-// give the same bits in any vector width, so the clones agree with each other and with the
-// scalar tail.
+// baseline CPU and as AVX2 and AVX-512 clones, chosen by the kernel path (ck_path): float64
+// operations without FMA give the same bits in any vector width, so the clones agree with each
+// other and with the scalar tail.
 #include "ContinualLosses.h"
 #include "ContinualKernels.h"
 #include <math.h>
@@ -45,10 +45,11 @@ LOG1P_BODY(base, )
 LOG1P_BODY(avx2, __attribute__((target("avx2"))))
 LOG1P_BODY(avx512, __attribute__((target("avx512f,avx512vl"))))
 static void log1p_dispatch(const float *x, float *out, long n) {
-    static int chosen = -1;  // benign race: every thread computes the same value
-    if (chosen < 0) chosen = ck_fastest_path();
-    if (chosen == CK_PATH_AVX512_FMA) log1p_avx512(x, out, n);
-    else if (chosen == CK_PATH_AVX2_FMA) log1p_avx2(x, out, n);
+    // The clone of the calling thread's kernel path (ck_path: CONTINUAL_KERNELS, ck_set_path,
+    // ck_set_thread_path), so a test that switches paths runs every clone.
+    const int path = ck_path();
+    if (path == CK_PATH_AVX512_FMA) log1p_avx512(x, out, n);
+    else if (path == CK_PATH_AVX2_FMA) log1p_avx2(x, out, n);
     else log1p_base(x, out, n);
 }
 #else

@@ -1,6 +1,7 @@
 // Element-wise updates (see ContinualUpdates.h): written once, compiled for the baseline CPU and
-// as an AVX2 clone chosen by CPUID. Neither uses FMA, and division and square root are correctly
-// rounded in every lane, so both clones give the bits of the scalar Swift loops.
+// as an AVX2 clone, chosen by the kernel path (ck_path). Neither uses FMA, and division and
+// square root are correctly rounded in every lane, so both clones give the bits of the scalar
+// Swift loops.
 #include "ContinualUpdates.h"
 #include "ContinualKernels.h"
 
@@ -97,10 +98,12 @@ UPDATE_BODIES(base, )
 
 #if defined(__x86_64__)
 UPDATE_BODIES(avx2, __attribute__((target("avx2"))))
+/// The AVX2 clone on the avx2-fma and avx512-fma kernel paths of the calling thread (ck_path),
+/// the baseline one on the generic path. (Before, the choice was "the fastest path is avx2-fma",
+/// so AVX-512 machines ran the baseline clone.)
 static int use_avx2(void) {
-    static int chosen = -1;  // benign race: every thread computes the same value
-    if (chosen < 0) chosen = ck_fastest_path() == CK_PATH_AVX2_FMA;
-    return chosen;
+    const int path = ck_path();
+    return path == CK_PATH_AVX2_FMA || path == CK_PATH_AVX512_FMA;
 }
 #define UDISPATCH(name, ...) (use_avx2() ? name##_avx2(__VA_ARGS__) : name##_base(__VA_ARGS__))
 #else
