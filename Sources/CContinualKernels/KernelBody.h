@@ -142,6 +142,13 @@ static KATTR __attribute__((noinline)) void KFN(gemm_direct_ep)(long M, long j0,
     // instead of 5 × 6 + a 2-row tile whose 4 chains wait on the FMA latency; measured 1.4× on the
     // seed model's 32 × 10 → 16 forward).
     const int four = KMR > 4 && M % KMR != 0 && M % 4 == 0;  // (the rows after a column-sum tile too)
+#ifdef CK_WIDE_TILE
+    // On the Intel kind (ck_panels_wanted), rows less than 4 kB apart run 8 to a tile (16 chains
+    // in flight for two FMA units; 512 × 64 → 64, medians of 5 alternated: forward 142 → 162,
+    // weight gradient 69 → 115 GFLOP/s) and the epilogues run on these tiles too; elsewhere 4
+    // rows, as measured on the AMD kind (WideTile.h), without epilogues.
+    const int rows8 = ars < 1024 && ck_panels_wanted();
+#endif
     for (; j + 16 <= j1; j += 16) {
         long i0 = 0;
         if (colsum) {
@@ -155,11 +162,6 @@ static KATTR __attribute__((noinline)) void KFN(gemm_direct_ep)(long M, long j0,
         }
 #define KCALL(R, i) KFN(tile)((R), 2, P, A + (i) * ars, ars, aps, B + j, ldb, C + (i) * ldc + j, ldc, init ? init + j : 0, ep, KEM(i, j), ldm, 0)
 #ifdef CK_WIDE_TILE
-        // On the Intel kind (ck_panels_wanted), rows less than 4 kB apart run 8 to a tile (16
-        // chains in flight for two FMA units; 512 × 64 → 64, medians of 5 alternated: forward 142
-        // → 162, weight gradient 69 → 115 GFLOP/s) and the epilogues run on these tiles too;
-        // elsewhere 4 rows, as measured on the AMD kind (WideTile.h), without epilogues.
-        const int rows8 = ars < 1024 && ck_panels_wanted();
         if (i0 == 0 && M >= KPR && (ep == CK_EP_NONE || rows8)) {  // 16-float tiles (WideTile.h): 32 columns, else 16
 #define KZCALL(NV, R, i) KDTILE((R), (NV), P, A + (i) * ars, ars, aps, B + j, ldb, C + (i) * ldc + j, ldc, init ? init + j : 0, ep, KEM(i, j), ldm)
 #define KZCALL2(R, i) KZCALL(2, R, i)

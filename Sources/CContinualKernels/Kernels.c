@@ -20,6 +20,8 @@ static int ck_panels_wanted(void);
                               for few rows cost more than the panels gained (batch 32 to 100 at
                               784–1024 wide: 2–22 % slower; batch 128: forward 1.11×, input
                               gradient 0.98×; 512: 1.4–1.5×) */
+#define CK_PANEL_COLUMNS 256  /* fewer columns keep the 8-row in-place tiles: each packed panel of A
+                                 serves every 32-column strip of B (PackedBody.h's gemm) */
 
 // ---- generic path: every CPU, no fused multiply-add ----
 #define KATTR
@@ -246,11 +248,11 @@ void ck_dense_weight_gradient(const float *x, const float *dz, float *dw, float 
     // by the threads (a copy: the chains and their order are the same as reading x in place).
     // Not for fewer than 32 outputs, where the copy cost more than the product it served (a
     // binary head's 512 × 1024 → 1 weight gradient: 1.7 GFLOP/s with it, 6.4–7.2 without, on the
-    // avx512-fma and avx2-fma paths of the Intel kind), nor where the panels run (they read x's
-    // rows as they pack A).
+    // avx512-fma and avx2-fma paths of the Intel kind), nor on the Intel kind's layouts for 128
+    // inputs or more (the panels read x's rows as they pack A, the 8-row tiles read them in place).
     int path = ck_path();
-    int panels = path == CK_PATH_AVX512_FMA && inputs >= CK_PANEL_ROWS && ck_panels_wanted();
-    float *xt = inputs > 64 && batch >= 8 && outputs >= 32 && !panels ? scratch_get((size_t)(inputs * batch)) : 0;
+    int intel_layout = path == CK_PATH_AVX512_FMA && inputs >= CK_PANEL_ROWS && ck_panels_wanted();
+    float *xt = inputs > 64 && batch >= 8 && outputs >= 32 && !intel_layout ? scratch_get((size_t)(inputs * batch)) : 0;
     if (xt) {
         for (long s0 = 0; s0 < batch; s0 += 8) {
             long sn = batch - s0 < 8 ? batch - s0 : 8;

@@ -17,32 +17,12 @@
                        128 or 256 steps with the A panel held in L1 beat 512 or 1024 with the B
                        strip held there instead (120–137 against 111–132 GFLOP/s) */
 
-// CK_PANEL_ROWS (Kernels.c): the fewest rows of C that take the panels; CK_PANEL_COLUMNS the
-// fewest columns (of this thread's range).
-#define CK_PANEL_COLUMNS 256
+// CK_PANEL_ROWS and CK_PANEL_COLUMNS (Kernels.c): the fewest rows and columns (of this thread's
+// range) of C that take the panels.
 
-/// C[r, 0..<32] for r < MR: chains over p < P of a(r, p) = ap[p·aps + r] times bp[32·p ..].
-KINL void KFN(ptile)(const int MR, long P, const float *ap, long aps, const float *bp, float *C, long ldc,
-                     const float *init) {
-    v16 acc[CK_PMR][2];
-    _Pragma("clang loop unroll(full)") for (int r = 0; r < MR; r++) {
-        acc[r][0] = init ? CK_LD16(init) : CK_LD16(C + r * ldc);
-        acc[r][1] = init ? CK_LD16(init + 16) : CK_LD16(C + r * ldc + 16);
-    }
-    for (long p = 0; p < P; p++) {
-        v16 b0 = CK_LD16(bp + 32 * p), b1 = CK_LD16(bp + 32 * p + 16);
-        const float *a = ap + p * aps;
-        _Pragma("clang loop unroll(full)") for (int r = 0; r < MR; r++) {
-            v16 s = (v16)(a[r]);
-            acc[r][0] = MADDV(s, b0, acc[r][0]);
-            acc[r][1] = MADDV(s, b1, acc[r][1]);
-        }
-    }
-    _Pragma("clang loop unroll(full)") for (int r = 0; r < MR; r++) {
-        CK_ST16(C + r * ldc, acc[r][0]);
-        CK_ST16(C + r * ldc + 16, acc[r][1]);
-    }
-}
+/// C[r, 0..<32] for r < MR: chains over p < P of a(r, p) = ap[p·aps + r] times bp[32·p ..]
+/// (WideTile.h's tile, reading the panel and a packed strip).
+#define KPANELTILE(R, P, ap, aps, bp, C, ldc, init) KFN(ztile)((R), 2, (P), (ap), 1, (aps), (bp), 32, (C), (ldc), (init), CK_EP_NONE, 0, 0)
 
 /// A's rows [i, i + rn) × steps [pc, pc + pn) into one panel: a(i + r, pc + p) at panel[p·CK_PMR + r].
 KINL void KFN(ppack_a)(float *panel, const float *A, long ars, long aps, long i, long rn, long pc, long pn) {
@@ -64,12 +44,10 @@ KINL void KFN(panel_row)(const float *panel, long rn, long pn, const float *bpac
         const float *bp = bpack + s * 32 * pn;
         float *c = C + 32 * s;
         const float *st = init ? init + s * init_step : 0;
-        if (rn == CK_PMR) { KFN(ptile)(CK_PMR, pn, panel, CK_PMR, bp, c, ldc, st); continue; }
-        long r = 0;
-        if (rn - r >= 8) { KFN(ptile)(8, pn, panel + r, CK_PMR, bp, c + r * ldc, ldc, st); r += 8; }
-        if (rn - r >= 4) { KFN(ptile)(4, pn, panel + r, CK_PMR, bp, c + r * ldc, ldc, st); r += 4; }
-        if (rn - r >= 2) { KFN(ptile)(2, pn, panel + r, CK_PMR, bp, c + r * ldc, ldc, st); r += 2; }
-        if (rn - r >= 1) KFN(ptile)(1, pn, panel + r, CK_PMR, bp, c + r * ldc, ldc, st);
+#define KCALL(R, r) KPANELTILE((R), pn, panel + (r), CK_PMR, bp, c + (r) * ldc, ldc, st)
+        if (rn == CK_PMR) KCALL(CK_PMR, 0);
+        else KPROWSN(8, rn, KCALL);  // rn < 12: at most one tile of 8, then 4, 2, 1
+#undef KCALL
     }
 }
 

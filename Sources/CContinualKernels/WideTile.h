@@ -6,7 +6,7 @@
 // element is the same chain c ← fma(a_p, b_p, c) over p in order from the value in memory (or
 // `init`), so the bits are the avx2-fma path's.
 
-#define CK_WIDE_ROWS_MAX 8
+#define CK_WIDE_ROWS_MAX 12  /* the most rows a tile takes: PanelBody.h's panels */
 typedef float v16 __attribute__((ext_vector_type(16)));
 #define CK_LD16(p) ({ v16 v_; __builtin_memcpy(&v_, (p), sizeof v_); v_; })
 #define CK_ST16(p, v) do { v16 w_ = (v); __builtin_memcpy((p), &w_, sizeof w_); } while (0)
@@ -47,7 +47,7 @@ KINL void KFN(ztile)(const int MR, const int NV, long P, const float *A, long ar
 }
 
 #define KPR CK_WIDE_ROWS
-/// Rows [0, M) in full tiles of N rows (N ≤ CK_WIDE_ROWS_MAX), then tiles of 4, 2 and 1 rows.
+/// Rows [0, M) in full tiles of N rows (N ≤ 8), then tiles of 4, 2 and 1 rows.
 #define KPROWSN(N, M, CALL)                                                                 \
     do {                                                                                    \
         long i = 0;                                                                         \
