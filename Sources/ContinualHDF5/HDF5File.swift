@@ -37,9 +37,9 @@ public final class HDF5File {
         }
         let access = try strongCloseAccessList(verb: "create", path: path)
         defer { H5Pclose(access) }
-        let id = H5Fcreate(path, chdf5_H5F_ACC_TRUNC(), chdf5_H5P_DEFAULT(), access)
-        try check(id, .cannot("create", path))
-        closeOnExec(id)
+        let id = try waitingOutBriefLocks(verb: "create", path: path) {
+            H5Fcreate(path, chdf5_H5F_ACC_TRUNC(), chdf5_H5P_DEFAULT(), access)
+        }
         return HDF5File(path: path, mode: .readWrite, id: id)
     }
 
@@ -67,12 +67,35 @@ public final class HDF5File {
         let access = try strongCloseAccessList(verb: "open", path: path)
         defer { H5Pclose(access) }
         let flags = mode == .readOnly ? chdf5_H5F_ACC_RDONLY() : chdf5_H5F_ACC_RDWR()
-        let id = H5Fopen(path, flags, access)
-        try check(id, .cannot("open", path))
-        closeOnExec(id)
+        let id = try waitingOutBriefLocks(verb: "open", path: path) { H5Fopen(path, flags, access) }
         let quarantined = mode == .readOnly && !trusted ? HDF5Quarantine.objects(ofFileAt: path) : []
         return HDF5File(path: path, mode: mode, id: id, quarantined: quarantined)
     }
+
+    /// Runs `open` (an `H5Fopen` or `H5Fcreate`) and marks the new file's descriptor close-on-exec.
+    /// A lock held by another process is waited out for up to `lockPatience` seconds before the
+    /// error is thrown: between libhdf5's `open` and `closeOnExec` a child that another thread
+    /// forks (with `Foundation.Process`, which closes only the descriptors it listed) can inherit
+    /// the descriptor, and with it the lock, for the few milliseconds until it execs or exits.
+    /// A real second writer still gets "the file is in use by another process", 1 s later.
+    private static func waitingOutBriefLocks(verb: String, path: String, _ open: () -> hid_t) throws -> hid_t {
+        var waited = 0.0, pause = 0.01
+        while true {
+            let id = open()
+            if id >= 0 {
+                closeOnExec(id)
+                return id
+            }
+            let error = HDF5Error.cannot(verb, path)
+            guard error.kind == .fileLocked, waited < lockPatience else { throw error }
+            Thread.sleep(forTimeInterval: pause)
+            waited += pause
+            pause = min(pause * 2, 0.2)
+        }
+    }
+
+    /// How long `open` and `create` wait for another process's lock to go away (seconds).
+    static let lockPatience = 1.0
 
     /// Marks the file's descriptor close-on-exec. libhdf5 opens files without `O_CLOEXEC`, and
     /// its lock (`flock`) belongs to the open file description: a child started with `posix_spawn`
