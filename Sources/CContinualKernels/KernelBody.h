@@ -246,6 +246,22 @@ static KATTR void KFN(gemm_direct)(long M, long j0, long j1, long P, const float
     KFN(gemm_direct_ep)(M, j0, j1, P, A, ars, aps, B, ldb, C, ldc, init, CK_EP_NONE, 0, 0, 0);
 }
 
+#include "Transpose8.h"
+
+/// pack[p·ld + c] = w[c·ldw + p] for c < kn, p < pn: a block of w transposed, 8 × 8 in
+/// registers where whole blocks fit (a scalar copy measured 6 % of a 1024-wide step).
+KINL void KFN(pack_wt)(float *pack, long ld, const float *w, long ldw, long kn, long pn) {
+    long c8 = kn / 8 * 8, p8 = pn / 8 * 8;
+    for (long c = 0; c < c8; c += 8)
+        for (long p = 0; p < p8; p += 8) {
+            v8 col[8];
+            KFN(transpose8)(w + c * ldw + p, ldw, col);
+            for (int q = 0; q < 8; q++) CK_ST(pack + (p + q) * ld + c, col[q]);
+        }
+    for (long c = 0; c < kn; c++)
+        for (long p = c < c8 ? p8 : 0; p < pn; p++) pack[p * ld + c] = w[c * ldw + p];
+}
+
 #include "PackedBody.h"
 
 static KATTR void KFN(forward)(const float *x, const float *w, const float *b, float *y,
@@ -276,7 +292,6 @@ static KATTR void KFN(weight_gradient)(const float *x, const float *xt, const fl
     }
 }
 
-#include "Transpose8.h"
 
 /// dx = dz·wᵀ for batch ≤ 4 (EWC's per-sample Fisher, one-sample training): eight rows of w are
 /// loaded at a time and transposed in registers 8 × 8, so each dx[s, k..k+7] is one vector of the
@@ -315,47 +330,6 @@ KINL void KFN(input_gradient_small)(const float *dz, const float *w, float *dx,
     }
 }
 
-/// pack[p·ld + c] = w[c·ldw + p] for c < kn, p < pn: a block of w transposed, 8 × 8 in
-/// registers where whole blocks fit (a scalar copy measured 6 % of a 1024-wide step).
-KINL void KFN(pack_wt)(float *pack, long ld, const float *w, long ldw, long kn, long pn) {
-    long c8 = kn / 8 * 8, p8 = pn / 8 * 8;
-    for (long c = 0; c < c8; c += 8)
-        for (long p = 0; p < p8; p += 8) {
-            v8 col[8];
-            KFN(transpose8)(w + c * ldw + p, ldw, col);
-            for (int q = 0; q < 8; q++) CK_ST(pack + (p + q) * ld + c, col[q]);
-        }
-    for (long c = 0; c < kn; c++)
-        for (long p = c < c8 ? p8 : 0; p < pn; p++) pack[p * ld + c] = w[c * ldw + p];
-}
-
-#ifdef CK_WIDE_TILE
-/// dx[·, k0 ..< k0 + 32·⌊(k1 − k0)/32⌋] = dz·wᵀ through panels (PanelBody.h): wᵀ packed CK_PKC
-/// outputs at a time into 32-column strips, dz's rows a panel at a time; the same chains (from 0,
-/// over the outputs in order). Returns the first column it left (a tail of < 32), or 0 columns
-/// done if it could not allocate its pack.
-KINL long KFN(input_gradient_panels)(const float *dz, const float *w, float *dx,
-                                     long batch, long inputs, long outputs, long k0, long k1) {
-    static const float zeros[32] = {0};
-    long strips = (k1 - k0) / 32;
-    float *bpack = (float *)malloc(sizeof(float) * CK_PKC * 32 * (size_t)strips);
-    if (!bpack) return k0;
-    float panel[CK_PMR * CK_PKC] __attribute__((aligned(64)));
-    for (long pc = 0; pc < outputs; pc += CK_PKC) {
-        long pn = outputs - pc < CK_PKC ? outputs - pc : CK_PKC;
-        for (long s = 0; s < strips; s++)
-            KFN(pack_wt)(bpack + s * 32 * pn, 32, w + (k0 + 32 * s) * outputs + pc, outputs, 32, pn);
-        for (long i = 0; i < batch; i += CK_PMR) {
-            long rn = batch - i < CK_PMR ? batch - i : CK_PMR;
-            KFN(ppack_a)(panel, dz + pc, outputs, 1, i, rn, 0, pn);
-            KFN(panel_row)(panel, rn, pn, bpack, strips, dx + i * inputs + k0, inputs, pc == 0 ? zeros : 0, 0);
-        }
-    }
-    free(bpack);
-    return k0 + 32 * strips;
-}
-#endif
-
 /// dx = dz·wᵀ: wᵀ is packed a block at a time (KC columns of dx × PC outputs, 16 kB on the
 /// stack), then the same chains as the other products run over it.
 static KATTR void KFN(input_gradient)(const float *dz, const float *w, float *dx,
@@ -370,8 +344,13 @@ static KATTR void KFN(input_gradient)(const float *dz, const float *w, float *dx
     if (batch <= 4) { KFN(input_gradient_small)(dz, w, dx, batch, inputs, outputs, k0, k1); return; }
 #ifdef CK_WIDE_TILE
     if (batch >= 2 * CK_PANEL_ROWS && outputs >= CK_PKC && k1 - k0 >= 32 && ck_panels_wanted()) {
-        k0 = KFN(input_gradient_panels)(dz, w, dx, batch, inputs, outputs, k0, k1);
-        if (k0 == k1) return;
+        // dz's rows a panel at a time, wᵀ packed CK_PKC outputs at a time into 32-column strips.
+        float *bpack = (float *)malloc(sizeof(float) * CK_PKC * (size_t)(k1 - k0));
+        if (bpack) {
+            k0 = KFN(gemm_panels)(batch, k0, k1, outputs, dz, outputs, 1, w, outputs, 1, dx, inputs, zeros, 0, bpack);
+            free(bpack);
+            if (k0 == k1) return;
+        }
     }
 #endif
     for (long kc = k0; kc < k1; kc += KC) {

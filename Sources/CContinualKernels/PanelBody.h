@@ -51,22 +51,28 @@ KINL void KFN(panel_row)(const float *panel, long rn, long pn, const float *bpac
     }
 }
 
-/// C[i, j] for i < M, j in [j0, j1): gemm's chains through panels. `bpack` holds CK_PKC × 32·⌊(j1 −
-/// j0)/32⌋ floats; the columns past the last whole 32-column strip go to gemm_direct.
-static KATTR __attribute__((noinline)) void KFN(gemm_panels)(long M, long j0, long j1, long P,
-        const float *A, long ars, long aps, const float *B, long ldb, float *C, long ldc, const float *init,
-        float *bpack) {
+/// C[i, j] for i < M and j in [j0, jend), jend = j0 + 32·⌊(j1 − j0)/32⌋: gemm's chains through
+/// panels; returns jend (the caller does the columns past the last whole strip). B(p, j) is
+/// B[p·ldb + j], or B[j·ldb + p] when `bt` (wᵀ, for the input gradient: packed by pack_wt).
+/// The chains start at init + j (`init_step` 32) or at init[0 ..< 32] for every strip (0: zeros).
+/// `bpack` holds CK_PKC × 32·⌊(j1 − j0)/32⌋ floats.
+static KATTR __attribute__((noinline)) long KFN(gemm_panels)(long M, long j0, long j1, long P,
+        const float *A, long ars, long aps, const float *B, long ldb, int bt, float *C, long ldc,
+        const float *init, long init_step, float *bpack) {
     float panel[CK_PMR * CK_PKC] __attribute__((aligned(64)));
-    long strips = (j1 - j0) / 32, jend = j0 + 32 * strips;
+    long strips = (j1 - j0) / 32;
     for (long pc = 0; pc < P; pc += CK_PKC) {
         long pn = P - pc < CK_PKC ? P - pc : CK_PKC;
-        for (long s = 0; s < strips; s++) KFN(pack_b)(32, bpack + s * 32 * pn, B, ldb, pc, pn, j0 + 32 * s);
-        const float *st = (pc == 0 && init) ? init + j0 : 0;
+        for (long s = 0; s < strips; s++) {
+            if (bt) KFN(pack_wt)(bpack + s * 32 * pn, 32, B + (j0 + 32 * s) * ldb + pc, ldb, 32, pn);
+            else KFN(pack_b)(32, bpack + s * 32 * pn, B, ldb, pc, pn, j0 + 32 * s);
+        }
+        const float *st = (pc == 0 && init) ? init + (init_step ? j0 : 0) : 0;
         for (long i = 0; i < M; i += CK_PMR) {
             long rn = M - i < CK_PMR ? M - i : CK_PMR;
             KFN(ppack_a)(panel, A, ars, aps, i, rn, pc, pn);
-            KFN(panel_row)(panel, rn, pn, bpack, strips, C + i * ldc + j0, ldc, st, 32);
+            KFN(panel_row)(panel, rn, pn, bpack, strips, C + i * ldc + j0, ldc, st, init_step);
         }
     }
-    if (jend < j1) KFN(gemm_direct)(M, jend, j1, P, A, ars, aps, B, ldb, C, ldc, init);
+    return j0 + 32 * strips;
 }
