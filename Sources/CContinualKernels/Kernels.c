@@ -1,5 +1,6 @@
 // Kernel paths and their run-time choice (see ContinualKernels.h and KernelBody.h).
 #include "ContinualKernels.h"
+#include "Crew.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -154,49 +155,34 @@ static void run_job(const ck_job *j) {
     }
 }
 
-// Products with fewer multiply-adds than this run on the calling thread (a thread start costs
-// tens of microseconds).
+// Products with fewer multiply-adds than this run on the calling thread (handing a range to a
+// helper and waiting for it costs microseconds; a thread start cost 50–110 µs).
 #define CK_PARALLEL_WORK (1L << 20)
 #define CK_MAX_THREADS 64
 
-#if __has_include(<pthread.h>)
-#include <pthread.h>
-#define CK_HAVE_THREADS 1
-static void *thread_main(void *arg) { run_job((const ck_job *)arg); return 0; }
-#endif
+static void run_job_arg(void *arg) { run_job((const ck_job *)arg); }
 
 // Splits columns [0, columns) into `threads` ranges of whole 16-column strips; range 0 runs on
-// the calling thread. Every element's chain is the same whatever the split.
+// the calling thread, the others on its crew of persistent helpers (Crew.c). Every element's
+// chain is the same whatever the split and whichever thread runs it.
 static void run(ck_job job, long columns) {
     long t = ck_threads();
     long strips = (columns + 15) / 16;
     if (t > CK_MAX_THREADS) t = CK_MAX_THREADS;
     if (t > strips) t = strips;
-#ifdef CK_HAVE_THREADS
     if (t > 1 && job.batch * job.inputs * job.outputs >= CK_PARALLEL_WORK) {
         long per = (strips + t - 1) / t;
         ck_job jobs[CK_MAX_THREADS];
-        pthread_t ids[CK_MAX_THREADS];
-        int started[CK_MAX_THREADS];
+        void *args[CK_MAX_THREADS];
         for (long i = 0; i < t; i++) {
             jobs[i] = job;
             jobs[i].c0 = i * per * 16 < columns ? i * per * 16 : columns;
             jobs[i].c1 = (i + 1) * per * 16 < columns ? (i + 1) * per * 16 : columns;
+            args[i] = &jobs[i];
         }
-        int running = 1;
-        for (long i = 1; i < t; i++) {
-            started[i] = pthread_create(&ids[i], 0, thread_main, &jobs[i]) == 0;
-            running += started[i];
-        }
-        note_threads_used(running);
-        run_job(&jobs[0]);
-        for (long i = 1; i < t; i++) {
-            if (started[i]) pthread_join(ids[i], 0);
-            else run_job(&jobs[i]);  // no thread: the same columns, here
-        }
+        note_threads_used(ck_crew_run(run_job_arg, args, (int)t));
         return;
     }
-#endif
     job.c0 = 0;
     job.c1 = columns;
     run_job(&job);
@@ -212,6 +198,10 @@ void ck_dense_forward(const float *x, const float *w, const float *b, float *y,
 // Scratch for x transposed (the weight gradient with wide inputs): one grow-only buffer per
 // calling thread, freed when that thread exits, so a training step does not call malloc/free
 // (above glibc's mmap threshold each step would map and fault in fresh pages).
+#if __has_include(<pthread.h>)
+#include <pthread.h>
+#define CK_HAVE_THREADS 1
+#endif
 #ifdef CK_HAVE_THREADS
 typedef struct { float *p; size_t cap; } ck_scratch;
 static pthread_key_t scratch_key;

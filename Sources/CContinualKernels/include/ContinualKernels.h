@@ -56,6 +56,10 @@ void ck_set_thread_threads(int threads);
 /// `ck_reset_threads_used` (1 when every product was too small to split).
 int ck_threads_used(void);
 void ck_reset_threads_used(void);
+/// The calling thread's helper threads (Crew.c: started at its first product split over threads,
+/// kept for the next, stopped when it exits): how many, and their kernel thread ids (Linux; 0
+/// elsewhere) in `tids[0 ..< min(count, max)]`. For tests of the crew's life cycle.
+int ck_crew_helpers(long *tids, int max);
 
 /// Whether the packed products copy their left operand into panels: -1 (default) as measured for
 /// this CPU (its L2 size; on the avx512-fma path, whether it is an Intel core: 12-row panels,
