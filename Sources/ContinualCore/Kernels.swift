@@ -66,9 +66,7 @@ public enum Kernels {
 
     /// Threads one dense product may use (≥ 1; default 1). Products with fewer than 2^20
     /// multiply-adds always run on the calling thread; larger ones are split by output columns
-    /// (whole 16-column strips) over the calling thread and its helpers: POSIX threads started at
-    /// its first split product and kept, waiting, for the next (a start per product cost 50–110
-    /// µs), stopped when the calling thread exits. Any value gives the same bits: each element's
+    /// (whole 16-column strips) over POSIX threads. Any value gives the same bits: each element's
     /// chain is unchanged. Process-wide: with several jobs at once, each job's products use up to
     /// this many threads.
     public static var threads: Int {
