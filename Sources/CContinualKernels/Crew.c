@@ -137,7 +137,16 @@ static void crew_stop(void *p) {
 static pthread_key_t crew_key;
 static pthread_once_t crew_once = PTHREAD_ONCE_INIT;
 static int crew_key_ok;
-static void crew_init(void) { crew_key_ok = pthread_key_create(&crew_key, crew_stop) == 0; }
+/// In the child of a `fork` only the forking thread exists: its crew's helpers were not copied,
+/// and waiting for them would hang. The child forgets the crew (not freed: its mutexes may be in
+/// any state) and starts a new one at its next split product.
+static void crew_forget_in_child(void) {
+    if (crew_key_ok) pthread_setspecific(crew_key, 0);
+}
+static void crew_init(void) {
+    crew_key_ok = pthread_key_create(&crew_key, crew_stop) == 0;
+    if (crew_key_ok) pthread_atfork(0, 0, crew_forget_in_child);
+}
 
 /// This thread's crew with at least `want` helpers where they could be started (null: none).
 static ck_crew *crew_get(int want) {

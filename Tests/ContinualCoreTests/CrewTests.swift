@@ -55,4 +55,39 @@ private final class ThreadResult<R>: @unchecked Sendable { var value: R? }
         while seen.first.contains(where: Self.alive), Date() < deadline { usleep(2000) }
         #expect(!seen.first.contains(where: Self.alive), "the helpers stop when their thread exits: \(seen.first)")
     }
+
+    /// A process forked by a thread with helpers has none of them (only the forking thread is
+    /// copied): its next split product must start new ones rather than wait forever for the old.
+    /// The child calls only the C kernels on buffers allocated before the fork, then `_exit`s.
+    @Test("a child forked after helpers started runs split products with helpers of its own")
+    func forkedChildStartsItsOwnHelpers() throws {
+        let (b, n, m) = (64, 200, 100)
+        let status: Int32 = Self.onThread {
+            let x = [Float](repeating: 0.5, count: b * n), w = [Float](repeating: 0.25, count: n * m)
+            let bias = [Float](repeating: 0, count: m)
+            var y = [Float](repeating: 0, count: b * m)
+            ck_set_thread_threads(2)
+            defer { ck_set_thread_threads(0) }
+            ck_dense_forward(x, w, bias, &y, b, n, m)
+            guard Self.helpers().count == 1 else { return -1 }
+            y = [Float](repeating: 0, count: b * m)
+            var tids = [Int](repeating: 0, count: 4)
+            let pid = fork()
+            if pid == 0 {  // the child: C calls on the buffers above, then _exit
+                ck_dense_forward(x, w, bias, &y, b, n, m)
+                let ok = ck_crew_helpers(&tids, 4) == 1 && y.allSatisfy { $0 == 25 }  // 200 × 0.5 × 0.25
+                _exit(ok ? 0 : 3)
+            }
+            guard pid > 0 else { return -2 }
+            let deadline = Date().addingTimeInterval(20)
+            var raw: Int32 = 0
+            while waitpid(pid, &raw, WNOHANG) == 0 {
+                if Date() > deadline { kill(pid, SIGKILL); waitpid(pid, &raw, 0); return -3 }
+                usleep(5000)
+            }
+            return raw
+        }
+        #expect(status == 0, "child status \(status) (-1: no helper before the fork, -3: the child hung)")
+    }
 }
+
