@@ -73,10 +73,10 @@ private final class ThreadResult<R>: @unchecked Sendable { var value: R? }
             y = [Float](repeating: 0, count: b * m)
             var tids = [Int](repeating: 0, count: 4)
             let pid = fork()
-            if pid == 0 {  // the child: C calls on the buffers above, then _exit
+            if pid == 0 {  // the child: C calls on the buffers above, then _exit (no Swift runtime
+                           // call another thread might have held a lock of at the fork)
                 ck_dense_forward(x, w, bias, &y, b, n, m)
-                let ok = ck_crew_helpers(&tids, 4) == 1 && y.allSatisfy { $0 == 25 }  // 200 × 0.5 × 0.25
-                _exit(ok ? 0 : 3)
+                _exit(ck_crew_helpers(&tids, 4) == 1 ? 0 : 3)
             }
             guard pid > 0 else { return -2 }
             let deadline = Date().addingTimeInterval(20)
