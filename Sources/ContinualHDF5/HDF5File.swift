@@ -37,9 +37,11 @@ public final class HDF5File {
         }
         let access = try strongCloseAccessList(verb: "create", path: path)
         defer { H5Pclose(access) }
-        let id = try waitingOutBriefLocks(verb: "create", path: path) {
-            H5Fcreate(path, chdf5_H5F_ACC_TRUNC(), chdf5_H5P_DEFAULT(), access)
-        }
+        // Not retried on a lock: libhdf5 truncates before it locks, so a retry would only
+        // truncate again a file another process holds.
+        let id = H5Fcreate(path, chdf5_H5F_ACC_TRUNC(), chdf5_H5P_DEFAULT(), access)
+        try check(id, .cannot("create", path))
+        closeOnExec(id)
         return HDF5File(path: path, mode: .readWrite, id: id)
     }
 
@@ -72,12 +74,14 @@ public final class HDF5File {
         return HDF5File(path: path, mode: mode, id: id, quarantined: quarantined)
     }
 
-    /// Runs `open` (an `H5Fopen` or `H5Fcreate`) and marks the new file's descriptor close-on-exec.
-    /// A lock held by another process is waited out for up to `lockPatience` seconds before the
-    /// error is thrown: between libhdf5's `open` and `closeOnExec` a child that another thread
-    /// forks (with `Foundation.Process`, which closes only the descriptors it listed) can inherit
-    /// the descriptor, and with it the lock, for the few milliseconds until it execs or exits.
-    /// A real second writer still gets "the file is in use by another process", 1 s later.
+    /// Runs `open` (an `H5Fopen`) and marks the new file's descriptor close-on-exec. A lock held
+    /// by another process is waited out for up to `lockPatience` seconds before the error is
+    /// thrown: between libhdf5's `open` and `closeOnExec` a child that another thread forks (with
+    /// `Foundation.Process`, which closes only the descriptors it listed) inherits the descriptor
+    /// without the mark, and with it the lock, until it exits — a short-lived child (a tool, a
+    /// git lookup) within the patience. A real second writer still gets "the file is in use by
+    /// another process", about 1 s later; callers holding `HDF5Lock` stall the process's other
+    /// HDF5 calls for that second, only when the open is about to fail.
     private static func waitingOutBriefLocks(verb: String, path: String, _ open: () -> hid_t) throws -> hid_t {
         var waited = 0.0, pause = 0.01
         while true {

@@ -33,19 +33,22 @@ private final class ThreadResult<R>: @unchecked Sendable { var value: R? }
 
     @Test("a thread's split products reuse its helpers, which stop when the thread exits")
     func helpersAreKeptThenStopped() throws {
-        let seen = Self.onThread { () -> (first: [Int], again: [Int], used: Int, sameBits: Bool) in
-            #expect(Self.helpers().isEmpty)
+        let seen = Self.onThread { () -> (first: [Int], again: [Int], used: Int, sameBits: Bool, noneFirst: Bool, alive: Bool) in
+            // (no #expect on this thread: it has no test context; everything is returned)
+            let noneAtStart = Self.helpers().isEmpty
             let one = Kernels.withThreads(1) { KernelPathTests.products(64, 200, 100, seed: 9) }
-            #expect(Self.helpers().isEmpty, "a product on one thread starts no helper")
+            let noneForOneThread = Self.helpers().isEmpty
             Kernels.resetThreadsUsed()
             let three = Kernels.withThreads(3) { KernelPathTests.products(64, 200, 100, seed: 9) }
             let first = Self.helpers(), used = Kernels.threadsUsed
             let two = Kernels.withThreads(2) { KernelPathTests.products(64, 200, 100, seed: 9) }
             let again = Self.helpers()
-            #expect(again.allSatisfy { $0 > 0 && Self.alive($0) } || !FileManager.default.fileExists(atPath: "/proc/self/task"))
+            let alive = again.allSatisfy { $0 > 0 && Self.alive($0) } || !FileManager.default.fileExists(atPath: "/proc/self/task")
             let bits = [one, three, two].map { $0.y.map(\.bitPattern) + $0.dw.map(\.bitPattern) + $0.dx.map(\.bitPattern) }
-            return (first, again, used, bits[0] == bits[1] && bits[0] == bits[2])
+            return (first, again, used, bits[0] == bits[1] && bits[0] == bits[2], noneAtStart && noneForOneThread, alive)
         }
+        #expect(seen.noneFirst, "no helper before a split product, none for a product on one thread")
+        #expect(seen.alive, "the helpers are running threads of this process")
         #expect(seen.used == 3)
         #expect(seen.sameBits)
         #expect(seen.first.count == 2, "two helpers for three threads")
@@ -59,6 +62,8 @@ private final class ThreadResult<R>: @unchecked Sendable { var value: R? }
     /// A process forked by a thread with helpers has none of them (only the forking thread is
     /// copied): its next split product must start new ones rather than wait forever for the old.
     /// The child calls only the C kernels on buffers allocated before the fork, then `_exit`s.
+    /// (A fork of a multi-threaded process: glibc resets its own locks in the child, which is what
+    /// the child's `malloc` and `pthread_create` need; ThreadSanitizer would refuse it.)
     @Test("a child forked after helpers started runs split products with helpers of its own")
     func forkedChildStartsItsOwnHelpers() throws {
         let (b, n, m) = (64, 200, 100)
@@ -74,7 +79,11 @@ private final class ThreadResult<R>: @unchecked Sendable { var value: R? }
             var tids = [Int](repeating: 0, count: 4)
             let pid = fork()
             if pid == 0 {  // the child: C calls on the buffers above, then _exit (no Swift runtime
-                           // call another thread might have held a lock of at the fork)
+                           // call another thread might have held a lock of at the fork). First it
+                           // closes what it inherited (other tests' locked files, pipe ends), so
+                           // it never keeps them past their owners' close.
+                var fd: Int32 = 3
+                while fd < 4096 { close(fd); fd += 1 }
                 ck_dense_forward(x, w, bias, &y, b, n, m)
                 _exit(ck_crew_helpers(&tids, 4) == 1 ? 0 : 3)
             }

@@ -15,15 +15,27 @@ import Testing
         return fd
     }
 
-    @Test("a lock released within the patience is waited out, for open and for create")
+    @Test("a lock released within the patience is waited out by open")
     func briefLockIsWaitedOut() throws {
         try withTemporaryFile { path in
-            for create in [false, true] {
-                let fd = try lockedFile(path)
-                DispatchQueue.global().asyncAfter(deadline: .now() + 0.25) { close(fd) }
-                let file = try create ? HDF5File.create(path: path) : HDF5File.open(path: path, mode: .readWrite)
-                try file.close()
-            }
+            let fd = try lockedFile(path)
+            let released = DispatchSemaphore(value: 0)
+            DispatchQueue.global().asyncAfter(deadline: .now() + 0.25) { close(fd); released.signal() }
+            defer { released.wait() }  // the descriptor is closed before the test ends, whatever happens
+            let file = try HDF5File.open(path: path, mode: .readWrite)
+            try file.close()
+        }
+    }
+
+    @Test("create does not wait: libhdf5 truncates before it locks, so a retry would truncate again")
+    func createIsNotRetried() throws {
+        try withTemporaryFile { path in
+            let fd = try lockedFile(path)
+            defer { close(fd) }
+            let started = Date()
+            let error = #expect(throws: HDF5Error.self) { try HDF5File.create(path: path) }
+            #expect(error?.kind == .fileLocked)
+            #expect(Date().timeIntervalSince(started) < 0.5)
         }
     }
 
