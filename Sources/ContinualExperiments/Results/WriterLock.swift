@@ -16,6 +16,20 @@ public final class WriterLock: @unchecked Sendable {
     /// The sidecar lock file of results file `path`.
     public static func lockPath(for path: String) -> String { path + ".lock" }
 
+    /// The PID the holder wrote into the lock file. A holder that has just taken the lock may not
+    /// have written it yet (two writers started at once), so an empty file is read again for up
+    /// to 100 ms; nil if it stays empty or unreadable.
+    static func holderPID(_ fd: Int32) -> Int32? {
+        for attempt in 0..<20 {
+            var buffer = [UInt8](repeating: 0, count: 32)
+            let n = pread(fd, &buffer, 31, 0)
+            let text = n > 0 ? String(decoding: buffer[0..<n], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) : ""
+            if let pid = Int32(text) { return pid }
+            if attempt < 19 { usleep(5000) }
+        }
+        return nil
+    }
+
     /// Another process holds the lock.
     public struct Busy: Error, Sendable, CustomStringConvertible {
         public var path: String
@@ -45,14 +59,11 @@ public final class WriterLock: @unchecked Sendable {
         guard fd >= 0 else { throw CannotLock(description: "cannot create \(lockPath): \(String(cString: strerror(errno)))") }
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let code = errno
-            var buffer = [UInt8](repeating: 0, count: 32)
-            let n = pread(fd, &buffer, 31, 0)
-            close(fd)
+            defer { close(fd) }
             guard code == EWOULDBLOCK else {
                 throw CannotLock(description: "cannot lock \(lockPath): \(String(cString: strerror(code)))")
             }
-            let text = n > 0 ? String(decoding: buffer[0..<n], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) : ""
-            throw Busy(path: path, holder: Int32(text))
+            throw Busy(path: path, holder: holderPID(fd))
         }
         let pid = "\(getpid())\n"
         _ = ftruncate(fd, 0)
