@@ -147,10 +147,14 @@ struct ClientRoundWork: Sendable {
     func upload(_ c: FederatedClient, _ local: ClientRound, _ trained: TrainedRound, _ further: [ExperienceRecord],
                 into e: inout RoundEntry) {
         let fed = setup.fed, sharedCount = setup.sharedCount
-        var delta = [Float]()
-        delta.reserveCapacity(sharedCount)
-        for range in setup.shared {
-            for i in range { delta.append(c.trainer.model.parameters[i] - global[i]) }
+        var delta = [Float](unsafeUninitializedCapacity: sharedCount) { d, count in
+            c.trainer.model.parameters.withUnsafeBufferPointer { p in
+                global.withUnsafeBufferPointer { g in
+                    for range in setup.shared {
+                        for i in range { d[count] = p[i] - g[i]; count += 1 }
+                    }
+                }
+            }
         }
         if c.adversary {
             switch fed.attack {
