@@ -39,9 +39,8 @@ public final class HDF5File {
         defer { H5Pclose(access) }
         // Not retried on a lock: libhdf5 truncates before it locks, so a retry would only
         // truncate again a file another process holds.
-        let id = H5Fcreate(path, chdf5_H5F_ACC_TRUNC(), chdf5_H5P_DEFAULT(), access)
-        try check(id, .cannot("create", path))
-        closeOnExec(id)
+        let id = closingOnExec(try check(H5Fcreate(path, chdf5_H5F_ACC_TRUNC(), chdf5_H5P_DEFAULT(), access),
+                                         .cannot("create", path)))
         return HDF5File(path: path, mode: .readWrite, id: id)
     }
 
@@ -69,28 +68,25 @@ public final class HDF5File {
         let access = try strongCloseAccessList(verb: "open", path: path)
         defer { H5Pclose(access) }
         let flags = mode == .readOnly ? chdf5_H5F_ACC_RDONLY() : chdf5_H5F_ACC_RDWR()
-        let id = try waitingOutBriefLocks(verb: "open", path: path) { H5Fopen(path, flags, access) }
+        let id = try openWaitingOutBriefLocks(path: path, flags: flags, access: access)
         let quarantined = mode == .readOnly && !trusted ? HDF5Quarantine.objects(ofFileAt: path) : []
         return HDF5File(path: path, mode: mode, id: id, quarantined: quarantined)
     }
 
-    /// Runs `open` (an `H5Fopen`) and marks the new file's descriptor close-on-exec. A lock held
+    /// `H5Fopen`s the file and marks the new descriptor close-on-exec. A lock held
     /// by another process is waited out for up to `lockPatience` seconds before the error is
-    /// thrown: between libhdf5's `open` and `closeOnExec` a child that another thread forks (with
+    /// thrown: between libhdf5's `open` and `closingOnExec` a child that another thread forks (with
     /// `Foundation.Process`, which closes only the descriptors it listed) inherits the descriptor
     /// without the mark, and with it the lock, until it exits — a short-lived child (a tool, a
     /// git lookup) within the patience. A real second writer still gets "the file is in use by
     /// another process", about 1 s later; callers holding `HDF5Lock` stall the process's other
     /// HDF5 calls for that second, only when the open is about to fail.
-    private static func waitingOutBriefLocks(verb: String, path: String, _ open: () -> hid_t) throws -> hid_t {
+    private static func openWaitingOutBriefLocks(path: String, flags: UInt32, access: hid_t) throws -> hid_t {
         var waited = 0.0, pause = 0.01
         while true {
-            let id = open()
-            if id >= 0 {
-                closeOnExec(id)
-                return id
-            }
-            let error = HDF5Error.cannot(verb, path)
+            let id = H5Fopen(path, flags, access)
+            if id >= 0 { return closingOnExec(id) }
+            let error = HDF5Error.cannot("open", path)
             guard error.kind == .fileLocked, waited < lockPatience else { throw error }
             Thread.sleep(forTimeInterval: pause)
             waited += pause
@@ -108,12 +104,14 @@ public final class HDF5File {
     /// open here fails with "unable to lock file" until the child exits. The toolkit's own spawns
     /// close every inherited descriptor in the child (`ChildProcessOutput` in ContinualExperiments);
     /// this also covers children that other code in the process (a user's app) starts.
-    private static func closeOnExec(_ id: hid_t) {
+    /// Returns `id`.
+    private static func closingOnExec(_ id: hid_t) -> hid_t {
         var raw: UnsafeMutableRawPointer?
-        guard H5Fget_vfd_handle(id, chdf5_H5P_DEFAULT(), &raw) >= 0, let handle = raw else { return }
+        guard H5Fget_vfd_handle(id, chdf5_H5P_DEFAULT(), &raw) >= 0, let handle = raw else { return id }
         let fd = handle.load(as: Int32.self)  // the sec2 driver's handle is its file descriptor
         let flags = fcntl(fd, F_GETFD)
         if flags >= 0 { _ = fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
+        return id
     }
 
     /// File access properties whose close degree makes `close()` really release the file (and its

@@ -128,8 +128,9 @@ struct FederationEngine {
     /// 784-100-10 FedProx run's time); the round trip is exact, as the runs on 2 ranks compared
     /// bit for bit with 1 (FederationTraceRankTests, FederatedConformanceTests) check.
     func gather(_ local: [RoundEntry]) throws -> [RoundEntry] {
-        if transport.size == 1 { return local.sorted { $0.id < $1.id } }
-        return try allGather(local, encode: { $0.encode(into: &$1) }, decode: RoundEntry.decode).sorted { $0.id < $1.id }
+        let entries = transport.size == 1
+            ? local : try allGather(local, encode: { $0.encode(into: &$1) }, decode: RoundEntry.decode)
+        return entries.sorted { $0.id < $1.id }
     }
 
     /// Every rank's `local` values as `decode` reads them, rank by rank (the transport's
