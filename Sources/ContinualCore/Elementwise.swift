@@ -11,6 +11,16 @@ public enum Elementwise {
         ck_accumulate_squares(f, g, w, count)
     }
 
+    /// For r < n, c < m and then y < labels in order: `let g = a[r] * delta[y * m + c]` (float) and
+    /// `f[r * m + c] += w[y] * Double(g) * Double(g)` — `accumulateSquares` of each label's outer
+    /// product a ⊗ delta[y], without forming it (EWC's exact Fisher, `MLP.accumulateLabelSquares`).
+    /// Rows with a[r] = ±0 are skipped when every delta is finite (they would add +0); `w` > 0.
+    public static func accumulateLabelSquares(_ f: UnsafeMutablePointer<Double>, a: UnsafePointer<Float>, rows n: Int,
+                                              delta: UnsafePointer<Float>, labels: Int, columns m: Int,
+                                              weights w: UnsafePointer<Double>) {
+        ck_accumulate_label_squares(f, a, n, delta, labels, m, w)
+    }
+
     /// For i < count: `let d = p[i] - a[i]; grad[i] += scale * f[i] * d`; returns
     /// `Σ Double(f[i]) * Double(d) * Double(d)` added in increasing i onto 0 in float64 (a quadratic
     /// penalty Σ F (θ − θ*)² and its gradient, EWC's).

@@ -219,13 +219,20 @@ public struct EWC: ParameterPenalty {
     /// Per-sample estimators run one sample at a time (forward once, backward once per label
     /// considered) and average the squared per-sample gradients; `batched` averages the squared
     /// mean gradients of consecutive mini-batches of `batchSize` (the last may be smaller).
+    /// `labelRows`: the exact estimator takes every label of a sample back at once where the model
+    /// allows (`exactFisherByLabelRows`, the same bits); false runs it one label at a time.
     public static func fisherDiagonal(model: MLP, samples: Samples, route: Int, estimator: Options.Estimator,
-                                      batchSize: Int = 32, rng: inout RandomSource,
+                                      batchSize: Int = 32, labelRows: Bool = true, rng: inout RandomSource,
                                       workspace ws: Workspace) -> [Double] {
         let p = model.parameterCount
         var fisher = [Double](repeating: 0, count: p)
         let n = samples.count
         guard n > 0 else { return fisher }
+        if estimator == .exact && labelRows && model.supportsLabelSquares {
+            fisher = exactFisherByLabelRows(model: model, samples: samples, route: route, workspace: ws)
+            for i in 0..<p { fisher[i] /= Double(n) }
+            return fisher
+        }
         let head = model.spec.head
         let k = head.logitCount
         var g = [Float](repeating: 0, count: p)

@@ -118,4 +118,34 @@ import Testing
             }
         }
     }
+
+    /// EWC's exact Fisher by label rows: per element, each label's accumulateSquares of the float
+    /// product a·δ in label order. Zero inputs are skipped only while every δ is finite: behind an
+    /// infinite δ, 0·∞ is NaN on the per-label path, so it must be here.
+    @Test(arguments: Kernels.availablePaths)
+    func labelSquaresKeepTheBitsOfEachLabelsSquares(_ path: String) {
+        Kernels.withPath(path) {
+            for (n, m, labels) in [(1, 1, 2), (5, 3, 4), (11, 9, 7), (13, 20, 3)] {
+                for special: Float in [1, .infinity, .nan] {
+                    let a = Self.values(n, seed: 20)
+                    var delta = Self.values(labels * m, seed: 21)
+                    if special != 1 { delta[delta.count / 2] = special }
+                    let w = (0..<labels).map { 0.05 + Double($0) / Double(labels) }
+                    var f = Self.values(n * m, seed: 22, positive: true).map(Double.init), r = f
+                    f.withUnsafeMutableBufferPointer { fp in
+                        Elementwise.accumulateLabelSquares(fp.baseAddress!, a: a, rows: n, delta: delta, labels: labels,
+                                                           columns: m, weights: w)
+                    }
+                    for y in 0..<labels {
+                        let g = (0..<(n * m)).map { a[$0 / m] * delta[y * m + $0 % m] }
+                        for i in 0..<(n * m) { r[i] += w[y] * Double(g[i]) * Double(g[i]) }
+                    }
+                    let canonical = { (v: Double) in v.isNaN ? Double.nan.bitPattern : v.bitPattern }
+                    #expect(f.map(canonical) == r.map(canonical), "\(path) \(n)×\(m), \(labels) labels, δ with \(special)")
+                    // NaN δ gives NaN; ∞ gives NaN only behind a zero input (a[3], a[5] are ±0).
+                    if special.isNaN || special.isInfinite && n > 5 { #expect(f.contains { $0.isNaN }) }
+                }
+            }
+        }
+    }
 }

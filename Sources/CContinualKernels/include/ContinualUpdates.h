@@ -30,6 +30,15 @@ void ck_adamw_update(float *p, const float *g, float *m, float *v, long n,
 /// f[i] = f[i] + (w·g[i])·g[i] in float64 for i < n (a weighted squared gradient: EWC's Fisher).
 void ck_accumulate_squares(double *f, const float *g, double w, long n);
 
+/// EWC's exact Fisher for one dense layer and one sample, without forming the gradients: for each
+/// row r < n and column c < m of f ([n × m], the layer's weights' slots) and each y < labels in
+/// order, f[r, c] = f[r, c] + (w[y]·g)·g in float64 with g = a[r]·delta[y, c] in float32 — the
+/// bits of ck_accumulate_squares over the count-1 weight gradient a ⊗ delta[y] (which is that
+/// product), label after label. Rows whose a[r] is ±0 add +0 and are skipped unless delta has a
+/// non-finite value. A bias is the case n = 1, a = {1}.
+void ck_accumulate_label_squares(double *f, const float *a, long n, const float *delta, long labels,
+                                 long m, const double *w);
+
 /// EWC's penalty over one term, for i < n: d = p − a (float32);
 /// grad[i] = grad[i] + (scale·f[i])·d; returns Σ_i (f[i]·d)·d summed in float64 in increasing i
 /// from 0 (one sequential chain, as the Swift loop it replaces).
