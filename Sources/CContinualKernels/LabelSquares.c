@@ -1,7 +1,7 @@
 // EWC's exact Fisher without forming each label's gradient (see ContinualUpdates.h): the weighted
 // squares of outer products a·δ_y, each element's labels in order, written once and compiled for
-// the baseline CPU and as AVX2 and AVX-512 clones, one per kernel path. No FMA: every element gets the float
-// product and the float64 operations of ck_accumulate_squares, rounded as written there.
+// the baseline CPU and as AVX2 and AVX-512 clones, one per kernel path. No FMA: every element gets
+// the float product and the float64 operations of ck_accumulate_squares, rounded as written there.
 #include "ContinualUpdates.h"
 #include "ContinualKernels.h"
 
@@ -17,7 +17,8 @@ typedef double ld8 __attribute__((ext_vector_type(8)));
 
 // Row r of f ([n × m]) gets, for y < labels in order, f = f + (w[y]·g)·g with g = a[r]·δ[y, ·]
 // (float). A row whose a[r] is ±0 adds +0 to every element (w > 0, finite δ), which leaves f as
-// it is (f ≥ 0 or NaN, never −0): it is skipped when `skip_zero_rows`.
+// it is unless f is −0 (the caller's contract: a Fisher starts at +0 and adds terms ≥ 0): it is
+// skipped when `skip_zero_rows`.
 #define LABEL_SQUARES_BODY(SUFFIX, ATTR, FV, DV, W)                                                \
 static ATTR void label_squares_##SUFFIX(double *f, const float *a, long n, const float *delta,      \
                                         long labels, long m, const double *w, int skip_zero_rows) {\

@@ -14,7 +14,8 @@ public enum Elementwise {
     /// For r < n, c < m and then y < labels in order: `let g = a[r] * delta[y * m + c]` (float) and
     /// `f[r * m + c] += w[y] * Double(g) * Double(g)` — `accumulateSquares` of each label's outer
     /// product a ⊗ delta[y], without forming it (EWC's exact Fisher, `MLP.accumulateLabelSquares`).
-    /// Rows with a[r] = ±0 are skipped when every delta is finite (they would add +0); `w` > 0.
+    /// Rows with a[r] = ±0 are skipped when every delta is finite (they would add +0), so `f` must
+    /// hold no −0 (a Fisher starts at +0 and adds terms ≥ 0: never −0); `w` > 0.
     public static func accumulateLabelSquares(_ f: UnsafeMutablePointer<Double>, a: UnsafePointer<Float>, rows n: Int,
                                               delta: UnsafePointer<Float>, labels: Int, columns m: Int,
                                               weights w: UnsafePointer<Double>) {

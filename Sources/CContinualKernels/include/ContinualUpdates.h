@@ -35,7 +35,8 @@ void ck_accumulate_squares(double *f, const float *g, double w, long n);
 /// order, f[r, c] = f[r, c] + (w[y]·g)·g in float64 with g = a[r]·delta[y, c] in float32 — the
 /// bits of ck_accumulate_squares over the count-1 weight gradient a ⊗ delta[y] (which is that
 /// product), label after label. Rows whose a[r] is ±0 add +0 and are skipped unless delta has a
-/// non-finite value. A bias is the case n = 1, a = {1}.
+/// non-finite value, so f must hold no −0 (+0 added to −0 is +0); w[y] > 0. A bias is the case
+/// n = 1, a = {1}.
 void ck_accumulate_label_squares(double *f, const float *a, long n, const float *delta, long labels,
                                  long m, const double *w);
 
