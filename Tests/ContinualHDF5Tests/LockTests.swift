@@ -20,7 +20,10 @@ import Testing
         try withTemporaryFile { path in
             let fd = try lockedFile(path)
             let released = DispatchSemaphore(value: 0)
-            DispatchQueue.global().asyncAfter(deadline: .now() + 0.25) { close(fd); released.signal() }
+            // A thread of its own, not a global dispatch queue: in the full parallel suite the
+            // queue's threads can all be busy for minutes (a run where the release came 310 s
+            // late failed here), and the lock must go within the patience.
+            Thread { Thread.sleep(forTimeInterval: 0.25); close(fd); released.signal() }.start()
             defer { released.wait() }  // the descriptor is closed before the test ends, whatever happens
             let file = try HDF5File.open(path: path, mode: .readWrite)
             try file.close()
