@@ -4,8 +4,8 @@ extension EWC {
     /// The exact estimator's Fisher, Σ_samples Σ_y p(y|x)·g_y², for models whose labels can go back
     /// through the layers together (`MLP.supportsLabelSquares`): per sample one forward pass, then
     /// every label with p(y|x) > 0 at once. The same bits as the per-label loop of `fisherDiagonal`
-    /// (`LabelSquaresTests`); a 2-permutation class-IL EWC run (20 classes, MLP 784-400-400) took
-    /// 7.3 s instead of 72 s. Not yet divided by the sample count.
+    /// (`LabelSquaresTests`); about 10× faster with a 20-class head on MLP 784-400-400 (measured,
+    /// with the machine and its peak, in docs/benchmarks.md). Not yet divided by the sample count.
     static func exactFisherByLabelRows(model: MLP, samples: Samples, route: Int,
                                        workspace ws: Workspace) -> [Double] {
         var fisher = [Double](repeating: 0, count: model.parameterCount)

@@ -6,7 +6,7 @@ import Testing
 /// bits of one backward pass per label (`MLP.accumulateLabelSquares`, `ck_accumulate_label_squares`):
 /// narrow and wide layers (the two product paths), multi-class, binary and multi-head models, inputs
 /// that are mostly zero (the skipped rows), and non-finite inputs. Non-finite gradients behind zero
-/// inputs are `LabelSquaresKernelTests`' (ContinualCoreTests).
+/// inputs are checked on the kernel itself (`ElementwiseUpdateTests.labelSquaresKeepTheBitsOfEachLabelsSquares`).
 @Suite("EWC exact Fisher by label rows")
 struct LabelSquaresTests {
     struct Case: CustomTestStringConvertible, Sendable {
