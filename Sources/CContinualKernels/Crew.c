@@ -2,9 +2,9 @@
 //
 // Why: a product split over threads started a thread per range and joined it, 50–110 µs of wall
 // time per product on these VMs (docs/benchmarks.md) — several per training step, all on the
-// step's critical path. A helper that waits for its next range costs a wake-up instead: it spins
-// for a few microseconds (the next product of a step usually follows at once), then sleeps on a
-// condition variable, so an idle crew uses no CPU.
+// step's critical path. A helper that waits for its next range costs a wake-up instead: it polls
+// for up to CK_CREW_SPIN_NS (200 µs; the next product of a step usually follows at once), then
+// sleeps on a condition variable, so an idle crew uses no CPU.
 //
 // Protocol, per helper, all state changes under its mutex: the caller posts (fn, arg) and sets
 // POSTED; the helper runs it and sets DONE; the caller waits for DONE. QUIT stops the helper

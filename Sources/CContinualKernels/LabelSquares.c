@@ -15,16 +15,28 @@ typedef double ld8 __attribute__((ext_vector_type(8)));
 #define LLD(T, p) ({ T v_; __builtin_memcpy(&v_, (p), sizeof v_); v_; })
 #define LST(p, v) do { __typeof__(v) w_ = (v); __builtin_memcpy((p), &w_, sizeof w_); } while (0)
 
+/// Whether every one of the n values is finite (a zero row times ±inf or NaN is NaN, not 0).
+static int all_finite(const float *v, long n) {
+    for (long i = 0; i < n; i++)
+        if (!__builtin_isfinite(v[i])) return 0;
+    return 1;
+}
+
 // Row r of f ([n × m]) gets, for y < labels in order, f = f + (w[y]·g)·g with g = a[r]·δ[y, ·]
 // (float). A row whose a[r] is ±0 adds +0 to every element (w > 0, finite δ), which leaves f as
 // it is unless f is −0 (the caller's contract: a Fisher starts at +0 and adds terms ≥ 0): it is
-// skipped when `skip_zero_rows`.
+// skipped when every δ is finite. That scan runs once, at the first zero row, so a layer whose
+// inputs have no zero (the bias's a = 1, a dense first layer) never pays for it.
 #define LABEL_SQUARES_BODY(SUFFIX, ATTR, FV, DV, W)                                                \
 static ATTR void label_squares_##SUFFIX(double *f, const float *a, long n, const float *delta,      \
-                                        long labels, long m, const double *w, int skip_zero_rows) {\
+                                        long labels, long m, const double *w) {                    \
+    int skip_zero_rows = -1; /* unknown until the first zero row */                                \
     for (long r = 0; r < n; r++) {                                                                 \
         const float ar = a[r];                                                                     \
-        if (skip_zero_rows && ar == 0) continue;                                                   \
+        if (ar == 0) {                                                                             \
+            if (skip_zero_rows < 0) skip_zero_rows = all_finite(delta, labels * m);                \
+            if (skip_zero_rows) continue;                                                          \
+        }                                                                                          \
         double *fr = f + r * m;                                                                    \
         const FV av = (FV)(ar);                                                                    \
         for (long y = 0; y < labels; y++) {                                                        \
@@ -51,23 +63,15 @@ LABEL_SQUARES_BODY(avx2, __attribute__((target("avx2"))), lf4, ld4, 4)
 LABEL_SQUARES_BODY(avx512, __attribute__((target("avx512f"))), lf8, ld8, 8)
 #endif
 
-/// Whether every one of the n values is finite (a zero row times ±inf or NaN is NaN, not 0).
-static int all_finite(const float *v, long n) {
-    for (long i = 0; i < n; i++)
-        if (!__builtin_isfinite(v[i])) return 0;
-    return 1;
-}
-
 void ck_accumulate_label_squares(double *f, const float *a, long n, const float *delta, long labels,
                                  long m, const double *w) {
     if (n <= 0 || m <= 0 || labels <= 0) return;
-    const int skip = all_finite(delta, labels * m);
 #if defined(__x86_64__)
     switch (ck_path()) {
-    case CK_PATH_AVX512_FMA: label_squares_avx512(f, a, n, delta, labels, m, w, skip); return;
-    case CK_PATH_AVX2_FMA: label_squares_avx2(f, a, n, delta, labels, m, w, skip); return;
+    case CK_PATH_AVX512_FMA: label_squares_avx512(f, a, n, delta, labels, m, w); return;
+    case CK_PATH_AVX2_FMA: label_squares_avx2(f, a, n, delta, labels, m, w); return;
     default: break;
     }
 #endif
-    label_squares_base(f, a, n, delta, labels, m, w, skip);
+    label_squares_base(f, a, n, delta, labels, m, w);
 }
