@@ -292,6 +292,11 @@ def depends_files(spec: str, root=ROOT) -> list[str]:
         files = [f for f in listed if f and os.path.isfile(os.path.join(root, f))]
     except (subprocess.CalledProcessError, FileNotFoundError):
         files = []
+    # In a work tree an untracked file would be hashed as absent: the block would never go stale
+    # when it changes (and would go stale when it is added).
+    untracked = [p for p in paths if files and os.path.isfile(os.path.join(root, p)) and p not in files]
+    if untracked:
+        raise ValueError(f"depends: {untracked} not tracked by git (git add it first)")
     if not files:
         for p in paths:
             full = os.path.join(root, p)

@@ -142,6 +142,21 @@ def test_stale_checks_hashes_only_without_running_a_command(repo, monkeypatch):
     assert rc == 2 and "not with --update or --restamp" in out
 
 
+def test_an_untracked_dependency_is_refused_in_a_work_tree(repo):
+    """In a git work tree the hash covers tracked files only, so a `depends:` file not yet added
+    would be left out of it silently: the block would not go stale when that file changes."""
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+    subprocess.run([*git, "add", "src", "README.md"], cwd=repo, check=True)
+    (repo / "exp.json").write_text("{}\n")
+    (repo / "README.md").write_text(README.replace("depends: src", "depends: src exp.json"))
+    rc, out = run(repo, "--restamp", "README.md")
+    assert rc != 0 and "not tracked by git" in out, out
+    subprocess.run([*git, "add", "exp.json"], cwd=repo, check=True)
+    rc, out = run(repo, "--restamp", "README.md")
+    assert rc == 0, out
+
+
 def test_elision_and_volatile_values_are_not_differences():
     t = _tool()
     vol = __import__("re").compile(r"(?<= )\d+\.\d{3}$")
