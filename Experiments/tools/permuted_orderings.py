@@ -17,7 +17,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
 from continualkit.io import load_summary   # noqa: E402
-from continualkit.verdicts import order      # noqa: E402
+from continualkit.verdicts import order, seed_values   # noqa: E402
 
 VDV = "van de Ven & Tolias 2019 (abstract): class-IL needs replay; regularisation fails"
 # (higher, lower, settings, who reports it, the paper's stream)
@@ -49,12 +49,6 @@ CLAIMS = [
 ]
 
 
-def values(df, variant):
-    """ACC % of every completed seed of `variant`."""
-    part = df[(df["variant"] == variant) & (df["status"] == "completed")]
-    return (part["acc"].to_numpy(dtype=float) * 100).tolist()
-
-
 def cell(s):
     """A seed_stats cell: mean ± std (n), or — when nothing ran."""
     return "—" if s["n"] == 0 else f"{s['mean']:.2f} ± {s['std']:.2f}"
@@ -65,32 +59,33 @@ def p_text(p):
     return "—" if p != p else f"{p:.2g}"
 
 
-def table(df, setting):
-    """The markdown rows of every claim that names `setting`, with both variants in the file."""
-    rows = []
+def checked(df, setting):
+    """(verdict, markdown row) of every claim that names `setting`; "not run" when either variant
+    has no completed seed in the file."""
+    out = []
     for hi, lo, settings, who, stream in CLAIMS:
         if setting not in settings:
             continue
-        higher, lower = values(df, f"{hi}_{setting}"), values(df, f"{lo}_{setting}")
+        higher, lower = seed_values(df, f"{hi}_{setting}"), seed_values(df, f"{lo}_{setting}")
         if not higher or not lower:
-            rows.append(f"| {hi} > {lo} | {who} | {stream} | not run | | | |")
+            out.append(("not run", f"| {hi} > {lo} | {who} | {stream} | not run | | | |"))
             continue
         o = order(higher, lower)
-        rows.append(f"| {hi} > {lo} | {who} | {stream} | **{o['verdict']}** | {cell(o['a'])} | {cell(o['b'])} | {p_text(o['p'])} |")
-    return rows
+        out.append((o["verdict"], f"| {hi} > {lo} | {who} | {stream} | **{o['verdict']}** | {cell(o['a'])} | "
+                                  f"{cell(o['b'])} | {p_text(o['p'])} |"))
+    return out
 
 
 def main(path):
     df = load_summary(path)
     for setting, name in (("task", "task-IL"), ("class", "class-IL")):
-        rows = table(df, setting)
-        verdicts = [r.split("|")[4].strip() for r in rows]
-        counts = {v: sum(x == f"**{v}**" for x in verdicts)
-                  for v in ("holds", "holds (not significant)", "fails (not significant)", "fails")}
+        rows = checked(df, setting)
+        verdicts = [v for v, _ in rows]
+        counts = {v: verdicts.count(v) for v in ("holds", "holds (not significant)", "fails (not significant)", "fails")}
         print(f"#### {name}: " + ", ".join(f"{n} {v}" for v, n in counts.items()) + "\n")
         print("| paper's order | who reports it | paper's stream | verdict | higher, ACC % | lower, ACC % | Welch p |")
         print("|---|---|---|---|---:|---:|---:|")
-        print("\n".join(rows) + "\n")
+        print("\n".join(row for _, row in rows) + "\n")
 
 
 if __name__ == "__main__":
