@@ -1,3 +1,4 @@
+import CContinualKernels
 @testable import ContinualCore
 import Foundation
 import Testing
@@ -23,6 +24,13 @@ import Testing
             g[i] = (sigma - y) * scale
         }
         return (total, g)
+    }
+
+    /// `ck_exp_nonpositive` on `x`, on the thread's kernel path, as the loss calls it.
+    static func exp(_ x: [Float]) -> [Float] {
+        var y = [Float](repeating: 0, count: x.count)
+        ck_exp_nonpositive(x, &y, x.count)
+        return y
     }
 
     static func binary(_ logits: [Float], _ labels: [Int32], scale: Float) -> (Double, [Float]) {
@@ -63,6 +71,39 @@ import Testing
         // Both sides of the switch at √2 − 1, where the reduction changes.
         let edge = Float(0.41421356237309503)
         for v in [edge.nextDown, edge, edge.nextUp, edge.nextUp.nextUp] { #expect(Loss.log1pUnit(v) == Self.reference(v)) }
+    }
+
+    /// Every 1,021st float in [−88, −0] (1.1 million, every exponent) in chunks of 37 (vector
+    /// bodies and scalar tails), then the special cases, on every kernel path: glibc's expf, bit
+    /// for bit (an exhaustive run over all 1,118,830,593 agreed), so trajectories are unchanged
+    /// where libm is glibc's FMA build (x86-64 with FMA, every machine this project runs on).
+    @Test func expIsGlibcsExpfOnEveryPath() {
+        let stop = Float(-88).bitPattern
+        var x = (-Float(0)).bitPattern
+        var inputs: [Float] = []
+        while x <= stop { inputs.append(Float(bitPattern: x)); x += 1021 }
+        inputs += [-88, Float(-88).nextUp, Float(-88).nextDown, -103.97, -104, -150, -.infinity, .nan,
+                   -.leastNonzeroMagnitude, Float(bitPattern: 0xc27c_65d9)]  // the last: r's product fused
+        let expected = inputs.map { Foundation.expf($0).bitPattern }
+        for path in Kernels.availablePaths {
+            let got = Kernels.withPath(path) {
+                stride(from: 0, to: inputs.count, by: 37).flatMap { Self.exp(Array(inputs[$0..<min($0 + 37, inputs.count)])) }
+            }
+            let differing = zip(got, expected).filter { $0.0.bitPattern != $0.1 && !($0.0.isNaN && Float(bitPattern: $0.1).isNaN) }
+            #expect(differing.isEmpty, "\(path): \(differing.count) of \(inputs.count) differ, first \(differing.first.map { "\($0)" } ?? "")")
+        }
+    }
+
+    /// The exponential within 0.502 ulp of e^x computed in float64 (glibc's bound), a property
+    /// that holds whatever the C library: every 4,099th float in [−87, −0].
+    @Test func expIsWithinGlibcsBound() {
+        var x = (-Float(0)).bitPattern
+        var inputs: [Float] = []
+        while x <= Float(-87).bitPattern { inputs.append(Float(bitPattern: x)); x += 4099 }
+        for (v, e) in zip(inputs, Self.exp(inputs)) {
+            let exact = Foundation.exp(Double(v)), ulp = Double(Float(exact).ulp)
+            #expect(abs(Double(e) - exact) <= 0.502 * ulp, "exp(\(v)) = \(e), float64 \(exact)")
+        }
     }
 
     /// The kernel against the formula on logits from 0 to ±∞ and NaN, labels −1/0/1, counts

@@ -4,8 +4,10 @@
 // Precision: the loss uses the toolkit's own log1p (ck_log1p_unit), evaluated in float64 and
 // rounded once to float32: correctly rounded on every float in [0, 1] but one (checked against
 // float64 log1p over all 1,065,353,217 of them), and the same bits on every CPU, C library and
-// kernel path (no fused multiply-add, correctly rounded division). The gradient uses libm's expf
-// exactly as the Swift loop it replaces did, so training trajectories do not depend on it.
+// kernel path (no fused multiply-add, correctly rounded division). The gradient's exponential is
+// ck_exp_nonpositive: the bits of glibc's expf (the Swift loop it replaces called libm's expf, so
+// trajectories are unchanged where that is glibc's FMA build, as on every x86-64 machine with FMA),
+// now the same on every CPU and C library, and vectorised instead of one libm call per row.
 #ifndef CONTINUAL_LOSSES_H
 #define CONTINUAL_LOSSES_H
 
@@ -17,8 +19,14 @@ extern "C" {
 /// out[i] = (float)log1p(x[i]). Outside [0, 1] the result is unspecified (finite for finite x > −1).
 void ck_log1p_unit(const float *x, float *out, long n);
 
+/// e^x[i] for x[i] ≤ 0 (NaN gives NaN), for i < n: the value glibc's expf returns on its FMA build
+/// (its algorithm, float64 with fused multiply-adds, rounded once), equal to it on every float in
+/// [−88, −0]; at or below −88, and for NaN, libm's expf itself. For x > 0 the result is unspecified;
+/// `out` must not overlap `x`.
+void ck_exp_nonpositive(const float *x, float *out, long n);
+
 /// Σ ℓ in float64 over the rows with labels[i] ≥ 0, in increasing i, where for z = logits[i],
-/// y = (labels[i] ≠ 0), e = expf(−|z|) (libm):
+/// y = (labels[i] ≠ 0), e = ck_exp_nonpositive(−|z|):
 ///     ℓ = (max(z, 0) − y·z) + ck_log1p_unit(e)      (float32, rounded as written)
 /// and overwrites logits[i] with (σ(z) − y)·scale, σ(z) = 1/(1 + e) for z ≥ 0 and e/(1 + e)
 /// otherwise; a row with labels[i] < 0 gets 0 and adds nothing. max(z, 0) is 0 when 0 ≥ z and z
