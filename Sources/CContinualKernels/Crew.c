@@ -149,15 +149,21 @@ static void crew_init(void) {
 }
 
 /// This thread's crew with at least `want` helpers where they could be started (null: none).
+void *ck_thread_object(pthread_key_t key, size_t size) {
+    void *p = pthread_getspecific(key);
+    if (!p) {
+        p = calloc(1, size);
+        if (!p) return 0;
+        if (pthread_setspecific(key, p) != 0) { free(p); return 0; }
+    }
+    return p;
+}
+
 static ck_crew *crew_get(int want) {
     pthread_once(&crew_once, crew_init);
     if (!crew_key_ok) return 0;
-    ck_crew *crew = (ck_crew *)pthread_getspecific(crew_key);
-    if (!crew) {
-        crew = (ck_crew *)calloc(1, sizeof *crew);
-        if (!crew) return 0;
-        if (pthread_setspecific(crew_key, crew) != 0) { free(crew); return 0; }
-    }
+    ck_crew *crew = (ck_crew *)ck_thread_object(crew_key, sizeof *crew);
+    if (!crew) return 0;
     if (want > CK_CREW_MAX) want = CK_CREW_MAX;
     while (crew->count < want) {
         ck_helper *h = helper_start();

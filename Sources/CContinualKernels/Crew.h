@@ -10,4 +10,13 @@
 /// Which thread runs an item never changes what it computes: the caller splits the work.
 int ck_crew_run(void (*fn)(void *), void *const *args, int n);
 
+#if __has_include(<pthread.h>)
+#include <pthread.h>
+#include <stddef.h>
+/// The calling thread's object under `key`: made (`size` zeroed bytes) on the thread's first
+/// call and stored under the key, whose destructor frees it at the thread's exit. Null when it
+/// cannot be made or stored. The crew and Kernels.c's scratch buffer are such objects.
+void *ck_thread_object(pthread_key_t key, size_t size);
+#endif
+
 #endif

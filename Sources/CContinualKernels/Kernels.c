@@ -212,12 +212,8 @@ static void scratch_init(void) { scratch_key_ok = pthread_key_create(&scratch_ke
 static float *scratch_get(size_t n) {
     pthread_once(&scratch_once, scratch_init);
     if (!scratch_key_ok) return 0;
-    ck_scratch *s = (ck_scratch *)pthread_getspecific(scratch_key);
-    if (!s) {
-        s = (ck_scratch *)calloc(1, sizeof *s);
-        if (!s) return 0;
-        if (pthread_setspecific(scratch_key, s) != 0) { free(s); return 0; }
-    }
+    ck_scratch *s = (ck_scratch *)ck_thread_object(scratch_key, sizeof *s);
+    if (!s) return 0;
     if (s->cap < n) {
         free(s->p);
         s->p = (float *)malloc(n * sizeof(float));
