@@ -78,6 +78,15 @@ import Testing
     /// for bit (an exhaustive run over all 1,118,830,593 agreed), so trajectories are unchanged
     /// where libm is glibc's FMA build (x86-64 with FMA, every machine this project runs on).
     @Test func expIsGlibcsExpfOnEveryPath() {
+        #if canImport(Glibc)
+        let fma = Kernels.availablePaths.contains { $0 != "generic" }
+        #else
+        let fma = false
+        #endif
+        guard fma else {
+            print("BinaryLossTests expIsGlibcsExpfOnEveryPath: skipped: the C library's expf is not glibc's FMA build here")
+            return
+        }
         let stop = Float(-88).bitPattern
         var x = (-Float(0)).bitPattern
         var inputs: [Float] = []
@@ -91,6 +100,20 @@ import Testing
             }
             let differing = zip(got, expected).filter { $0.0.bitPattern != $0.1 && !($0.0.isNaN && Float(bitPattern: $0.1).isNaN) }
             #expect(differing.isEmpty, "\(path): \(differing.count) of \(inputs.count) differ, first \(differing.first.map { "\($0)" } ?? "")")
+        }
+    }
+
+    /// glibc's values (its FMA build, recorded), checked on any C library and CPU: e^−1, e^−0.1,
+    /// e^−10, a result at the smallest normal, the value where an unfused r = x·32/ln 2 − k
+    /// differs, and the special cases.
+    @Test func expGivesGlibcsRecordedValues() {
+        let cases: [(UInt32, UInt32)] = [(0xbf80_0000, 0x3ebc_5ab2), (0xbdcc_cccd, 0x3f67_a36d), (0xc120_0000, 0x383e_6bce),
+                                         (0xc2ae_ac50, 0x007f_ffe6), (0xc27c_65d9, 0x11fa_2993), (0x8000_0000, 0x3f80_0000)]
+        for path in Kernels.availablePaths {
+            let got = Kernels.withPath(path) { Self.exp(cases.map { Float(bitPattern: $0.0) }) }
+            #expect(got.map(\.bitPattern) == cases.map(\.1), "\(path)")
+            let special = Kernels.withPath(path) { Self.exp([-.infinity, -150, .nan]) }
+            #expect(special[0] == 0 && special[1] == 0 && special[2].isNaN, "\(path)")
         }
     }
 
