@@ -148,7 +148,6 @@ static void crew_init(void) {
     if (crew_key_ok) pthread_atfork(0, 0, crew_forget_in_child);
 }
 
-/// This thread's crew with at least `want` helpers where they could be started (null: none).
 void *ck_thread_object(pthread_key_t key, size_t size) {
     void *p = pthread_getspecific(key);
     if (!p) {
@@ -159,6 +158,7 @@ void *ck_thread_object(pthread_key_t key, size_t size) {
     return p;
 }
 
+/// This thread's crew with at least `want` helpers where they could be started (null: none).
 static ck_crew *crew_get(int want) {
     pthread_once(&crew_once, crew_init);
     if (!crew_key_ok) return 0;
