@@ -27,17 +27,31 @@ Protocol (stated in every file's description and in docs/mnist-tables.md):
   margin 0.5; no tuning;
 - 5 reported seeds (1-5).
 
-Usage: python3 Experiments/tools/make_mnist_tables.py   (rewrites the three files)
+Usage: python3 Experiments/tools/make_mnist_tables.py   (rewrites the files above, as measured)
+       python3 Experiments/tools/make_mnist_tables.py --next
+             writes Experiments/next/: the four streams' files for the next full rerun, one file per
+             stream with every method (the *_added and *_bir files folded back), each tuned grid
+             extended at its edges ("extend": the learning rate one value below and two above,
+             a method's unbounded strength two decades each side), GDumb balancing
+             (experience, label) pairs where experiences repeat labels, SCR's shift tuned on
+             MNIST-1D, CLS-ER's decays tuned, MIR replaying a batch's worth (issue 40). They
+             replace the files above when their tables are regenerated (docs/mnist-tables.md).
 """
 import copy
 import json
 import pathlib
+import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SEEDS = [1, 2, 3, 4, 5]
 LR_ADAM = [0.0003, 0.001, 0.003]
 LR_SGD = [0.003, 0.01, 0.03]
 TUNE = {"validation_fraction": 0.2, "experiences": 3, "seeds": [1001, 1002], "split_seed": 0}
+# --next: values tried beyond the learning-rate grids while a choice sits at their edge.
+EXTEND_ADAM = [0.0001, 0.01, 0.03]
+EXTEND_SGD = [0.001, 0.1, 0.3]
+# Strengths with no upper bound: two decades beyond each end of their grid (--next).
+UNBOUNDED = ("lambda", "c", "alpha", "beta", "reg_weight")
 
 # name -> (strategy list, settings it runs in, own-strength grid {path: values}, optimizer override).
 # Not in task-IL (refused by `validate`, with the reason): lwf and distillation distil one shared
@@ -121,15 +135,23 @@ def variant(name, setting, strategy, optimizer=None, tune=None, one_setting=Fals
     return v
 
 
-def tune_block(grid, optimizer):
-    lrs = LR_SGD if optimizer and optimizer.get("type") == "sgd" else LR_ADAM
-    return {"parameters": dict(grid, **{"optimizer.lr": lrs})}
+def tune_block(grid, optimizer, extend=False):
+    sgd = optimizer and optimizer.get("type") == "sgd"
+    block = {"parameters": dict(grid, **{"optimizer.lr": LR_SGD if sgd else LR_ADAM})}
+    if extend:
+        block["extend"] = {"optimizer.lr": EXTEND_SGD if sgd else EXTEND_ADAM}
+        for path, values in grid.items():
+            if path.split(".")[-1] in UNBOUNDED and min(values) > 0 and len(values) > 1:
+                lo, hi = min(values), max(values)
+                block["extend"][path] = [lo / 100, lo / 10, hi * 10, hi * 100]
+    return block
 
 
-def variants(settings, permuted=False, overrides=None, skip=(), only=None):
+def variants(settings, permuted=False, overrides=None, skip=(), only=None, extend=False, signals=False):
     """Every method's variants in `settings`; `overrides` replaces a method's strategy list for
     this file (MNIST-1D's signals are not in [0, 1], so its generative replay decodes Gaussian).
-    A file of one setting leaves it to its scenario; Hsu's rows are for split MNIST only."""
+    A file of one setting leaves it to its scenario; Hsu's rows are for split MNIST only.
+    `extend` (--next): the next rerun's grids (`NEXT_GRID`; `signals`: MNIST-1D) extended at their edges."""
     one = len(settings) == 1
     out = []
     for setting in settings:
@@ -140,7 +162,10 @@ def variants(settings, permuted=False, overrides=None, skip=(), only=None):
             if name in ("slda", "ncm"):   # no learning rate, no strength: nothing to select
                 out.append(variant(name, setting, strategy, optimizer, tune=None, one_setting=one))
                 continue
-            out.append(variant(name, setting, strategy, optimizer, tune_block(grid, optimizer), one))
+            grid = NEXT_GRID.get((name, signals), grid) if extend else grid
+            if extend and name == "gdumb" and (setting != "class" or permuted):
+                strategy = [dict(strategy[0], balance="experience_and_class")]   # labels repeat across experiences
+            out.append(variant(name, setting, strategy, optimizer, tune_block(grid, optimizer, extend), one))
         if only is None:
             out.extend(paper_rows(setting, permuted))
     return out
@@ -193,6 +218,15 @@ GAUSSIAN_REPLAY = {"generative_replay": [{"type": "generative_replay", "reconstr
 # Files not yet run replay as many rows as rehearsal, chosen from the whole buffer; the files
 # already measured keep the defaults they were run with until they are run again.
 MIR_BATCH = {"mir": [{"type": "mir", "capacity": 200, "replay_per_batch": 128, "candidates": 200}]}
+
+# --next: grids that change at the next rerun, by (method, MNIST-1D?). CLS-ER's EMA decays (the
+# authors' 0.999 is a ~1,000-step time constant against 28-128 steps per experience here:
+# Experiments/mnist_permuted_clser_check.json); SCR's translation view on MNIST-1D's ordered
+# signals (Experiments/mnist1d_scr_views.json), not on flattened images.
+CLS_ER_GRID = {"strategy[0].reg_weight": [0.01, 0.1, 1], "strategy[0].plastic_alpha": [0.9, 0.99],
+               "strategy[0].stable_alpha": [0.99, 0.999]}
+NEXT_GRID = {("cls_er", False): CLS_ER_GRID, ("cls_er", True): CLS_ER_GRID,
+             ("scr", True): {"strategy[0].shift": [0, 4]}}
 
 # Methods added after a file's table was measured, left out of that file until it is run again
 # (adding a variant to a finished sweep reruns its whole tuning: the journal is gone).
@@ -262,7 +296,31 @@ FILES = [
 ]
 
 
+def main_next():
+    """The four streams' files for the next full rerun (see the module's usage)."""
+    out_dir = ROOT / "Experiments" / "next"
+    out_dir.mkdir(exist_ok=True)
+    for name, data, steps, scenario, settings, overrides in FILES:
+        if name in ONLY:
+            continue   # folded back into its stream's file
+        overrides = dict(overrides or {}, **MIR_BATCH)
+        permuted = scenario["type"] == "permuted_digits"
+        protocol = PROTOCOL.format(steps=steps).replace(
+            "test sets never read.", "test sets never read; each grid extended at its edges while the choice sits there "
+            "(\"extend\": docs/tuning.md).")
+        if permuted:   # no paper rows: Hsu's permuted values are for the full 60,000-image stream
+            protocol = protocol.replace("*_paper rows: Hsu et al.'s own strengths and memory sizes from their scripts, untuned. ", "")
+        scenario = dict(scenario, path="../" + scenario["path"])   # one folder deeper
+        exp = experiment(name, data + protocol, scenario,
+                         variants(settings, permuted=permuted, overrides=overrides, extend=True, signals=name.startswith("mnist1d")))
+        path = out_dir / f"{name}.json"
+        path.write_text(json.dumps(exp, indent=1) + "\n")
+        print(f"{path.relative_to(ROOT)}: {len(exp['variants'])} variants x {len(SEEDS)} seeds")
+
+
 def main():
+    if sys.argv[1:] == ["--next"]:
+        return main_next()
     for name, data, steps, scenario, settings, overrides in FILES:
         exp = experiment(name, data + PROTOCOL.format(steps=steps), scenario,
                          variants(settings, permuted=scenario["type"] == "permuted_digits", overrides=overrides,

@@ -14,8 +14,10 @@ enum TuningStage {
         let trials: [Tuner.Trial]
         do { trials = try Tuner.trials(experiment) } catch let e as ConfigError { throw CLIFailure.badInput(e.description) }
         if !quiet {
+            let most = experiment.tuneTargets.reduce(0) { $0 + $1.spec.maximumTrialCount }
             writeOut("tuning \(experiment.tuneTargets.count) variant(s): \(trials.count) selection runs on validation splits of the "
                 + "training data (test sets not read)\n")
+            if most > trials.count { writeOut("  up to \(most) in all while a choice sits at a grid edge its \"extend\" values move\n") }
             if let journal {
                 let known = journal.entries()
                 let kept = trials.filter { known[$0.run.runId] != nil }.count
@@ -55,6 +57,7 @@ enum TuningStage {
             for r in records {
                 let best = r.chosen.map { String(format: "%.2f %%", r.meanScores[$0] * 100) } ?? "—"
                 writeOut("  \(r.variant): \(r.chosenText) (validation ACC \(best); \(r.points.count) points × \(r.seeds.count) seed(s))\n")
+                if let edge = r.edgeText { writeOut("    note: \(edge) of the values trained; the best may lie beyond them\n") }
             }
         }
         return tuned

@@ -47,8 +47,12 @@ struct ValidateCommand: ParsableCommand {
         }
         if !experiment.tuneTargets.isEmpty {
             // Each selection run was resolved and checked above (ExperimentValidation.checkTuning).
-            print("  tuning: \(experiment.tuneTargets.count) variant(s), \(Tuner.trialCount(experiment)) selection runs on validation splits "
-                + "of the training data, before the reported runs")
+            print("  tuning: \(experiment.tuneTargets.count) variant(s), \(Tuner.trialCount(experiment)) selection runs\n"
+                + "    on validation splits of the training data, before the reported runs")
+            let most = experiment.tuneTargets.reduce(0) { $0 + $1.spec.maximumTrialCount }
+            if most > Tuner.trialCount(experiment) {
+                print("    up to \(most) while a choice sits at a grid edge its \"extend\" values move")
+            }
         }
         for n in experiment.notes { print("  note: \(n)") }
         // A data file's features and users, so a column that became an input by omission shows.

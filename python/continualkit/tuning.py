@@ -18,12 +18,15 @@ def load_tuning(path) -> pd.DataFrame:
     """One row per tuned variant: `variant`, `chosen` (path=value, …), `validation_acc` (%, mean
     over selection seeds of the chosen point), `best_minus_worst` (points between the best and the
     worst finite grid point), `points`, `seeds`, `experiences`, `validation_fraction`,
-    `training_flops` (all selection runs). Empty when the file has no `/tuning` group."""
+    `training_flops` (all selection runs), `at_edge` ("lr upper, …": parameters whose chosen value
+    is the smallest or largest trained, so the best may lie beyond the grid; "" when none; files
+    written before `"extend"` existed get it computed from their points). Empty when the file
+    has no `/tuning` group."""
     rows = []
     with h5py.File(path, "r") as f:
         if "tuning" not in f:
             return pd.DataFrame(columns=["variant", "chosen", "validation_acc", "best_minus_worst", "points", "seeds",
-                                         "experiences", "validation_fraction", "training_flops"])
+                                         "experiences", "validation_fraction", "training_flops", "at_edge"])
         for name in sorted(f["tuning"]):
             g = f["tuning"][name]
             record = json.loads(g.attrs["record_json"])
@@ -42,8 +45,30 @@ def load_tuning(path) -> pd.DataFrame:
                 "experiences": record.get("experiences"),
                 "validation_fraction": record.get("validation_fraction"),
                 "training_flops": float(record.get("total_training_flops", 0)),
+                "at_edge": ", ".join(f"{k.split('.')[-1]} {v}" for k, v in sorted(_edges(record).items())),
             })
     return pd.DataFrame(rows)
+
+
+def _edges(record) -> dict:
+    """Tuned path → "lower"/"upper" where the chosen value is the smallest/largest of two or more
+    distinct numbers trained for it (the record's own `edges` when it has them)."""
+    if "edges" in record:
+        return record["edges"]
+    idx, points = record.get("chosen_index"), record.get("points", [])
+    out = {}
+    if idx is None:
+        return out
+    for j, path in enumerate(record.get("parameters", [])):
+        column = [p[j] for p in points]
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in column) or len(set(column)) < 2:
+            continue
+        x = points[idx][j]
+        if x == min(column):
+            out[path] = "lower"
+        elif x == max(column):
+            out[path] = "upper"
+    return out
 
 
 def tuning_table(path) -> pd.DataFrame | None:
@@ -58,5 +83,6 @@ def tuning_table(path) -> pd.DataFrame | None:
         "grid spread pts": df["best_minus_worst"].map(lambda v: f"{v:.2f}"),
         "points × seeds": [f"{p} × {s}" for p, s in zip(df["points"], df["seeds"])],
         "selection FLOPs": df["training_flops"].map(lambda v: f"{v:.2g}"),
+        "at grid edge": df["at_edge"].replace("", "—"),
     })
     return out

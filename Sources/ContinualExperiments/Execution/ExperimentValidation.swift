@@ -31,9 +31,10 @@ public enum ExperimentValidation {
         DiskEstimate(runs: file.totalRuns, bytesPerRun: report.meanDiskBytes)
     }
 
-    /// Every selection run of a `"tune"` block resolves and passes the preflight checks.
+    /// Every selection run of a `"tune"` block's grid, and one run per `"extend"` value, resolves
+    /// and passes the preflight checks.
     static func checkTuning(_ file: ExperimentFile, limits: ResourceLimits) throws {
         guard !file.tuneTargets.isEmpty else { return }
-        _ = try Preflight.checkAll(try Tuner.trials(file).map(\.run), file: file.path, limits: limits)
+        _ = try Preflight.checkAll(try Tuner.trials(file).map(\.run) + Tuner.extensionChecks(file), file: file.path, limits: limits)
     }
 }

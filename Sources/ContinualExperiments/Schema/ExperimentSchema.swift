@@ -103,6 +103,8 @@ public enum ExperimentSchema {
         let properties: [String: JSONValue] = [
             "parameters": .object(["type": "object", "propertyNames": keyPath,
                                    "additionalProperties": domain]),
+            "extend": .object(["type": "object", "propertyNames": keyPath,
+                               "additionalProperties": .object(["type": "array", "minItems": .int(1), "items": .object(["type": "number"])])]),
             "validation_fraction": .object(["type": "number", "exclusiveMinimum": .int(0), "exclusiveMaximum": .int(1)]),
             "experiences": .object(["type": "integer", "minimum": .int(1)]),
             "seeds": .object(["type": "array", "minItems": .int(1), "uniqueItems": true,

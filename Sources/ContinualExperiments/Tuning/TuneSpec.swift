@@ -7,6 +7,7 @@ import ContinualScenarios
 ///
 /// ```json
 /// "tune": {"parameters": {"optimizer.lr": [0.0001, 0.001, 0.01]},
+///          "extend": {"optimizer.lr": [0.00003, 0.03]},
 ///          "validation_fraction": 0.2, "experiences": 2, "seeds": [1001], "split_seed": 0}
 /// ```
 /// At the top level it applies to every variant; a variant's own `"tune"` object is deep-merged
@@ -17,6 +18,7 @@ import ContinualScenarios
 /// `"validation_split"` set (`ValidationSplit`: a stratified share of each experience's training
 /// data, optionally the first `experiences` only) and is scored by its final ACC on that
 /// validation data. The point with the highest mean score wins (ties: the first in grid order).
+/// `"extend"` (`GridExtension`) adds values beyond a numeric grid's edge while the choice sits there.
 /// Test sets are never read. Sweep points are not applied to selection runs: the chosen values
 /// hold for every sweep point of the variant, and a path may not be both swept and tuned.
 public struct TuneSpec: Sendable, Equatable {
@@ -24,13 +26,22 @@ public struct TuneSpec: Sendable, Equatable {
     public var split: ValidationSplit
     /// Seeds of the selection runs (default [1000]); kept apart from reported seeds by convention.
     public var seeds: [UInt64]
+    /// Values to try beyond a parameter's grid while the choice sits at its edge, by key path.
+    public var extensions: [String: GridExtension] = [:]
     /// The block as merged for this variant (stored with the record).
     public var json: JSONValue
 
-    /// Selection runs this block makes: grid points × seeds (counted, not resolved).
+    /// Selection runs this block makes in its first round: grid points × seeds (counted, not resolved).
     public var trialCount: Int { grid.count * seeds.count }
 
-    static let keys: Set<String> = ["parameters", "validation_fraction", "experiences", "seeds", "split_seed"]
+    /// Selection runs if every extension value were taken: the full cartesian product × seeds.
+    public var maximumTrialCount: Int {
+        grid.parameters.reduce(seeds.count) { n, p in
+            saturatingProduct(n, (p.domain.count ?? 0) + (extensions[p.path.text]?.all.count ?? 0))
+        }
+    }
+
+    static let keys: Set<String> = ["parameters", "extend", "validation_fraction", "experiences", "seeds", "split_seed"]
     public static let defaultSeeds: [UInt64] = [1000]
     /// Largest number of selection runs one variant may ask for (grid points × seeds).
     public static let maximumTrials = 10_000
@@ -85,10 +96,14 @@ public struct TuneSpec: Sendable, Equatable {
             }
             guard Set(seeds).count == seeds.count else { throw fail(".seeds", "lists a seed twice") }
         }
-        guard grid.count * seeds.count <= maximumTrials else {
-            throw fail("", "\(grid.count) grid points × \(seeds.count) seeds = \(grid.count * seeds.count) selection runs; the limit is \(maximumTrials)")
+        var spec = TuneSpec(grid: grid, split: split, seeds: seeds, json: value)
+        if let e = o["extend"] {
+            spec.extensions = try GridExtension.parse(e, grid: grid) { fail(".extend" + $0, $1) }
         }
-        return TuneSpec(grid: grid, split: split, seeds: seeds, json: value)
+        guard spec.maximumTrialCount <= maximumTrials else {
+            throw fail("", "\(spec.maximumTrialCount) selection runs (grid points\(spec.extensions.isEmpty ? "" : " with every extension value") × \(seeds.count) seeds); the limit is \(maximumTrials)")
+        }
+        return spec
     }
 }
 

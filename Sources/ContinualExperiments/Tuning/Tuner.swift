@@ -20,48 +20,83 @@ public enum Tuner {
         experiment.tuneTargets.reduce(0) { $0 + $1.spec.trialCount }
     }
 
-    /// Every selection run of `experiment`, target by target, point by point, seed by seed.
-    /// Resolving them checks every grid point without training (what `validate` does).
+    /// The first round's selection runs of `experiment` (its grids as written), target by target,
+    /// point by point, seed by seed. Resolving them checks every grid point without training
+    /// (what `validate` does, with `extensionChecks`).
     public static func trials(_ experiment: ExperimentFile) throws -> [Trial] {
         var out: [Trial] = []
         for (t, target) in experiment.tuneTargets.enumerated() {
-            let points = target.spec.grid.points()
-            var splitObject: [String: JSONValue] = ["fraction": .double(target.spec.split.fraction),
-                                                     "seed": .int(Int64(target.spec.split.seed))]
-            if let k = target.spec.split.experiences { splitObject["experiences"] = .int(Int64(k)) }
-            let split = JSONValue.object(splitObject)
             var seen: [String: Int] = [:]
-            for (p, point) in points.enumerated() {
-                var json = target.json
-                for (param, value) in zip(target.spec.grid.parameters, point) {
-                    do { json = try param.path.setting(value, in: json) } catch {
-                        throw ConfigError(file: experiment.path, location: "\(target.location).parameters[\"\(param.path.text)\"]",
-                                          message: error.message + " (variant \"\(target.variant)\")")
-                    }
+            out += try trials(of: target, index: t, points: target.spec.grid.points(), from: 0, file: experiment.path, seen: &seen)
+        }
+        return out
+    }
+
+    /// One run per extension value (`"extend"`), the other parameters at their first value:
+    /// `validate` resolves them so a value that cannot run is reported before anything trains.
+    public static func extensionChecks(_ experiment: ExperimentFile) throws -> [ResolvedRun] {
+        var out: [ResolvedRun] = []
+        for (t, target) in experiment.tuneTargets.enumerated() {
+            guard let first = target.spec.grid.points(limit: 1).first else { continue }
+            var points: [[JSONValue]] = []
+            for (j, p) in target.spec.grid.parameters.enumerated() {
+                for v in target.spec.extensions[p.path.text]?.all ?? [] {
+                    var point = first
+                    point[j] = v
+                    points.append(point)
                 }
-                for (s, seed) in target.spec.seeds.enumerated() {
-                    guard case .object(var o) = json else { continue }
-                    o["seed"] = .int(Int64(seed))
-                    o["validation_split"] = split
-                    o["name"] = .string("\(target.variant)_tune\(p)_seed\(seed)")
-                    let context = "variant \"\(target.variant)\", tuning point " + zip(target.spec.grid.parameters, point)
-                        .map { "\($0.path.text)=\($1.shortDescription)" }.joined(separator: ", ")
-                    var run = try ExperimentFile.resolve(.object(o), file: experiment.path, context: context)
-                    run.variant = target.variant
-                    if let other = seen[run.runId] {
-                        throw ConfigError(file: experiment.path, location: target.location + ".parameters",
-                                          message: "grid points \(other) and \(p) resolve to the same configuration (variant \"\(target.variant)\"); remove the duplicate value")
-                    }
-                    seen[run.runId] = p
-                    out.append(Trial(target: t, point: p, seedIndex: s, run: run))
+            }
+            var seen: [String: Int] = [:]
+            out += try trials(of: target, index: t, points: points, from: target.spec.grid.count, file: experiment.path, seen: &seen,
+                              seeds: Array(target.spec.seeds.prefix(1))).map(\.run)
+        }
+        return out
+    }
+
+    /// The selection runs of `target` at `points`, numbered from `from` (their index among the
+    /// target's trained points); `seen` maps run ids to point indices to refuse duplicates.
+    static func trials(of target: TuneTarget, index t: Int, points: [[JSONValue]], from: Int, file: String,
+                       seen: inout [String: Int], seeds: [UInt64]? = nil) throws -> [Trial] {
+        var splitObject: [String: JSONValue] = ["fraction": .double(target.spec.split.fraction),
+                                                 "seed": .int(Int64(target.spec.split.seed))]
+        if let k = target.spec.split.experiences { splitObject["experiences"] = .int(Int64(k)) }
+        let split = JSONValue.object(splitObject)
+        var out: [Trial] = []
+        for (offset, point) in points.enumerated() {
+            let p = from + offset
+            var json = target.json
+            for (param, value) in zip(target.spec.grid.parameters, point) {
+                do { json = try param.path.setting(value, in: json) } catch {
+                    let at = target.spec.extensions[param.path.text]?.all.contains(value) == true
+                        ? "\(target.location).extend[\"\(param.path.text)\"]" : "\(target.location).parameters[\"\(param.path.text)\"]"
+                    throw ConfigError(file: file, location: at, message: error.message + " (variant \"\(target.variant)\")")
                 }
+            }
+            for (s, seed) in (seeds ?? target.spec.seeds).enumerated() {
+                guard case .object(var o) = json else { continue }
+                o["seed"] = .int(Int64(seed))
+                o["validation_split"] = split
+                o["name"] = .string("\(target.variant)_tune\(p)_seed\(seed)")
+                let context = "variant \"\(target.variant)\", tuning point " + zip(target.spec.grid.parameters, point).map { p, v in
+                    "\(p.path.text)=\(v.shortDescription)" + (target.spec.extensions[p.path.text]?.all.contains(v) == true ? " from \"extend\"" : "")
+                }.joined(separator: ", ")
+                var run = try ExperimentFile.resolve(.object(o), file: file, context: context)
+                run.variant = target.variant
+                if let other = seen[run.runId] {
+                    throw ConfigError(file: file, location: target.location + ".parameters",
+                                      message: "grid points \(other) and \(p) resolve to the same configuration (variant \"\(target.variant)\"); remove the duplicate value")
+                }
+                seen[run.runId] = p
+                out.append(Trial(target: t, point: p, seedIndex: s, run: run))
             }
         }
         return out
     }
 
     /// Runs every selection run (at most `jobs` at once) and returns one record per target, in
-    /// target order. `progress` sees the count of finished selection runs (done, total).
+    /// target order. Round by round: the grids as written, then, while a choice sits at an edge
+    /// its `"extend"` can move, the new points (`TuningRounds`). `progress` sees the count of
+    /// finished selection runs and the count known so far (done, total).
     /// `trials`: `trials(experiment)` when the caller resolved them already (nil: resolved here).
     /// `journal`: selection runs it already holds are not run again (their entries fill the
     /// records exactly as the runs did), and each run that finishes now is appended to it.
@@ -69,22 +104,37 @@ public enum Tuner {
                             journal: TuningJournal? = nil,
                             shouldStop: @escaping @Sendable () -> Bool = { false },
                             progress: (Int, Int) -> Void = { _, _ in }) async throws -> [TuningRecord] {
-        let trials = try given ?? trials(experiment)
-        var records = experiment.tuneTargets.map { target in
-            let points = target.spec.grid.points(), p = points.count, s = target.spec.seeds.count
-            return TuningRecord(variant: target.variant, parameters: target.spec.grid.parameters.map(\.path.text),
-                                points: points, seeds: target.spec.seeds, split: target.spec.split,
-                                scores: Array(repeating: Array(repeating: .nan, count: s), count: p),
-                                flops: Array(repeating: Array(repeating: 0, count: s), count: p),
-                                chosen: nil, wallSeconds: 0, json: target.spec.json)
-        }
-        // Filled in trial order (not finishing order): the summed wall time is then the same
-        // Double however the runs interleave or were split between invocations.
-        var entries = [TuningJournal.Entry?](repeating: nil, count: trials.count)
+        var rounds = TuningRounds(experiment)
+        var trials = try given ?? trials(experiment)
         let known = journal?.entries() ?? [:]
-        for (i, trial) in trials.enumerated() { entries[i] = known[trial.run.runId] }
+        var finished = 0, total = trials.count
+        while !trials.isEmpty {
+            let entries: [TuningJournal.Entry]
+            do {
+                entries = try await run(trials, jobs: jobs, known: known, journal: journal, shouldStop: shouldStop) { done in
+                    progress(finished + done, total)
+                }
+            } catch var stopped as TuningInterrupted {
+                stopped.done += finished
+                stopped.total = total
+                throw stopped
+            }
+            finished += trials.count
+            rounds.record(trials, entries)
+            trials = try rounds.next(file: experiment.path)
+            total += trials.count
+        }
+        return rounds.records
+    }
+
+    /// One round: runs the trials the journal lacks and returns every trial's entry in trial
+    /// order (not finishing order: the summed wall time is then the same Double however the runs
+    /// interleave or were split between invocations).
+    static func run(_ trials: [Trial], jobs: Int, known: [String: TuningJournal.Entry], journal: TuningJournal?,
+                    shouldStop: @escaping @Sendable () -> Bool, progress: (Int) -> Void) async throws -> [TuningJournal.Entry] {
+        var entries = trials.map { known[$0.run.runId] }
         var done = entries.filter { $0 != nil }.count
-        if done > 0 { progress(done, trials.count) }
+        if done > 0 { progress(done) }
         let index = Dictionary(uniqueKeysWithValues: trials.enumerated().map { ($1.run.runId, $0) })
         let pending = trials.indices.filter { entries[$0] == nil }.map { trials[$0].run }
         var journalError: (any Error)? = nil
@@ -96,18 +146,11 @@ public enum Tuner {
                 do { try journal.append(runId: result.runId, entry) } catch { journalError = error }
             }
             done += 1
-            progress(done, trials.count)
+            progress(done)
         }
         if let journalError { throw journalError }
         guard done == trials.count else { throw TuningInterrupted(done: done, total: trials.count, journal: journal) }
-        for (trial, entry) in zip(trials, entries) {
-            guard let entry else { continue }
-            records[trial.target].scores[trial.point][trial.seedIndex] = entry.score
-            records[trial.target].flops[trial.point][trial.seedIndex] = entry.flops
-            records[trial.target].wallSeconds += entry.wallSeconds
-        }
-        for i in records.indices { records[i].chosen = TuningRecord.best(records[i].meanScores) }
-        return records
+        return entries.map { $0! }
     }
 
     /// Final ACC on the validation data; NaN unless the run completed.

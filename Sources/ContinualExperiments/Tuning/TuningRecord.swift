@@ -32,6 +32,26 @@ public struct TuningRecord: Sendable, Equatable {
         return zip(parameters, points[c]).map { SweepValue(path: $0, value: $1) }
     }
 
+    /// Tuned parameters whose chosen value is the smallest or largest of the numbers trained for
+    /// it (two or more distinct): the best may lie beyond the grid (`GridExtension`). In
+    /// parameter order.
+    public var edges: [(path: String, edge: GridExtension.Edge)] {
+        guard let c = chosen else { return [] }
+        return parameters.indices.compactMap { j in
+            var column: [JSONValue] = []
+            for p in points where !column.contains(p[j]) { column.append(p[j]) }
+            return GridExtension.edge(of: points[c][j], in: column).map { (parameters[j], $0) }
+        }
+    }
+
+    /// "lr at its upper edge" for each of `edges`, or nil when the choice is inside every range.
+    public var edgeText: String? {
+        let e = edges
+        guard !e.isEmpty else { return nil }
+        return e.map { "\($0.path.split(separator: ".").last.map(String.init) ?? $0.path) at its \($0.edge.rawValue) edge" }
+            .joined(separator: ", ")
+    }
+
     /// Total training FLOPs spent on selection.
     public var totalFLOPs: Int { flops.joined().reduce(0, +) }
 
@@ -67,6 +87,7 @@ public struct TuningRecord: Sendable, Equatable {
         o["experiences"] = split.experiences.map { .int(Int64($0)) } ?? .null
         o["chosen_index"] = chosen.map { .int(Int64($0)) } ?? .null
         o["chosen"] = .object(Dictionary(uniqueKeysWithValues: chosenValues.map { ($0.path, $0.value) }))
+        o["edges"] = .object(Dictionary(uniqueKeysWithValues: edges.map { ($0.path, JSONValue.string($0.edge.rawValue)) }))
         return .object(o)
     }
 }
