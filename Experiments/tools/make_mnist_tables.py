@@ -163,7 +163,7 @@ def variants(settings, permuted=False, overrides=None, skip=(), only=None, exten
                 out.append(variant(name, setting, strategy, optimizer, tune=None, one_setting=one))
                 continue
             grid = NEXT_GRID.get((name, signals), grid) if extend else grid
-            if extend and name == "gdumb" and (setting != "class" or permuted):
+            if extend and name == "gdumb" and setting != "class":
                 strategy = [dict(strategy[0], balance="experience_and_class")]   # labels repeat across experiences
             out.append(variant(name, setting, strategy, optimizer, tune_block(grid, optimizer, extend), one))
         if only is None:
@@ -308,6 +308,10 @@ def main_next():
         protocol = PROTOCOL.format(steps=steps).replace(
             "test sets never read.", "test sets never read; each grid extended at its edges while the choice sits there "
             "(\"extend\": docs/tuning.md).")
+        protocol = protocol.replace("Every other method keeps its documented defaults beside a tuned learning rate.",
+                                    "Every other method keeps its documented defaults beside a tuned learning rate, except MIR (128 "
+                                    "replayed rows chosen from 200 candidates, as rehearsal replays a batch's worth) and, where "
+                                    "experiences repeat labels (task- and domain-IL), GDumb (balance over (experience, label) pairs).")
         if permuted:   # no paper rows: Hsu's permuted values are for the full 60,000-image stream
             protocol = protocol.replace("*_paper rows: Hsu et al.'s own strengths and memory sizes from their scripts, untuned. ", "")
         scenario = dict(scenario, path="../" + scenario["path"])   # one folder deeper

@@ -12,15 +12,17 @@ enum TuningStage {
         guard !experiment.tuneTargets.isEmpty else { return experiment }
         let journal = try output?.tuningJournal()
         let trials: [Tuner.Trial]
-        do { trials = try Tuner.trials(experiment) } catch let e as ConfigError { throw CLIFailure.badInput(e.description) }
+        do {
+            trials = try Tuner.trials(experiment)
+            _ = try Tuner.extensionChecks(experiment)   // a later round's point fails now, not mid-tuning
+        } catch let e as ConfigError { throw CLIFailure.badInput(e.description) }
+        let most = experiment.tuneTargets.reduce(0) { $0 + $1.spec.maximumTrialCount }
         if !quiet {
-            let most = experiment.tuneTargets.reduce(0) { $0 + $1.spec.maximumTrialCount }
             writeOut("tuning \(experiment.tuneTargets.count) variant(s): \(trials.count) selection runs on validation splits of the "
                 + "training data (test sets not read)\n")
             if most > trials.count { writeOut("  up to \(most) in all while a choice sits at a grid edge its \"extend\" values move\n") }
             if let journal {
-                let known = journal.entries()
-                let kept = trials.filter { known[$0.run.runId] != nil }.count
+                let kept = journal.entries().count   // later rounds' runs included
                 writeOut(kept > 0 ? "  \(kept) of them finished before an interruption (\(journal.path)): not run again\n"
                                   : "  (each finished one is kept in \(journal.path): an interrupted tuning continues with --resume)\n")
             }
@@ -32,7 +34,9 @@ enum TuningStage {
             do {
                 box.value = .success(try await Tuner.tune(experiment, trials: trials, jobs: jobs, journal: journal,
                                                           progress: { done, total in
-                    if !quiet && (done % every == 0 || done == total) { writeOut("  tuning: \(done)/\(total) selection runs\n") }
+                    if !quiet && (done % every == 0 || done == total) {
+                        writeOut("  tuning: \(done)/\(total) selection runs" + (most > total ? " so far (up to \(most))\n" : "\n"))
+                    }
                 }))
             } catch {
                 box.value = .failure(error)

@@ -122,6 +122,38 @@ struct GridExtensionTests {
         #expect(v.status == 0 && v.stdout.contains("6 selection runs") && v.stdout.contains("up to 35"), "\(v.stdout)")
         let bad = dir.write("bad.json", text(extend: #"{"optimizer.lr": [-0.5, 0.01]}"#))
         let b = try runCLI(["validate", bad])
-        #expect(b.status != 0 && b.stderr.contains("optimizer.lr=-0.5 from \"extend\""), "\(b.stderr)")
+        #expect(b.status != 0 && b.stderr.contains(#".tune.extend["optimizer.lr"]: .optimizer.lr: must be"#), "\(b.stderr)")
+        // A combination only a later round would train: 3 users cannot fill 4 clients per round.
+        let fed = dir.write("fed.json", """
+            {"name": "fed", "seed": 1, "scenario": {"type": "habit_drift", "train_per_experience": 40, "test_per_experience": 10},
+             "population": {"users": 20}, "model": {"hidden": [16]}, "optimizer": {"type": "sgd", "lr": 0.05},
+             "training": {"batch_size": 16}, "strategy": ["naive"],
+             "federation": {"rounds": 2, "clients_per_round": 2, "local_epochs": 1},
+             "tune": {"parameters": {"federation.clients_per_round": [2, 4], "population.users": [20, 8]},
+                      "extend": {"population.users": [3]}, "seeds": [7]}}
+            """)
+        for command in [["validate", fed], ["sweep", fed, "-o", dir.path("fed.h5")]] {
+            let f = try runCLI(command)
+            #expect(f.status != 0 && f.stderr.contains(#".tune.extend["population.users"]"#) && !f.stdout.contains("tuning: 1/"),
+                    "\(command[0]): \(f.stderr)")
+        }
+    }
+
+    @Test("null turns extension off, for one path or the block; two grid values of one configuration are refused")
+    func nullAndDuplicates() throws {
+        func spec(_ tune: String) throws -> TuneSpec {
+            let t = """
+            {"name": "t", "scenario": {"type": "split_digits", "path": "\(digitsPath)"}, "tune": \(tune)}
+            """
+            return try #require(try ExperimentFile.parse(data: Data(t.utf8), path: "x.json").tuneTargets.first).spec
+        }
+        #expect(try spec(#"{"parameters": {"optimizer.lr": [0.1, 1]}, "extend": null}"#).extensions.isEmpty)
+        #expect(try spec(#"{"parameters": {"optimizer.lr": [0.1, 1]}, "extend": {"optimizer.lr": null}}"#).extensions.isEmpty)
+        let dup = """
+            {"name": "t", "scenario": {"type": "split_digits", "path": "\(digitsPath)"},
+             "tune": {"parameters": {"optimizer.lr": [0.001, 1e-3]}}}
+            """
+        let file = try ExperimentFile.parse(data: Data(dup.utf8), path: "x.json")
+        #expect { try Tuner.trials(file) } throws: { "\($0)".contains("resolve to the same configuration") }
     }
 }

@@ -9,6 +9,7 @@ The formats (docs/sweeps-and-clusters.md, `ProgressPrinter` and `ConfigError` in
     [12/24] completed naive_lr=0.1_seed=3 4d1cca1722f7fef8 ACC 61.11% 0.07 s · ETA 1s
     [3/24] diverged lr=10 0123456789abcdef diverged 0.01 s · ETA 1s — loss is NaN at …
       tuning: 40/120 selection runs
+      tuning: 130/140 selection runs so far (up to 560)
     results: results/x.h5 (24 written now, 0 already there)
     error: FILE: .model.hiden: unknown key "hiden" (did you mean `hidden`?); allowed keys: …
     error: FILE: line 2, column 1: unexpected end of the file, expected "," or "}"
@@ -31,7 +32,7 @@ _RUN_HEADER = re.compile(r"^writing (?P<path>.+) \((?P<total>\d+) run\(s\), (?P<
 _SWEEP_HEADER = re.compile(r"^sweep (?P<name>.+?)(?: \(shard [^)]*\))?: (?P<total>\d+) runs, "
                            r"(?P<already>\d+) already in (?P<path>.+), jobs \d+$")
 _RESULTS = re.compile(r"^results: (?P<path>.+) \((?P<written>\d+) written now, (?P<already>\d+) already there\)$")
-_TUNING = re.compile(r"^\s*tuning: (?P<done>\d+)/(?P<total>\d+) selection runs$")
+_TUNING = re.compile(r"^\s*tuning: (?P<done>\d+)/(?P<total>\d+) selection runs(?: so far \(up to \d+\))?$")
 # A key path as `formatCodingPath` writes it: `.key`, `[index]`, repeated; a key may hold any
 # character but the separators, so `.a b` and `.optimizer.lr` both parse.
 _KEY_PATH = re.compile(r"^(?P<path>(?:\.[^.\[\]:]+|\[\d+\])+|\(top level\)): (?P<message>.*)$", re.S)

@@ -73,6 +73,7 @@ def test_progress_line_formats():
         cli_lines.Header("out.h5", 24, 0)
     assert cli_lines.parse_results("results: r.h5 (2 written now, 0 already there)") == "r.h5"
     assert cli_lines.parse_tuning("  tuning: 40/120 selection runs") == (40, 120)
+    assert cli_lines.parse_tuning("  tuning: 130/140 selection runs so far (up to 560)") == (130, 140)
 
 
 def test_refusal_parsing():

@@ -7,7 +7,8 @@ import ContinualCore
 /// "tune": {"parameters": {"optimizer.lr": [0.0003, 0.001, 0.003]},
 ///          "extend": {"optimizer.lr": [0.0001, 0.01, 0.03]}}
 /// ```
-/// Values below the grid's smallest value extend it downwards (nearest first), values above its
+/// A path set to `null` is not extended (a variant can so turn off what a top-level block
+/// extends; `"extend": null` turns off all of it). Values below the grid's smallest value extend it downwards (nearest first), values above its
 /// largest extend it upwards. After every round of selection runs, each parameter whose chosen
 /// value is the smallest (largest) of its current values, and which has an unused value on that
 /// side, takes the nearest one; the next round trains the new points of the cartesian product of
@@ -34,7 +35,7 @@ public struct GridExtension: Sendable, Equatable {
             throw fail("", "expected an object: tuned key path → values to try beyond its grid, e.g. {\"optimizer.lr\": [0.0001, 0.01]}")
         }
         var out: [String: GridExtension] = [:]
-        for key in o.keys.sorted() {
+        for key in o.keys.sorted() where o[key] != .null {   // null: not extended (e.g. a variant narrowing a shared block)
             let at = "[\"\(key)\"]"
             guard let parameter = grid.parameters.first(where: { $0.path.text == key }) else {
                 throw fail(at, "is not a tuned parameter; tuned: \(grid.parameters.map(\.path.text).joined(separator: ", "))")

@@ -97,8 +97,11 @@ public struct TuneSpec: Sendable, Equatable {
             guard Set(seeds).count == seeds.count else { throw fail(".seeds", "lists a seed twice") }
         }
         var spec = TuneSpec(grid: grid, split: split, seeds: seeds, json: value)
-        if let e = o["extend"] {
-            spec.extensions = try GridExtension.parse(e, grid: grid) { fail(".extend" + $0, $1) }
+        if let e = o["extend"], e != .null {
+            // A variant's block is the top-level one merged with its own: say so where a path may be inherited.
+            let merged = location.hasPrefix(".variants[") ? " (this variant's tune block: the top-level \"tune\" merged with its own; "
+                + "set the path to null in the variant to not extend it)" : ""
+            spec.extensions = try GridExtension.parse(e, grid: grid) { fail(".extend" + $0, $1 + merged) }
         }
         guard spec.maximumTrialCount <= maximumTrials else {
             throw fail("", "\(spec.maximumTrialCount) selection runs (grid points\(spec.extensions.isEmpty ? "" : " with every extension value") × \(seeds.count) seeds); the limit is \(maximumTrials)")

@@ -32,29 +32,29 @@ public enum Tuner {
         return out
     }
 
-    /// One run per extension value (`"extend"`), the other parameters at their first value:
-    /// `validate` resolves them so a value that cannot run is reported before anything trains.
+    /// One run (the first selection seed) per point that later rounds could train: the cartesian
+    /// product of each parameter's grid and `"extend"` values, less the first round's points.
+    /// `validate` and `run`/`sweep` resolve them before anything trains, so a value or a
+    /// combination that cannot run is reported then, not in the middle of a tuning.
     public static func extensionChecks(_ experiment: ExperimentFile) throws -> [ResolvedRun] {
         var out: [ResolvedRun] = []
-        for (t, target) in experiment.tuneTargets.enumerated() {
-            guard let first = target.spec.grid.points(limit: 1).first else { continue }
-            var points: [[JSONValue]] = []
-            for (j, p) in target.spec.grid.parameters.enumerated() {
-                for v in target.spec.extensions[p.path.text]?.all ?? [] {
-                    var point = first
-                    point[j] = v
-                    points.append(point)
-                }
+        for (t, target) in experiment.tuneTargets.enumerated() where !target.spec.extensions.isEmpty {
+            let lists = target.spec.grid.parameters.map { p -> [JSONValue] in
+                guard case .values(let v) = p.domain else { return [] }
+                return v + (target.spec.extensions[p.path.text]?.all ?? [])
             }
+            let first = Set(target.spec.grid.points())
+            let points = TuningRounds.product(lists).filter { !first.contains($0) }
             var seen: [String: Int] = [:]
-            out += try trials(of: target, index: t, points: points, from: target.spec.grid.count, file: experiment.path, seen: &seen,
+            out += try trials(of: target, index: t, points: points, from: first.count, file: experiment.path, seen: &seen,
                               seeds: Array(target.spec.seeds.prefix(1))).map(\.run)
         }
         return out
     }
 
     /// The selection runs of `target` at `points`, numbered from `from` (their index among the
-    /// target's trained points); `seen` maps run ids to point indices to refuse duplicates.
+    /// target's trained points); `seen` maps configurations (run ids without the name) to point
+    /// indices, to refuse two points that resolve to the same run.
     static func trials(of target: TuneTarget, index t: Int, points: [[JSONValue]], from: Int, file: String,
                        seen: inout [String: Int], seeds: [UInt64]? = nil) throws -> [Trial] {
         var splitObject: [String: JSONValue] = ["fraction": .double(target.spec.split.fraction),
@@ -80,13 +80,23 @@ public enum Tuner {
                 let context = "variant \"\(target.variant)\", tuning point " + zip(target.spec.grid.parameters, point).map { p, v in
                     "\(p.path.text)=\(v.shortDescription)" + (target.spec.extensions[p.path.text]?.all.contains(v) == true ? " from \"extend\"" : "")
                 }.joined(separator: ", ")
-                var run = try ExperimentFile.resolve(.object(o), file: file, context: context)
+                var run: ResolvedRun
+                do { run = try ExperimentFile.resolve(.object(o), file: file, context: context) } catch let e as ConfigError {
+                    // A value from "extend" is reported where the user wrote it.
+                    guard let j = point.indices.first(where: { target.spec.extensions[target.spec.grid.parameters[$0].path.text]?.all.contains(point[$0]) == true })
+                    else { throw e }
+                    let path = target.spec.grid.parameters[j].path.text
+                    throw ConfigError(file: file, location: "\(target.location).extend[\"\(path)\"]", message: "\(e.location): \(e.message)")
+                }
                 run.variant = target.variant
-                if let other = seen[run.runId] {
+                // The name holds the point's index, so duplicates are found on the configuration without it.
+                var unnamed = run.config
+                unnamed.name = ""
+                if let other = seen[unnamed.runId] {
                     throw ConfigError(file: file, location: target.location + ".parameters",
                                       message: "grid points \(other) and \(p) resolve to the same configuration (variant \"\(target.variant)\"); remove the duplicate value")
                 }
-                seen[run.runId] = p
+                seen[unnamed.runId] = p
                 out.append(Trial(target: t, point: p, seedIndex: s, run: run))
             }
         }
@@ -186,7 +196,7 @@ public struct TuningInterrupted: Error, CustomStringConvertible {
     public var total: Int
     public var journal: TuningJournal? = nil
     public var description: String {
-        "tuning interrupted after \(done) of \(total) selection runs; nothing was chosen or written to the results file"
+        "tuning interrupted after \(done) of \(total) selection runs known so far; nothing was chosen or written to the results file"
             + (journal.map { "; the finished selection runs are kept in \($0.path) and a resumed command (--resume) does not run them again" } ?? "")
     }
 }

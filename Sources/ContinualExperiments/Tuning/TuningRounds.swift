@@ -10,7 +10,8 @@ struct TuningRounds {
     /// `values[target][parameter]`: the values trained so far, in the order they were added.
     private var values: [[[JSONValue]]]
     private var extensions: [[GridExtension?]]
-    /// Run ids of each target's selection runs → point index (a later round refuses a duplicate).
+    /// Each target's configurations (run ids without the name) → point index: a later round
+    /// refuses a duplicate (`Tuner.trials(of:…)`).
     private var seen: [[String: Int]]
 
     init(_ experiment: ExperimentFile) {
@@ -36,7 +37,9 @@ struct TuningRounds {
             records[trial.target].scores[trial.point][trial.seedIndex] = entry.score
             records[trial.target].flops[trial.point][trial.seedIndex] = entry.flops
             records[trial.target].wallSeconds += entry.wallSeconds
-            seen[trial.target][trial.run.runId] = trial.point
+            var unnamed = trial.run.config
+            unnamed.name = ""
+            seen[trial.target][unnamed.runId] = trial.point
         }
     }
 

@@ -14,7 +14,8 @@ enum TuningWriter {
         let tuning = try root.createGroup("tuning")
         try tuning.attributes.set("meaning", "hyperparameters selected per variant before its reported runs: every grid point trained "
             + "on each selection seed with a validation split carved from the training data of each experience (test sets not read), "
-            + "scored by final ACC on that validation data; the highest mean wins (ties: first in grid order)")
+            + "scored by final ACC on that validation data; the highest mean wins (ties: the earliest trained, grid order first); "
+            + "a tune block's \"extend\" adds values beyond a grid's edge while the choice sits there")
         for r in records {
             let g = try tuning.createGroup(r.variant)
             let p = r.points.count, s = r.seeds.count
