@@ -41,6 +41,12 @@ struct SweepCommand: ParsableCommand {
     @Flag(help: "Plain log lines even on a terminal.")
     var plain = false
 
+    @Flag(help: "Run the \"tune\" stage only and write its choices (/tuning) to the output; the shards of the sweep then take them with --tuning-from.")
+    var tuneOnly = false
+
+    @Option(help: ArgumentHelp("Take the tuned variants' choices from this results file's /tuning (written by --tune-only or a finished sweep of the same file) instead of tuning again.", valueName: "tuned.h5"))
+    var tuningFrom: String?
+
     @OptionGroup var resources: ResourceOptions
 
     func run() throws {
@@ -67,9 +73,16 @@ struct SweepCommand: ParsableCommand {
         let disk = DiskEstimate(runs: selected.count, bytesPerRun: try resources.preflight(selected, file: file).meanDiskBytes)
         try resources.checkDisk(disk, output: path, experiment: experiment)
         // Selection on validation data first (every shard tunes alike: the choice is deterministic).
-        experiment = try TuningStage.apply(experiment, jobs: jobs, output: target)
+        if tuneOnly && tuningFrom != nil { throw CLIFailure.badInput("--tune-only and --tuning-from exclude each other") }
+        if tuneOnly && experiment.tuneTargets.isEmpty { throw CLIFailure.badInput("--tune-only: \(file) has no tuned variant") }
+        experiment = try TuningStage.apply(experiment, jobs: jobs, output: target, from: tuningFrom)
         let session = SweepSession(experiment: experiment, shard: selectedShard)
         let writer = try target.openWriter(session)
+        if tuneOnly {
+            writeOut("tuning written to \(path) (no run); the runs, in one go or in shards:\n"
+                + "  continual sweep \(file) --tuning-from \(path) [--shard K/N]\n")
+            return
+        }
         let tty = isatty(STDOUT_FILENO) == 1 && !plain
         let total = session.selected.count
 

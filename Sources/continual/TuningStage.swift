@@ -8,8 +8,13 @@ import Foundation
 /// results file before it ends; each finished selection run goes to the output's tuning journal
 /// (`TuningJournal`), so a resumed command does not run it again.
 enum TuningStage {
-    static func apply(_ experiment: ExperimentFile, jobs: Int, output: ResultsOutput?, quiet: Bool = false) throws -> ExperimentFile {
-        guard !experiment.tuneTargets.isEmpty else { return experiment }
+    static func apply(_ experiment: ExperimentFile, jobs: Int, output: ResultsOutput?, quiet: Bool = false,
+                      from tuned: String? = nil) throws -> ExperimentFile {
+        guard !experiment.tuneTargets.isEmpty else {
+            if let tuned { throw CLIFailure.badInput("--tuning-from \(tuned): \(experiment.path) has no tuned variant") }
+            return experiment
+        }
+        if let tuned { return try taken(experiment, from: tuned, quiet: quiet) }
         let journal = try output?.tuningJournal()
         let trials: [Tuner.Trial]
         do {
@@ -49,6 +54,11 @@ enum TuningStage {
         case .success(let r): records = r
         case .failure(let error): throw CLIFailure.runFailed("tuning stopped: \(error)")
         }
+        return try chosen(experiment, records: records, quiet: quiet)
+    }
+
+    /// The experiment re-expanded with `records`' choices, carrying the records.
+    static func chosen(_ experiment: ExperimentFile, records: [TuningRecord], quiet: Bool) throws -> ExperimentFile {
         var tuned: ExperimentFile
         do {
             let chosen = try Tuner.choices(records, file: experiment.path)
@@ -65,5 +75,21 @@ enum TuningStage {
             }
         }
         return tuned
+    }
+
+    /// `--tuning-from FILE`: the choices of a tuning already run (e.g. by `sweep --tune-only`),
+    /// checked to be this file's own tune blocks, instead of tuning again (the shards of a sweep).
+    static func taken(_ experiment: ExperimentFile, from path: String, quiet: Bool) throws -> ExperimentFile {
+        let records: [TuningRecord]
+        do {
+            let all = try TuningReader.read(path: path)
+            try TuningReader.check(all, against: experiment, from: path)
+            let wanted = Set(experiment.tuneTargets.map(\.variant))
+            records = experiment.tuneTargets.compactMap { t in all.first { $0.variant == t.variant } }.filter { wanted.contains($0.variant) }
+        } catch {
+            throw CLIFailure.badInput("--tuning-from \(error)")
+        }
+        if !quiet { writeOut("tuning: the choices of \(records.count) variant(s) taken from \(path) (no selection run)\n") }
+        return try chosen(experiment, records: records, quiet: quiet)
     }
 }
