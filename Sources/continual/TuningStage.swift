@@ -21,7 +21,7 @@ enum TuningStage {
             trials = try Tuner.trials(experiment)
             _ = try Tuner.extensionChecks(experiment)   // a later round's point fails now, not mid-tuning
         } catch let e as ConfigError { throw CLIFailure.badInput(e.description) }
-        let most = experiment.tuneTargets.reduce(0) { $0 + $1.spec.maximumTrialCount }
+        let most = Tuner.maximumTrialCount(experiment)
         if !quiet {
             writeOut("tuning \(experiment.tuneTargets.count) variant(s): \(trials.count) selection runs on validation splits of the "
                 + "training data (test sets not read)\n")
@@ -84,8 +84,7 @@ enum TuningStage {
         do {
             let all = try TuningReader.read(path: path)
             try TuningReader.check(all, against: experiment, from: path)
-            let wanted = Set(experiment.tuneTargets.map(\.variant))
-            records = experiment.tuneTargets.compactMap { t in all.first { $0.variant == t.variant } }.filter { wanted.contains($0.variant) }
+            records = experiment.tuneTargets.compactMap { t in all.first { $0.variant == t.variant } }
         } catch {
             throw CLIFailure.badInput("--tuning-from \(error)")
         }

@@ -49,7 +49,7 @@ struct ValidateCommand: ParsableCommand {
             // Each selection run was resolved and checked above (ExperimentValidation.checkTuning).
             print("  tuning: \(experiment.tuneTargets.count) variant(s), \(Tuner.trialCount(experiment)) selection runs\n"
                 + "    on validation splits of the training data, before the reported runs")
-            let most = experiment.tuneTargets.reduce(0) { $0 + $1.spec.maximumTrialCount }
+            let most = Tuner.maximumTrialCount(experiment)
             if most > Tuner.trialCount(experiment) {
                 print("    up to \(most) while a choice sits at a grid edge its \"extend\" values move")
             }

@@ -34,11 +34,23 @@ public struct TuneSpec: Sendable, Equatable {
     /// Selection runs this block makes in its first round: grid points × seeds (counted, not resolved).
     public var trialCount: Int { grid.count * seeds.count }
 
-    /// Selection runs if every extension value were taken: the full cartesian product × seeds.
-    public var maximumTrialCount: Int {
-        grid.parameters.reduce(seeds.count) { n, p in
-            saturatingProduct(n, (p.domain.count ?? 0) + (extensions[p.path.text]?.all.count ?? 0))
+    /// The grid with every extension value added to its parameter's list: every point a tuning
+    /// of this block could train.
+    public var fullGrid: SweepSpec {
+        var full = grid
+        for j in full.parameters.indices {
+            guard case .values(let v) = full.parameters[j].domain, let e = extensions[full.parameters[j].path.text] else { continue }
+            full.parameters[j].domain = .values(v + e.all)
         }
+        return full
+    }
+
+    /// Selection runs if every extension value were taken: the full grid's points × seeds.
+    public var maximumTrialCount: Int { saturatingProduct(fullGrid.count, seeds.count) }
+
+    /// Whether `value` of the tuned `path` comes from `"extend"` (not from the grid as written).
+    func isExtension(_ path: JSONKeyPath, _ value: JSONValue) -> Bool {
+        extensions[path.text]?.all.contains(value) == true
     }
 
     static let keys: Set<String> = ["parameters", "extend", "validation_fraction", "experiences", "seeds", "split_seed"]

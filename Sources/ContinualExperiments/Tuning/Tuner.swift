@@ -13,11 +13,26 @@ public enum Tuner {
         public var point: Int
         public var seedIndex: Int
         public var run: ResolvedRun
+        /// The run id of the configuration without its name, which holds the point's index:
+        /// two points resolving to the same run share it.
+        public let configurationId: String
+
+        init(target: Int, point: Int, seedIndex: Int, run: ResolvedRun) {
+            (self.target, self.point, self.seedIndex, self.run) = (target, point, seedIndex, run)
+            var unnamed = run.config
+            unnamed.name = ""
+            configurationId = unnamed.runId
+        }
     }
 
-    /// Selection runs of `experiment`, counted without resolving them.
+    /// Selection runs of `experiment`'s first round, counted without resolving them.
     public static func trialCount(_ experiment: ExperimentFile) -> Int {
         experiment.tuneTargets.reduce(0) { $0 + $1.spec.trialCount }
+    }
+
+    /// Selection runs of `experiment` if every `"extend"` value were taken.
+    public static func maximumTrialCount(_ experiment: ExperimentFile) -> Int {
+        experiment.tuneTargets.reduce(0) { $0 + $1.spec.maximumTrialCount }
     }
 
     /// The first round's selection runs of `experiment` (its grids as written), target by target,
@@ -39,12 +54,8 @@ public enum Tuner {
     public static func extensionChecks(_ experiment: ExperimentFile) throws -> [ResolvedRun] {
         var out: [ResolvedRun] = []
         for (t, target) in experiment.tuneTargets.enumerated() where !target.spec.extensions.isEmpty {
-            let lists = target.spec.grid.parameters.map { p -> [JSONValue] in
-                guard case .values(let v) = p.domain else { return [] }
-                return v + (target.spec.extensions[p.path.text]?.all ?? [])
-            }
             let first = Set(target.spec.grid.points())
-            let points = TuningRounds.product(lists).filter { !first.contains($0) }
+            let points = target.spec.fullGrid.points().filter { !first.contains($0) }
             var seen: [String: Int] = [:]
             out += try trials(of: target, index: t, points: points, from: first.count, file: experiment.path, seen: &seen,
                               seeds: Array(target.spec.seeds.prefix(1))).map(\.run)
@@ -67,7 +78,7 @@ public enum Tuner {
             var json = target.json
             for (param, value) in zip(target.spec.grid.parameters, point) {
                 do { json = try param.path.setting(value, in: json) } catch {
-                    let at = target.spec.extensions[param.path.text]?.all.contains(value) == true
+                    let at = target.spec.isExtension(param.path, value)
                         ? "\(target.location).extend[\"\(param.path.text)\"]" : "\(target.location).parameters[\"\(param.path.text)\"]"
                     throw ConfigError(file: file, location: at, message: error.message + " (variant \"\(target.variant)\")")
                 }
@@ -78,26 +89,23 @@ public enum Tuner {
                 o["validation_split"] = split
                 o["name"] = .string("\(target.variant)_tune\(p)_seed\(seed)")
                 let context = "variant \"\(target.variant)\", tuning point " + zip(target.spec.grid.parameters, point).map { p, v in
-                    "\(p.path.text)=\(v.shortDescription)" + (target.spec.extensions[p.path.text]?.all.contains(v) == true ? " from \"extend\"" : "")
+                    "\(p.path.text)=\(v.shortDescription)" + (target.spec.isExtension(p.path, v) ? " from \"extend\"" : "")
                 }.joined(separator: ", ")
                 var run: ResolvedRun
                 do { run = try ExperimentFile.resolve(.object(o), file: file, context: context) } catch let e as ConfigError {
                     // A value from "extend" is reported where the user wrote it.
-                    guard let j = point.indices.first(where: { target.spec.extensions[target.spec.grid.parameters[$0].path.text]?.all.contains(point[$0]) == true })
+                    guard let (param, _) = zip(target.spec.grid.parameters, point).first(where: { target.spec.isExtension($0.path, $1) })
                     else { throw e }
-                    let path = target.spec.grid.parameters[j].path.text
-                    throw ConfigError(file: file, location: "\(target.location).extend[\"\(path)\"]", message: "\(e.location): \(e.message)")
+                    throw ConfigError(file: file, location: "\(target.location).extend[\"\(param.path.text)\"]", message: "\(e.location): \(e.message)")
                 }
                 run.variant = target.variant
-                // The name holds the point's index, so duplicates are found on the configuration without it.
-                var unnamed = run.config
-                unnamed.name = ""
-                if let other = seen[unnamed.runId] {
+                let trial = Trial(target: t, point: p, seedIndex: s, run: run)
+                if let other = seen[trial.configurationId] {
                     throw ConfigError(file: file, location: target.location + ".parameters",
                                       message: "grid points \(other) and \(p) resolve to the same configuration (variant \"\(target.variant)\"); remove the duplicate value")
                 }
-                seen[unnamed.runId] = p
-                out.append(Trial(target: t, point: p, seedIndex: s, run: run))
+                seen[trial.configurationId] = p
+                out.append(trial)
             }
         }
         return out

@@ -57,7 +57,7 @@ public enum TuningReader {
                 throw TuningFileError(path: path, message: "tuned variant \"\(target.variant)\" with another tune block than \(experiment.path) now has: "
                     + "\(r.json.canonicalText()) against \(target.spec.json.canonicalText())")
             }
-            guard r.chosen != nil, r.points.count >= target.spec.trialCount / max(target.spec.seeds.count, 1) else {
+            guard r.chosen != nil, r.points.count >= target.spec.grid.count else {
                 throw TuningFileError(path: path, message: "variant \"\(target.variant)\": its tuning did not finish with a choice")
             }
         }

@@ -1,14 +1,15 @@
 import ContinualCore
 
 /// The rounds of one tuning (`Tuner.tune`): the records as trained so far and, per tuned
-/// variant, each parameter's current values and unused `"extend"` values, from which the next
-/// round's points follow. Round one is the grids as written; a later round exists only for a
+/// variant, the grid grown so far and each parameter's unused `"extend"` values, from which the
+/// next round's points follow. Round one is the grids as written; a later round exists only for a
 /// variant whose choice sits at an edge its extension can still move (`GridExtension`).
 struct TuningRounds {
     private(set) var records: [TuningRecord]
     private let targets: [TuneTarget]
-    /// `values[target][parameter]`: the values trained so far, in the order they were added.
-    private var values: [[[JSONValue]]]
+    /// Each target's grid with the extension values taken so far appended to their parameter's
+    /// list: its points are the points trained (its `json` stays the block as written).
+    private var grids: [SweepSpec]
     private var extensions: [[GridExtension?]]
     /// Each target's configurations (run ids without the name) → point index: a later round
     /// refuses a duplicate (`Tuner.trials(of:…)`).
@@ -24,9 +25,7 @@ struct TuningRounds {
                                 flops: Array(repeating: Array(repeating: 0, count: s), count: points.count),
                                 chosen: nil, wallSeconds: 0, json: target.spec.json)
         }
-        values = targets.map { target in
-            target.spec.grid.parameters.map { p -> [JSONValue] in if case .values(let v) = p.domain { return v } else { return [] } }
-        }
+        grids = targets.map(\.spec.grid)
         extensions = targets.map { target in target.spec.grid.parameters.map { target.spec.extensions[$0.path.text] } }
         seen = targets.map { _ in [:] }
     }
@@ -37,9 +36,7 @@ struct TuningRounds {
             records[trial.target].scores[trial.point][trial.seedIndex] = entry.score
             records[trial.target].flops[trial.point][trial.seedIndex] = entry.flops
             records[trial.target].wallSeconds += entry.wallSeconds
-            var unnamed = trial.run.config
-            unnamed.name = ""
-            seen[trial.target][unnamed.runId] = trial.point
+            seen[trial.target][trial.configurationId] = trial.point
         }
     }
 
@@ -53,15 +50,16 @@ struct TuningRounds {
             guard let c = records[t].chosen else { continue }
             let point = records[t].points[c]
             var grew = false
-            for j in values[t].indices {
-                guard var e = extensions[t][j], let v = e.step(chosen: point[j], values: values[t][j]) else { continue }
+            for j in grids[t].parameters.indices {
+                guard case .values(let current) = grids[t].parameters[j].domain, var e = extensions[t][j],
+                      let v = e.step(chosen: point[j], values: current) else { continue }
                 extensions[t][j] = e
-                values[t][j].append(v)
+                grids[t].parameters[j].domain = .values(current + [v])
                 grew = true
             }
             guard grew else { continue }
             let trained = Set(records[t].points)
-            let new = Self.product(values[t]).filter { !trained.contains($0) }
+            let new = grids[t].points().filter { !trained.contains($0) }
             out += try Tuner.trials(of: targets[t], index: t, points: new, from: records[t].points.count, file: file, seen: &seen[t])
             let s = records[t].seeds.count
             records[t].points += new
@@ -69,10 +67,5 @@ struct TuningRounds {
             records[t].flops += Array(repeating: Array(repeating: 0, count: s), count: new.count)
         }
         return out
-    }
-
-    /// The cartesian product of `lists`, last list fastest (the order of a grid's points).
-    static func product(_ lists: [[JSONValue]]) -> [[JSONValue]] {
-        lists.reduce([[]]) { acc, list in acc.flatMap { prefix in list.map { prefix + [$0] } } }
     }
 }
