@@ -2,20 +2,18 @@ import ContinualExperiments
 import Foundation
 
 /// `continual inspect`'s account of a `/tuning` group: per variant, the chosen values, their
-/// validation score, the grid's size and the compute spent choosing them.
+/// validation score, the grid's size, the compute spent choosing them, and whether a choice sits
+/// at an edge of the values trained (where the best may lie beyond them).
 enum TuningText {
-    static func lines(_ tuning: [(variant: String, recordJSON: String, meanScores: [Double])]) -> String {
+    static func lines(_ tuning: [TuningRecord]) -> String {
         var out = ["hyperparameters selected on validation splits of the training data (test sets not read):"]
-        for t in tuning {
-            let record = (try? JSONSerialization.jsonObject(with: Data(t.recordJSON.utf8))) as? [String: Any] ?? [:]
-            let chosen = (record["chosen"] as? [String: Any] ?? [:]).sorted { $0.key < $1.key }
-                .map { "\($0.key.split(separator: ".").last.map(String.init) ?? $0.key)=\($0.value)" }.joined(separator: ", ")
-            let index = record["chosen_index"] as? Int
-            let score = index.flatMap { $0 < t.meanScores.count ? String(format: "%.2f %%", t.meanScores[$0] * 100) : nil } ?? "—"
-            let seeds = (record["seeds"] as? [Any])?.count ?? 0
-            let flops = (record["total_training_flops"] as? NSNumber)?.doubleValue ?? 0
-            out.append("  \(t.variant): \(chosen.isEmpty ? "nothing chosen" : chosen)  (validation ACC \(score))")
-            out.append("      \(t.meanScores.count) point(s) × \(seeds) seed(s), \(String(format: "%.2g", flops)) training FLOPs")
+        for r in tuning {
+            let score = r.chosen.map { String(format: "%.2f %%", r.meanScores[$0] * 100) } ?? "—"
+            out.append("  \(r.variant): \(r.chosen == nil ? "nothing chosen" : r.chosenText)  (validation ACC \(score))")
+            out.append("      \(r.points.count) point(s) × \(r.seeds.count) seed(s), "
+                + "\(String(format: "%.2g", Double(r.totalFLOPs))) training FLOPs")
+            let edges = r.edges.map { "\($0.path.split(separator: ".").last.map(String.init) ?? $0.path) (\($0.edge.rawValue))" }
+            if !edges.isEmpty { out.append("      at an edge of the values trained: \(edges.joined(separator: ", "))") }
         }
         return out.joined(separator: "\n")
     }

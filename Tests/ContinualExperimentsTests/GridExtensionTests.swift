@@ -156,4 +156,26 @@ struct GridExtensionTests {
         let file = try ExperimentFile.parse(data: Data(dup.utf8), path: "x.json")
         #expect { try Tuner.trials(file) } throws: { "\($0)".contains("resolve to the same configuration") }
     }
+
+    @Test("inspect prints each variant's choice and validation score, and a note where a choice rests at an edge")
+    func inspectShowsEdges() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let exp = dir.write("e.json", text(extend: "null"))
+        let out = dir.path("r.h5")
+        let tuned = try runCLI(["sweep", exp, "-o", out, "--tune-only"])
+        #expect(tuned.status == 0, "\(tuned.stderr)")
+        let records = try TuningReader.read(path: out)
+        #expect(try ResultsReader.read(path: out).tuning == records)
+        let shown = try runCLI(["inspect", out])
+        #expect(shown.status == 0, "\(shown.stderr)")
+        for r in records {
+            let c = try #require(r.chosen)
+            let score = String(format: "%.2f %%", r.meanScores[c] * 100)
+            #expect(shown.stdout.contains("\(r.variant): \(r.chosenText)  (validation ACC \(score))"), "\(shown.stdout)")
+        }
+        // Every trained lr column has two values here, so every choice sits at one of its edges.
+        let notes = shown.stdout.components(separatedBy: "at an edge of the values trained: lr (upper)").count - 1
+        #expect(notes == records.count && records.allSatisfy { $0.edgeText != nil })
+    }
 }

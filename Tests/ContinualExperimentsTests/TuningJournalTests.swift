@@ -116,7 +116,7 @@ struct TuningJournalTests {
         #expect(resumed.stdout.contains("0 written now"))
         #expect(!journal.exists)
         let again = try ResultsReader.read(path: out).tuning
-        #expect(again.count == 1 && again.map(\.recordJSON) == tuned.map(\.recordJSON))
+        #expect(again.count == 1 && again.map(\.jsonValue) == tuned.map(\.jsonValue))
         #expect(again.map(\.meanScores).description == tuned.map(\.meanScores).description)
     }
 }

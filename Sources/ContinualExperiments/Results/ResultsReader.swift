@@ -37,9 +37,9 @@ public enum ResultsReader {
         /// Run groups that could not be read (damaged by a crash or a bad disk), with the reason:
         /// skipped, so the rest of the file stays usable (`continual repair` copies the rest).
         public var damaged: [(id: String, reason: String)] = []
-        /// `/tuning`: per tuned variant, its stored record (JSON text) and mean validation score
-        /// of each grid point (see `TuningWriter`).
-        public var tuning: [(variant: String, recordJSON: String, meanScores: [Double])] = []
+        /// `/tuning`: per tuned variant, in name order, what its selection did and chose
+        /// (`TuningWriter` writes it, `TuningReader` reads it back).
+        public var tuning: [TuningRecord] = []
     }
 
     public static func read(path: String) throws -> Contents {
@@ -73,7 +73,7 @@ public enum ResultsReader {
             }
             var contents = Contents(attributes: attributes, runs: runs, summary: summary, damaged: damaged)
             if root.exists("tuning") {
-                do { contents.tuning = try readTuning(root.openGroup("tuning")) } catch { contents.damaged.append(("/tuning", "\(error)")) }
+                do { contents.tuning = try TuningReader.records(in: root.openGroup("tuning"), path: path) } catch { contents.damaged.append(("/tuning", "\(error)")) }
             }
             return contents
         }
@@ -205,22 +205,6 @@ extension ResultsReader {
                 }
             }
             return (out, vanished)
-        }
-    }
-}
-
-extension ResultsReader {
-    /// The `/tuning` group's records (`TuningWriter`), in name order.
-    static func readTuning(_ g: HDF5Group) throws -> [(variant: String, recordJSON: String, meanScores: [Double])] {
-        try g.childNames().sorted().map { name in
-            let v = try g.openGroup(name)
-            let d = try v.openDataset("scores")
-            let shape = try d.shape, values: [Double] = try d.read()
-            let seeds = shape.count == 2 ? max(shape[1], 1) : 1
-            let means = stride(from: 0, to: values.count, by: seeds).map { i in
-                values[i..<min(i + seeds, values.count)].reduce(0, +) / Double(seeds)
-            }
-            return (name, try v.attributes.string("record_json") ?? "{}", means)
         }
     }
 }

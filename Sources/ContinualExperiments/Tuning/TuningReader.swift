@@ -13,8 +13,13 @@ public enum TuningReader {
         let file = try HDF5File.open(path: path)
         defer { try? file.close() }
         guard file.root.exists("tuning") else { throw TuningFileError(path: path, message: "has no /tuning group (no tuned variant was run into it)") }
-        let g = try file.root.openGroup("tuning")
-        return try g.childNames().sorted().map { name in
+        return try records(in: file.root.openGroup("tuning"), path: path)
+    }
+
+    /// The records of an open `/tuning` group `g` of the file at `path` (named in errors), in
+    /// variant-name order: what `read(path:)` returns and `continual inspect` prints.
+    static func records(in g: HDF5Group, path: String) throws -> [TuningRecord] {
+        try g.childNames().sorted().map { name in
             let v = try g.openGroup(name)
             guard let text = try v.attributes.string("record_json"),
                   case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)),
