@@ -244,9 +244,33 @@ def compare_files(fa, fb, tolerance=None, accepted=None):
                     compare_attrs(f"/runs/{rid}{p}", oa, ob, diffs, policy=policy)
                 else:
                     diffs.append(f"/runs/{rid}{p}: kinds differ")
+        compare_tuning(a, b, diffs, policy)
         if accepted is not None:
             accepted.extend(policy.accepted)
     return diffs
+
+
+def compare_tuning(a, b, diffs, policy):
+    """`/tuning` (the hyperparameter selection, docs/results-format.md): every variant's scores,
+    training FLOPs and record, bit for bit; its wall time is a timing and is skipped."""
+    ta, tb = a.get("tuning"), b.get("tuning")
+    if ta is None and tb is None:
+        return
+    if ta is None or tb is None:
+        diffs.append(f"/tuning: only in {'new' if tb is not None else 'base'}")
+        return
+    for variant in sorted(set(ta) | set(tb)):
+        where = f"/tuning/{variant}"
+        if variant not in ta or variant not in tb:
+            diffs.append(f"{where}: only in {'new' if variant in tb else 'base'}")
+            continue
+        va, vb = ta[variant], tb[variant]
+        compare_attrs(where, va, vb, diffs, policy=policy)
+        for name in sorted(set(va) | set(vb)):
+            if name not in va or name not in vb:
+                diffs.append(f"{where}/{name}: only in {'new' if name in vb else 'base'}")
+            elif not same(va[name][()], vb[name][()]):
+                policy.judge(f"{where}/{name}", va[name][()], vb[name][()], diffs, "values differ")
 
 
 def main():

@@ -106,13 +106,18 @@ struct RunCommand: ParsableCommand {
                 let wanted = Set(experiment.runs.filter { Self.matches($0, variant) }.map(\.variant))
                 experiment.tuneTargets.removeAll { !wanted.contains($0.variant) }
             }
-            // Under MPI every rank tunes alike; no rank keeps a tuning journal (they would share it).
-            let journalled = mpi || MPIWorld.launchedUnderMPI() ? nil : target
-            experiment = try TuningStage.apply(experiment, jobs: jobs, output: journalled, quiet: quiet)
+        }
+        let world = mpi || MPIWorld.launchedUnderMPI() ? try startDistributed(runs) : nil
+        if !experiment.tuneTargets.isEmpty {
+            // Under MPI the ranks share the selection runs and all get the same choices; no rank
+            // keeps a tuning journal (they would share it), and only rank 0 prints.
+            let journalled = world == nil ? target : nil
+            experiment = try TuningStage.apply(experiment, jobs: jobs, output: journalled, quiet: quiet || (world?.rank ?? 0) != 0,
+                                               world: world)
             runs = experiment.runs.filter { variant == nil || Self.matches($0, variant!) }
         }
-        if mpi || MPIWorld.launchedUnderMPI() {
-            if try runDistributed(runs, resumingFrom: resume) { return }
+        if let world {
+            if try runDistributed(runs, in: world, resumingFrom: resume) { return }
         }
         var session = SweepSession(experiment: experiment)
         session.selected = runs
@@ -197,16 +202,12 @@ struct RunCommand: ParsableCommand {
 }
 
 extension RunCommand {
-    /// Under MPI: every rank computes every run in order (federated runs split their clients over
-    /// the ranks; other runs are refused); ranks other than 0 stop here (returns true), rank 0
-    /// goes on to write the results (returns false) and finishes MPI when the process exits.
-    /// --resume-from and --checkpoint-every work as in one process: every rank reads the
-    /// checkpoint and restores its own clients; every rank takes part in each save (the clients
-    /// are gathered), and rank 0 writes it.
-    func runDistributed(_ runs: [ResolvedRun], resumingFrom resume: RunCheckpoint?) throws -> Bool {
+    /// Under MPI: the world of ranks, once the runs are known to suit it (nil: a world of one,
+    /// which runs as one process). Before any tuning, which the ranks share.
+    func startDistributed(_ runs: [ResolvedRun]) throws -> MPIWorld? {
         let world: MPIWorld
         do { world = try MPIWorld.start() } catch { throw CLIFailure.badInput("--mpi: \(error)") }
-        guard world.size > 1 else { return false }
+        guard world.size > 1 else { return nil }
         if let other = runs.first(where: { $0.config.federation == nil }) {
             throw CLIFailure.badInput("--mpi splits the clients of federated runs over ranks; run \"\(other.config.name)\" has no \"federation\" block (run it without mpirun, or shard a sweep with --shard)")
         }
@@ -214,8 +215,18 @@ extension RunCommand {
             throw CLIFailure.badInput("--mpi runs every run whole on every rank: --resume, --resume-or-start and --stop-after are not available "
                 + "(--checkpoint-every N --checkpoint F saves a federated run while it goes on, --resume-from F continues it)")
         }
-        FederationRunner.transport = world
         atexit { try? MPIWorld.current?.finish() }
+        return world
+    }
+
+    /// Under MPI: every rank computes every run in order (federated runs split their clients over
+    /// the ranks; other runs are refused by `startDistributed`); ranks other than 0 stop here
+    /// (returns true), rank 0 goes on to write the results (returns false) and finishes MPI when
+    /// the process exits. --resume-from and --checkpoint-every work as in one process: every rank
+    /// reads the checkpoint and restores its own clients; every rank takes part in each save (the
+    /// clients are gathered), and rank 0 writes it.
+    func runDistributed(_ runs: [ResolvedRun], in world: MPIWorld, resumingFrom resume: RunCheckpoint?) throws -> Bool {
+        FederationRunner.transport = world
         if world.rank == 0 {
             print("mpi: \(world.size) ranks (\(world.libraryVersion?.split(separator: "\n").first.map(String.init) ?? "MPI")); "
                 + "each simulates the clients with id ≡ rank (mod \(world.size)); rank 0 writes the results")

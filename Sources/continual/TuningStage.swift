@@ -8,8 +8,10 @@ import Foundation
 /// results file before it ends; each finished selection run goes to the output's tuning journal
 /// (`TuningJournal`), so a resumed command does not run it again.
 enum TuningStage {
+    /// `world`: under MPI, every rank calls this alike; the selection runs are spread over the
+    /// ranks and every rank gets the same choices (`Tuner.tune(world:)`; no journal then).
     static func apply(_ experiment: ExperimentFile, jobs: Int, output: ResultsOutput?, quiet: Bool = false,
-                      from tuned: String? = nil) throws -> ExperimentFile {
+                      from tuned: String? = nil, world: MPIWorld? = nil) throws -> ExperimentFile {
         guard !experiment.tuneTargets.isEmpty else {
             if let tuned { throw CLIFailure.badInput("--tuning-from \(tuned): \(experiment.path) has no tuned variant") }
             return experiment
@@ -26,6 +28,7 @@ enum TuningStage {
             writeOut("tuning \(experiment.tuneTargets.count) variant(s): \(trials.count) selection runs on validation splits of the "
                 + "training data (test sets not read)\n")
             if most > trials.count { writeOut("  up to \(most) in all while a choice sits at a grid edge its \"extend\" values move\n") }
+            if let world, world.size > 1 { writeOut("  spread over \(world.size) MPI ranks (rank r trains runs r, r + \(world.size), …)\n") }
             if let journal {
                 let kept = journal.entries().count   // later rounds' runs included
                 writeOut(kept > 0 ? "  \(kept) of them finished before an interruption (\(journal.path)): not run again\n"
@@ -37,7 +40,7 @@ enum TuningStage {
         let every = max(1, trials.count / 10)
         Task.detached {
             do {
-                box.value = .success(try await Tuner.tune(experiment, trials: trials, jobs: jobs, journal: journal,
+                box.value = .success(try await Tuner.tune(experiment, trials: trials, jobs: jobs, journal: journal, world: world,
                                                           progress: { done, total in
                     if !quiet && (done % every == 0 || done == total) {
                         writeOut("  tuning: \(done)/\(total) selection runs" + (most > total ? " so far (up to \(most))\n" : "\n"))

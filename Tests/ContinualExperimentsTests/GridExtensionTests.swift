@@ -88,6 +88,11 @@ struct GridExtensionTests {
         let again = try await Tuner.tune(file, jobs: 1)
         #expect(again.map(\.points) == records.map(\.points) && again.map(\.chosen) == records.map(\.chosen))
         #expect(again.flatMap { $0.scores.joined() }.map(\.bitPattern) == records.flatMap { $0.scores.joined() }.map(\.bitPattern))
+        // Through the MPI exchange (`TuningShare`) of a world of one: the entries' bit patterns
+        // survive it (the ranks of mpi_check.sh go through the same encoding).
+        let shared = try await Tuner.tune(file, jobs: 2, world: .local())
+        #expect(shared.map(\.jsonValue) == records.map(\.jsonValue))
+        #expect(shared.flatMap { $0.scores.joined() }.map(\.bitPattern) == records.flatMap { $0.scores.joined() }.map(\.bitPattern))
     }
 
     @Test("an extended tuning resumes from its journal with the uninterrupted records")

@@ -118,8 +118,10 @@ public enum Tuner {
     /// `trials`: `trials(experiment)` when the caller resolved them already (nil: resolved here).
     /// `journal`: selection runs it already holds are not run again (their entries fill the
     /// records exactly as the runs did), and each run that finishes now is appended to it.
+    /// `world`: every rank of it calls this alike; each round's selection runs are spread over
+    /// the ranks (`TuningShare`) and every rank returns the same records (no journal then).
     public static func tune(_ experiment: ExperimentFile, trials given: [Trial]? = nil, jobs: Int,
-                            journal: TuningJournal? = nil,
+                            journal: TuningJournal? = nil, world: MPIWorld? = nil,
                             shouldStop: @escaping @Sendable () -> Bool = { false },
                             progress: (Int, Int) -> Void = { _, _ in }) async throws -> [TuningRecord] {
         var rounds = TuningRounds(experiment)
@@ -129,7 +131,8 @@ public enum Tuner {
         while !trials.isEmpty {
             let entries: [TuningJournal.Entry]
             do {
-                entries = try await run(trials, jobs: jobs, known: known, journal: journal, shouldStop: shouldStop) { done in
+                entries = try await run(trials, jobs: jobs, known: known, journal: journal, share: world.map(TuningShare.init),
+                                        shouldStop: shouldStop) { done in
                     progress(finished + done, total)
                 }
             } catch var stopped as TuningInterrupted {
@@ -145,16 +148,18 @@ public enum Tuner {
         return rounds.records
     }
 
-    /// One round: runs the trials the journal lacks and returns every trial's entry in trial
-    /// order (not finishing order: the summed wall time is then the same Double however the runs
-    /// interleave or were split between invocations).
+    /// One round: runs the trials the journal lacks (under `share`, this rank's of them) and
+    /// returns every trial's entry in trial order (not finishing order: the summed wall time is
+    /// then the same Double however the runs interleave or were split between invocations).
     static func run(_ trials: [Trial], jobs: Int, known: [String: TuningJournal.Entry], journal: TuningJournal?,
-                    shouldStop: @escaping @Sendable () -> Bool, progress: (Int) -> Void) async throws -> [TuningJournal.Entry] {
+                    share: TuningShare? = nil, shouldStop: @escaping @Sendable () -> Bool,
+                    progress: (Int) -> Void) async throws -> [TuningJournal.Entry] {
         var entries = trials.map { known[$0.run.runId] }
-        var done = entries.filter { $0 != nil }.count
+        let mine = share?.indices(trials.count) ?? Array(trials.indices)
+        var done = mine.filter { entries[$0] != nil }.count
         if done > 0 { progress(done) }
         let index = Dictionary(uniqueKeysWithValues: trials.enumerated().map { ($1.run.runId, $0) })
-        let pending = trials.indices.filter { entries[$0] == nil }.map { trials[$0].run }
+        let pending = mine.filter { entries[$0] == nil }.map { trials[$0].run }
         var journalError: (any Error)? = nil
         try await SweepRunner.run(pending, jobs: jobs, shouldStop: shouldStop) { result in
             guard let i = index[result.runId] else { return }
@@ -167,8 +172,11 @@ public enum Tuner {
             progress(done)
         }
         if let journalError { throw journalError }
-        guard done == trials.count else { throw TuningInterrupted(done: done, total: trials.count, journal: journal) }
-        return entries.map { $0! }
+        guard done == mine.count else { throw TuningInterrupted(done: done, total: trials.count, journal: journal) }
+        guard let share else { return entries.map { $0! } }
+        let all = try share.gather(entries)
+        progress(trials.count)
+        return all
     }
 
     /// Final ACC on the validation data; NaN unless the run completed.
