@@ -65,21 +65,53 @@ public struct SweepSession: Sendable {
         // above (one stream generated per scenario) is paid once, not per run.
         let launch = clock.now
         let position = Dictionary(todo.enumerated().map { ($1.runId, $0) }, uniquingKeysWith: { a, _ in a })
+        // SweepRunner launches `todo` in order: `jobs` at once, then one after each result is
+        // consumed. When each run in flight started, for the ETA's in-flight time.
+        var started = LaunchTimes(count: todo.count, jobs: jobs, at: launch)
         try await SweepRunner.run(todo, jobs: jobs, shouldStop: shouldStop, execute: execute) { result in
+            defer { started.nextLaunched(at: clock.now) }
+            let index = position[result.run.runId]
+            if let index { started.finished(index) }
             guard try writer.write(result) else { return }
             outcome.written += 1
             if result.status != .completed { outcome.failed.append(result) }
-            if let i = position[result.run.runId] {
+            if let i = index {
                 timeLeft.finished(i, wallSeconds: result.wallSeconds,
                                   computeSeconds: result.outcome.map { $0.trainSeconds + $0.evalSeconds })
             }
-            let elapsed = (clock.now - start).seconds
+            let now = clock.now
             progress(Progress(done: outcome.written, total: todo.count, failed: outcome.failed.count,
-                              elapsedSeconds: elapsed, last: result,
-                              etaSeconds: timeLeft.secondsLeft(elapsedSeconds: (clock.now - launch).seconds)))
+                              elapsedSeconds: (now - start).seconds, last: result,
+                              etaSeconds: timeLeft.secondsLeft(elapsedSeconds: (now - launch).seconds,
+                                                               inFlight: started.running(at: now))))
         }
         outcome.interrupted = outcome.written < todo.count
         try writer.finish()
         return outcome
     }
+}
+
+/// When each run of a sweep in flight started (by index in launch order), as `SweepRunner`
+/// launches them: the first `jobs` together, then one after each result.
+struct LaunchTimes {
+    private var times: [Int: ContinuousClock.Instant] = [:]
+    private var next: Int
+    private let count: Int
+
+    init(count: Int, jobs: Int, at start: ContinuousClock.Instant) {
+        self.count = count
+        next = min(count, max(1, jobs))
+        for i in 0..<next { times[i] = start }
+    }
+
+    mutating func finished(_ index: Int) { times[index] = nil }
+
+    mutating func nextLaunched(at time: ContinuousClock.Instant) {
+        guard next < count else { return }
+        times[next] = time
+        next += 1
+    }
+
+    /// Seconds each run in flight has run by `now`.
+    func running(at now: ContinuousClock.Instant) -> [Int: Double] { times.mapValues { (now - $0).seconds } }
 }
