@@ -94,7 +94,8 @@ struct InspectCommand: ParsableCommand {
     /// The provenance lines: toolkit, schema, creation time, git commit, experiment, tuning.
     private func printHeader(_ contents: ResultsReader.Contents) {
         let a = contents.attributes
-        print("\(file): \(a["toolkit"] ?? "?") \(a["toolkit_version"] ?? "?"), schema \(a["schema_version"] ?? "?"), created \(a["created_utc"] ?? "?")")
+        let made = "\(a["toolkit"] ?? "?") \(a["toolkit_version"] ?? "?"), schema \(a["schema_version"] ?? "?"), created \(a["created_utc"] ?? "?")"
+        print(file.count + 2 + made.count > 80 ? "\(file):\n  \(made)" : "\(file): \(made)")   // 80 columns
         if let commit = a["git_commit"], !commit.isEmpty {
             print("git commit \(commit)\(a["git_dirty"] == "1" ? " (with uncommitted changes)" : "")")
         }
@@ -154,12 +155,29 @@ struct InspectCommand: ParsableCommand {
 
     /// Population runs' users where the per-run blocks are not printed (--brief, a sweep's
     /// grouped view): each run's headline (count and names), and one row per user with --users.
+    /// Without --users, runs whose headlines agree (a sweep's seeds and configurations over one
+    /// population) share one line, "72 runs: population: 20 users, 20 completed", in 80 columns.
     func populationLines(_ runs: [ResultsReader.StoredRun]) {
         let shown = runs.filter { $0.population != nil }
         if !shown.isEmpty { print("") }
-        for r in shown {
-            print("\(r.name): " + r.population!.headline(width: 78 - r.name.count))
-            if users { print(r.population!.table()) }
+        if users {
+            for r in shown {
+                print("\(r.name): " + r.population!.headline(width: 78 - r.name.count))
+                print(r.population!.table())
+            }
+        } else {
+            var order: [String] = [], names: [String: [String]] = [:]
+            for r in shown {
+                let line = r.population!.headline(width: 68)
+                if names[line] == nil { order.append(line) }
+                names[line, default: []].append(r.name)
+            }
+            for line in order {
+                let group = names[line]!
+                if group.count > 1 { print("\(group.count) runs: \(line)"); continue }
+                let r = shown.first { $0.name == group[0] }!
+                print("\(r.name): " + r.population!.headline(width: 78 - r.name.count))
+            }
         }
         if users && shown.isEmpty { printError("note: \(file) has no population run; --users lists a population run's users") }
     }

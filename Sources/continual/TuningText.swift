@@ -6,7 +6,8 @@ import Foundation
 /// at an edge of the values trained (where the best may lie beyond them).
 enum TuningText {
     static func lines(_ tuning: [TuningRecord]) -> String {
-        var out = ["hyperparameters selected on validation splits of the training data (test sets not read):"]
+        var out = ["hyperparameters chosen on validation splits of the training data",
+                   "(no test set read):"]
         for r in tuning {
             let score = r.chosen.map { String(format: "%.2f %%", r.meanScores[$0] * 100) } ?? "—"
             out.append("  \(r.variant): \(r.chosen == nil ? "nothing chosen" : r.chosenText)  (validation ACC \(score))")

@@ -116,4 +116,27 @@ struct PopulationUsersTests {
             #expect(missing.status == 2 && missing.stderr.contains("--user"))
         }
     }
+
+    @Test("a sweep's population runs that agree share one inspect line, and every line fits 80 columns")
+    func sweepLines() throws {
+        try withScenarioTempDir { dir in
+            let exp = dir + "/e.json"
+            try """
+            {"name": "people_sweep_with_a_long_name_for_the_header", "seed": 3,
+             "scenario": \(scenario(try peopleCSV(dir))), "model": {"hidden": [6]},
+             "optimizer": {"type": "sgd", "lr": 0.1}, "training": {"epochs": 2, "batch_size": 4},
+             "population": {"users": 3}, "sweep": {"parameters": {"seed": [1, 2, 3]}}}
+            """.write(toFile: exp, atomically: true, encoding: .utf8)
+            let out = dir + "/a_results_file_whose_path_makes_the_first_line_long.h5"
+            let r = try runCLI(["sweep", exp, "-o", out])
+            #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+            let i = try runCLI(["inspect", out])
+            #expect(i.status == 0 && i.stdout.contains("\n3 runs: population: 3 people (ana, ben, cy), 3 completed"), "\(i.stdout)")
+            #expect(!i.stdout.contains("seed=1: population"), "\(i.stdout)")
+            let wide = i.stdout.split(separator: "\n").filter { $0.count > 80 && !$0.hasPrefix(dir) }
+            #expect(wide.isEmpty, "\(wide)")
+            let each = try runCLI(["inspect", out, "--users"])
+            #expect(each.stdout.components(separatedBy: ": population: 3 people").count - 1 == 3, "\(each.stdout)")
+        }
+    }
 }
