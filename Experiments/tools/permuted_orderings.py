@@ -18,6 +18,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
 from continualkit.io import load_summary   # noqa: E402
 from continualkit.verdicts import order, seed_values   # noqa: E402
+from federated_orderings import mean_std, p_text        # noqa: E402  (this folder: one cell format)
 
 VDV = "van de Ven & Tolias 2019 (abstract): class-IL needs replay; regularisation fails"
 # (higher, lower, settings, who reports it, the paper's stream)
@@ -49,16 +50,6 @@ CLAIMS = [
 ]
 
 
-def cell(s):
-    """A seed_stats cell: mean ± std (n), or — when nothing ran."""
-    return "—" if s["n"] == 0 else f"{s['mean']:.2f} ± {s['std']:.2f}"
-
-
-def p_text(p):
-    """A Welch p cell: two significant digits, or — when there is none (NaN)."""
-    return "—" if p != p else f"{p:.2g}"
-
-
 def checked(df, setting):
     """(verdict, markdown row) of every claim that names `setting`; "not run" when either variant
     has no completed seed in the file."""
@@ -71,8 +62,8 @@ def checked(df, setting):
             out.append(("not run", f"| {hi} > {lo} | {who} | {stream} | not run | | | |"))
             continue
         o = order(higher, lower)
-        out.append((o["verdict"], f"| {hi} > {lo} | {who} | {stream} | **{o['verdict']}** | {cell(o['a'])} | "
-                                  f"{cell(o['b'])} | {p_text(o['p'])} |"))
+        out.append((o["verdict"], f"| {hi} > {lo} | {who} | {stream} | **{o['verdict']}** | {mean_std(o['a'])} | "
+                                  f"{mean_std(o['b'])} | {p_text(o['p'])} |"))
     return out
 
 
