@@ -175,7 +175,7 @@ public enum Tuner {
         guard done == mine.count else { throw TuningInterrupted(done: done, total: trials.count, journal: journal) }
         guard let share else { return entries.map { $0! } }
         let all = try share.gather(entries)
-        progress(trials.count)
+        if mine.count < trials.count { progress(trials.count) }   // the other ranks' runs, now known here
         return all
     }
 
