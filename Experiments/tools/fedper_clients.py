@@ -8,24 +8,25 @@ Dirichlet alpha and client count, then one per alpha separating a client's data 
 
 Columns: training digits per client and the clients' label entropy (bits; means over clients and
 seeds: the skew FedPer's private head faces), both methods' personal ACC (mean over a run's
-clients, then mean ± std over seeds), FedPer − FedAvg with the Welch verdict of
-continualkit.verdicts, the share of clients (over every seed) on which FedPer's personal model
-beats FedAvg's global model, and the correlation over those clients between FedPer's per-client
-gain and the client's training digits. The second table fits each client's gain (points) on
-log2 of its training digits and its label entropy, over every client of one alpha: within a
-Dirichlet split a client's size and skew move together (a large share of one label makes a
-client both larger and more skewed), so the correlation alone cannot separate them. Both methods of one seed and client count see the same
-partition (the partition's seed is the run's), so the per-client comparison is paired.
+clients, then mean ± std over seeds), FedPer − FedAvg with a paired t-test over seeds (both
+methods of one seed see the same partition: the partition's seed is the run's) in the verdict
+wording of continualkit.verdicts, and how many clients (over every seed) FedPer's personal model
+beats, ties and loses to FedAvg's global model. The second table fits each client's gain (points)
+on log2 of its training digits and its label entropy over every client of one alpha, with a
+constant per client count and HC1 standard errors: within a Dirichlet split a client's size and
+skew move together (a large share of one label makes a client both larger and more skewed), so
+neither alone separates them.
 """
 import os
 import sys
 
 import h5py
 import numpy as np
+from scipy import stats
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
 from continualkit.io import federation_runs   # noqa: E402
-from continualkit.verdicts import order        # noqa: E402
+from continualkit.verdicts import ALPHA as ALPHA_TEST, seed_stats   # noqa: E402
 from federated_orderings import mean_std       # noqa: E402  (this folder)
 
 USERS = "population.users"
@@ -47,41 +48,55 @@ def clients(f, run_id):
 
 def paired(f, part):
     """Per client over the seeds of one alpha and client count: FedPer's personal accuracy minus
-    FedAvg's (points), training digits, label entropy; and the Welch order over seeds."""
-    fedavg, fedper = (part[part["variant"] == v].sort_values("seed") for v in ("fedavg", "fedper"))
-    o = order((fedper["personal_acc"] * 100).tolist(), (fedavg["personal_acc"] * 100).tolist())
+    FedAvg's (points), training digits, label entropy, the client count; and the paired test
+    over seeds (both methods of a seed share the partition)."""
+    fedavg, fedper = (part[part["variant"] == v].set_index("seed").sort_index() for v in ("fedavg", "fedper"))
+    if list(fedavg.index) != list(fedper.index):
+        raise SystemExit(f"FedAvg seeds {list(fedavg.index)} and FedPer seeds {list(fedper.index)} differ")
+    test = seed_test(fedper["personal_acc"].to_numpy() * 100, fedavg["personal_acc"].to_numpy() * 100)
     gains, sizes, entropies = [], [], []
-    for (_, a), (_, p) in zip(fedavg.iterrows(), fedper.iterrows()):
-        acc_a, n, h = clients(f, a["run_id"])
-        acc_p, n_p, _ = clients(f, p["run_id"])
+    for seed in fedavg.index:
+        acc_a, n, h = clients(f, fedavg.loc[seed, "run_id"])
+        acc_p, n_p, _ = clients(f, fedper.loc[seed, "run_id"])
         if not np.array_equal(n, n_p):
-            raise SystemExit(f"seed {a['seed']}: FedAvg and FedPer saw different partitions")
+            raise SystemExit(f"seed {seed}: FedAvg and FedPer saw different partitions")
         gains.append((acc_p - acc_a) * 100)
         sizes.append(n)
         entropies.append(h)
-    return tuple(np.concatenate(x) for x in (gains, sizes, entropies)) + (o,)
+    return tuple(np.concatenate(x) for x in (gains, sizes, entropies)) + (test,)
 
 
-def row(alpha, users, gain, size, entropy, o):
+def seed_test(fedper, fedavg):
+    """Means ± std over seeds, the mean paired difference and the paired t-test's two-sided p
+    (scipy.stats.ttest_rel), with the verdict of continualkit.verdicts' wording at 0.05."""
+    p = float(stats.ttest_rel(fedper, fedavg).pvalue) if len(fedper) > 1 else float("nan")
+    diff = float(np.mean(fedper - fedavg))
+    significant = p < ALPHA_TEST
+    verdict = ("holds" if diff > 0 else "fails") + ("" if significant else " (not significant)")
+    return dict(fedper=seed_stats(fedper.tolist()), fedavg=seed_stats(fedavg.tolist()), diff=diff, p=p, verdict=verdict)
+
+
+def row(alpha, users, gain, size, entropy, t):
     """The first table's row of one alpha and client count."""
-    r = np.corrcoef(gain, size)[0, 1] if gain.size > 2 else np.nan
     return (f"| {alpha:g} | {users} | {size.mean():.0f} | {entropy.mean():.2f} "
-            f"| {mean_std(o['b'])} | {mean_std(o['a'])} | {o['a']['mean'] - o['b']['mean']:+.2f} "
-            f"| {o['verdict']} (p = {o['p']:.2g}) | {np.mean(gain > 0) * 100:.0f} % of {gain.size} | {r:+.2f} |")
+            f"| {mean_std(t['fedavg'])} | {mean_std(t['fedper'])} | {t['diff']:+.2f} "
+            f"| {t['verdict']} (p = {t['p']:.2g}) | {np.sum(gain > 0)} / {np.sum(gain == 0)} / {np.sum(gain < 0)} |")
 
 
-def fit(alpha, gain, size, entropy):
+def fit(alpha, gain, size, entropy, count):
     """The second table's row: least squares of a client's gain (points) on log2 of its training
-    digits and its label entropy, over every client of one alpha (all client counts and seeds),
-    with the coefficients' standard errors (ordinary, homoscedastic)."""
-    x = np.column_stack([np.ones_like(gain), np.log2(size), entropy])
+    digits and its label entropy, over every client of one alpha, with a constant per client
+    count (so size is compared within a split, not across the 10-, 20- and 40-client files) and
+    heteroscedasticity-robust standard errors (HC1: small clients' accuracies are noisier)."""
+    dummies = [(count == c).astype(float) for c in np.unique(count)]
+    x = np.column_stack([np.log2(size), entropy] + dummies)
     beta, *_ = np.linalg.lstsq(x, gain, rcond=None)
-    residual = gain - x @ beta
-    dof = gain.size - x.shape[1]
-    se = np.sqrt(np.diag(residual @ residual / dof * np.linalg.inv(x.T @ x)))
-    r2 = 1 - residual @ residual / ((gain - gain.mean()) @ (gain - gain.mean()))
-    return (f"| {alpha:g} | {gain.size} | {beta[1]:+.2f} ± {se[1]:.2f} | {beta[2]:+.2f} ± {se[2]:.2f} "
-            f"| {r2:.2f} |")
+    e = gain - x @ beta
+    bread = np.linalg.inv(x.T @ x)
+    cov = bread @ (x.T * e ** 2) @ x @ bread * gain.size / (gain.size - x.shape[1])
+    se = np.sqrt(np.diag(cov))
+    r2 = 1 - e @ e / ((gain - gain.mean()) @ (gain - gain.mean()))
+    return f"| {alpha:g} | {gain.size} | {beta[0]:+.2f} ± {se[0]:.2f} | {beta[1]:+.2f} ± {se[1]:.2f} | {r2:.2f} |"
 
 
 def main(path):
@@ -89,18 +104,17 @@ def main(path):
     if USERS not in runs.columns or ALPHA not in runs.columns:
         raise SystemExit(f"{path}: no swept {USERS} and {ALPHA} (a results file of federated_fedper_clients.json?)")
     print("| α | clients | training digits per client | label entropy (bits) | FedAvg personal ACC "
-          "| FedPer personal ACC | FedPer − FedAvg | FedPer > FedAvg | clients FedPer wins "
-          "| corr(gain, client's digits) |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|")
+          "| FedPer personal ACC | FedPer − FedAvg | FedPer > FedAvg (paired) | clients: FedPer wins / ties / loses |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---|---:|")
     runs[ALPHA], runs[USERS] = runs[ALPHA].astype(float), runs[USERS].astype(int)
     fits = []
     with h5py.File(path, "r") as f:
         for alpha, by_alpha in runs.groupby(ALPHA, sort=True):
             pooled = []
             for users, part in by_alpha.groupby(USERS, sort=True):
-                *arrays, o = paired(f, part)
-                print(row(alpha, users, *arrays, o))
-                pooled.append(arrays)
+                *arrays, t = paired(f, part)
+                print(row(alpha, users, *arrays, t))
+                pooled.append(arrays + [np.full(arrays[0].size, users)])
             fits.append(fit(alpha, *(np.concatenate(a) for a in zip(*pooled))))
     print("\n| α | clients (all counts and seeds) | gain per doubling of a client's digits (points) "
           "| gain per bit of label entropy (points) | R² |")

@@ -60,7 +60,8 @@ public struct SweepSession: Sendable {
         // ETA's order of work; skip the estimate, which generates each scenario's stream once more.
         let estimate = todo.count > jobs ? RunCostEstimate(todo) : nil
         var timeLeft = EstimatedTimeLeft(costs: estimate?.costs ?? Array(repeating: 1, count: todo.count),
-                                         families: estimate?.families ?? Array(repeating: "", count: todo.count), jobs: jobs)
+                                         families: estimate?.families ?? Array(repeating: "", count: todo.count),
+                                         jobs: min(jobs, max(1, todo.count)))   // no more at once than there are runs
         // The ETA's serial part is solved from the time since the first launch: the estimate
         // above (one stream generated per scenario) is paid once, not per run.
         let launch = clock.now
@@ -69,7 +70,7 @@ public struct SweepSession: Sendable {
         // consumed. When each run in flight started, for the ETA's in-flight time.
         var started = LaunchTimes(count: todo.count, jobs: jobs, at: launch)
         try await SweepRunner.run(todo, jobs: jobs, shouldStop: shouldStop, execute: execute) { result in
-            defer { started.nextLaunched(at: clock.now) }
+            defer { if !shouldStop() { started.nextLaunched(at: clock.now) } }   // as SweepRunner launches
             let index = position[result.run.runId]
             if let index { started.finished(index) }
             guard try writer.write(result) else { return }

@@ -34,6 +34,12 @@ public enum TuningReader {
             guard scores.count == p * s, flops.count == p * s else {
                 throw TuningFileError(path: path, message: "/tuning/\(name): scores or training_flops do not hold \(p) points × \(s) seeds")
             }
+            if case .int(let c)? = o["chosen_index"], !(0..<Int64(p)).contains(c) {
+                throw TuningFileError(path: path, message: "/tuning/\(name): chosen_index \(c) is not one of its \(p) points")
+            }
+            guard points.allSatisfy({ if case .array(let a) = $0 { return a.count == parameters.count } else { return parameters.count == 1 } }) else {
+                throw TuningFileError(path: path, message: "/tuning/\(name): a point does not hold one value per parameter")
+            }
             var split = ValidationSplit(fraction: fraction, seed: UInt64(splitSeed))
             if case .int(let k)? = o["experiences"] { split.experiences = Int(k) }
             return TuningRecord(
