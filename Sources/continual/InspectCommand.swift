@@ -166,17 +166,16 @@ struct InspectCommand: ParsableCommand {
                 print(r.population!.table())
             }
         } else {
-            var order: [String] = [], names: [String: [String]] = [:]
+            var order: [String] = [], groups: [String: [ResultsReader.StoredRun]] = [:]
             for r in shown {
                 let line = r.population!.headline(width: 68)
-                if names[line] == nil { order.append(line) }
-                names[line, default: []].append(r.name)
+                if groups[line] == nil { order.append(line) }
+                groups[line, default: []].append(r)
             }
             for line in order {
-                let group = names[line]!
+                let group = groups[line]!
                 if group.count > 1 { print("\(group.count) runs: \(line)"); continue }
-                let r = shown.first { $0.name == group[0] }!
-                print("\(r.name): " + r.population!.headline(width: 78 - r.name.count))
+                print("\(group[0].name): " + group[0].population!.headline(width: 78 - group[0].name.count))
             }
         }
         if users && shown.isEmpty { printError("note: \(file) has no population run; --users lists a population run's users") }

@@ -13,7 +13,7 @@ enum TuningText {
             out.append("  \(r.variant): \(r.chosen == nil ? "nothing chosen" : r.chosenText)  (validation ACC \(score))")
             out.append("      \(r.points.count) point(s) × \(r.seeds.count) seed(s), "
                 + "\(String(format: "%.2g", Double(r.totalFLOPs))) training FLOPs")
-            let edges = r.edges.map { "\($0.path.split(separator: ".").last.map(String.init) ?? $0.path) (\($0.edge.rawValue))" }
+            let edges = r.edges.map { "\(TuningRecord.shortName($0.path)) (\($0.edge.rawValue))" }
             if !edges.isEmpty { out.append("      at an edge of the values trained: \(edges.joined(separator: ", "))") }
         }
         return out.joined(separator: "\n")

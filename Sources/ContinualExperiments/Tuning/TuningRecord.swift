@@ -48,7 +48,7 @@ public struct TuningRecord: Sendable, Equatable {
     public var edgeText: String? {
         let e = edges
         guard !e.isEmpty else { return nil }
-        return e.map { "\($0.path.split(separator: ".").last.map(String.init) ?? $0.path) at its \($0.edge.rawValue) edge" }
+        return e.map { "\(Self.shortName($0.path)) at its \($0.edge.rawValue) edge" }
             .joined(separator: ", ")
     }
 
@@ -65,9 +65,14 @@ public struct TuningRecord: Sendable, Equatable {
         return best
     }
 
+    /// A tuned key path as the messages show it: its last component ("lr" for "optimizer.lr").
+    public static func shortName(_ path: String) -> String {
+        path.split(separator: ".").last.map(String.init) ?? path
+    }
+
     /// "lambda=100, lr=0.001" of the chosen point.
     public var chosenText: String {
-        chosenValues.map { "\($0.path.split(separator: ".").last.map(String.init) ?? $0.path)=\($0.value.shortDescription)" }
+        chosenValues.map { "\(Self.shortName($0.path))=\($0.value.shortDescription)" }
             .joined(separator: ", ")
     }
 
