@@ -93,6 +93,11 @@ struct GridExtensionTests {
         let shared = try await Tuner.tune(file, jobs: 2, world: .local())
         #expect(shared.map(\.jsonValue) == records.map(\.jsonValue))
         #expect(shared.flatMap { $0.scores.joined() }.map(\.bitPattern) == records.flatMap { $0.scores.joined() }.map(\.bitPattern))
+        // A stop under a world still goes through the round's exchange (the flag every rank reads)
+        // and ends the tuning with `TuningInterrupted`, not a missing entry.
+        await #expect(throws: TuningInterrupted.self) {
+            _ = try await Tuner.tune(file, jobs: 1, world: .local(), shouldStop: { true })
+        }
     }
 
     @Test("an extended tuning resumes from its journal with the uninterrupted records")

@@ -120,6 +120,9 @@ public enum Tuner {
     /// records exactly as the runs did), and each run that finishes now is appended to it.
     /// `world`: every rank of it calls this alike; each round's selection runs are spread over
     /// the ranks (`TuningShare`) and every rank returns the same records (no journal then).
+    /// `shouldStop`: polled before each selection run starts; once it is true the runs in flight
+    /// finish and `TuningInterrupted` is thrown (under `world`, on every rank, at the end of the
+    /// round in which any rank stopped).
     public static func tune(_ experiment: ExperimentFile, trials given: [Trial]? = nil, jobs: Int,
                             journal: TuningJournal? = nil, world: MPIWorld? = nil,
                             shouldStop: @escaping @Sendable () -> Bool = { false },
@@ -172,9 +175,13 @@ public enum Tuner {
             progress(done)
         }
         if let journalError { throw journalError }
-        guard done == mine.count else { throw TuningInterrupted(done: done, total: trials.count, journal: journal) }
-        guard let share else { return entries.map { $0! } }
-        let all = try share.gather(entries)
+        let interrupted = TuningInterrupted(done: done, total: trials.count, journal: journal)
+        guard let share else {
+            guard done == mine.count else { throw interrupted }
+            return entries.map { $0! }
+        }
+        // A stopped rank joins the exchange too, so that every rank learns of the stop.
+        guard let all = try share.gather(entries, stopped: done < mine.count) else { throw interrupted }
         if mine.count < trials.count { progress(trials.count) }   // the other ranks' runs, now known here
         return all
     }
