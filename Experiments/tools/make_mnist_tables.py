@@ -296,42 +296,58 @@ FILES = [
 ]
 
 
+# Streams whose next-rerun file has been run and has replaced its old file: main() writes them as
+# main_next() did, main_next() no longer does. Their `*_added` files stay until the reproduction
+# cards, which still quote them, are regenerated with the last stream's rerun.
+RERUN = {"mnist_permuted"}
+
+
+def next_experiment(name, data, steps, scenario, settings, overrides, deeper):
+    """A stream's file as the next rerun runs it (see the module's usage); `deeper`: written one
+    folder below Experiments/ (its dataset path one more level up)."""
+    overrides = dict(overrides or {}, **MIR_BATCH)
+    permuted = scenario["type"] == "permuted_digits"
+    protocol = PROTOCOL.format(steps=steps).replace(
+        "test sets never read.", "test sets never read; each grid extended at its edges while the choice sits there "
+        "(\"extend\": docs/tuning.md).")
+    protocol = protocol.replace("Every other method keeps its documented defaults beside a tuned learning rate.",
+                                "Every other method keeps its documented defaults beside a tuned learning rate, except MIR (128 "
+                                "replayed rows chosen from 200 candidates, as rehearsal replays a batch's worth) and, where "
+                                "experiences repeat labels (task- and domain-IL), GDumb (balance over (experience, label) pairs).")
+    if permuted:   # no paper rows: Hsu's permuted values are for the full 60,000-image stream
+        protocol = protocol.replace("*_paper rows: Hsu et al.'s own strengths and memory sizes from their scripts, untuned. ", "")
+    if deeper:
+        scenario = dict(scenario, path="../" + scenario["path"])
+    return experiment(name, data + protocol, scenario,
+                      variants(settings, permuted=permuted, overrides=overrides, extend=True, signals=name.startswith("mnist1d")))
+
+
+def write(exp, path):
+    path.write_text(json.dumps(exp, indent=1) + "\n")
+    print(f"{path.relative_to(ROOT)}: {len(exp['variants'])} variants x {len(SEEDS)} seeds")
+
+
 def main_next():
-    """The four streams' files for the next full rerun (see the module's usage)."""
+    """The files of the streams not yet rerun, for the next full rerun (see the module's usage)."""
     out_dir = ROOT / "Experiments" / "next"
     out_dir.mkdir(exist_ok=True)
     for name, data, steps, scenario, settings, overrides in FILES:
-        if name in ONLY:
-            continue   # folded back into its stream's file
-        overrides = dict(overrides or {}, **MIR_BATCH)
-        permuted = scenario["type"] == "permuted_digits"
-        protocol = PROTOCOL.format(steps=steps).replace(
-            "test sets never read.", "test sets never read; each grid extended at its edges while the choice sits there "
-            "(\"extend\": docs/tuning.md).")
-        protocol = protocol.replace("Every other method keeps its documented defaults beside a tuned learning rate.",
-                                    "Every other method keeps its documented defaults beside a tuned learning rate, except MIR (128 "
-                                    "replayed rows chosen from 200 candidates, as rehearsal replays a batch's worth) and, where "
-                                    "experiences repeat labels (task- and domain-IL), GDumb (balance over (experience, label) pairs).")
-        if permuted:   # no paper rows: Hsu's permuted values are for the full 60,000-image stream
-            protocol = protocol.replace("*_paper rows: Hsu et al.'s own strengths and memory sizes from their scripts, untuned. ", "")
-        scenario = dict(scenario, path="../" + scenario["path"])   # one folder deeper
-        exp = experiment(name, data + protocol, scenario,
-                         variants(settings, permuted=permuted, overrides=overrides, extend=True, signals=name.startswith("mnist1d")))
-        path = out_dir / f"{name}.json"
-        path.write_text(json.dumps(exp, indent=1) + "\n")
-        print(f"{path.relative_to(ROOT)}: {len(exp['variants'])} variants x {len(SEEDS)} seeds")
+        if name in ONLY or name in RERUN:
+            continue   # folded back into its stream's file, or rerun already
+        write(next_experiment(name, data, steps, scenario, settings, overrides, deeper=True), out_dir / f"{name}.json")
 
 
 def main():
     if sys.argv[1:] == ["--next"]:
         return main_next()
     for name, data, steps, scenario, settings, overrides in FILES:
-        exp = experiment(name, data + PROTOCOL.format(steps=steps), scenario,
-                         variants(settings, permuted=scenario["type"] == "permuted_digits", overrides=overrides,
-                                  skip=LATER.get(name, ()), only=ONLY.get(name)))
-        path = ROOT / "Experiments" / f"{name}.json"
-        path.write_text(json.dumps(exp, indent=1) + "\n")
-        print(f"{path.relative_to(ROOT)}: {len(exp['variants'])} variants x {len(SEEDS)} seeds")
+        if name in RERUN:
+            exp = next_experiment(name, data, steps, scenario, settings, overrides, deeper=False)
+        else:
+            exp = experiment(name, data + PROTOCOL.format(steps=steps), scenario,
+                             variants(settings, permuted=scenario["type"] == "permuted_digits", overrides=overrides,
+                                      skip=LATER.get(name, ()), only=ONLY.get(name)))
+        write(exp, ROOT / "Experiments" / f"{name}.json")
 
 
 if __name__ == "__main__":
