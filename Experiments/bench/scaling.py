@@ -12,7 +12,7 @@
 The figures mean something only on a quiet machine: the script prints the load average before and
 after, and the CPU model, flags and core count.
 
-    python3 Experiments/bench/scaling.py [--continual .build-release/release/continual] [--repeats 3]
+    python3 Experiments/bench/scaling.py [--continual .build-release/release/continual] [--repeats 3] [--epochs 10]
 """
 import argparse, json, os, subprocess, sys, tempfile, time
 
@@ -61,6 +61,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--continual", default=os.path.join(ROOT, ".build-release/release/continual"))
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--epochs", type=int, default=10,
+                    help="epochs per experience of each sweep run (10: ≈ 0.3 s a run on a Zen 5 core, where the "
+                         "sweep's serial start and writing weigh; more measures the steady state)")
     args = ap.parse_args()
     load0 = os.getloadavg()
     threads = {1: [], 2: []}
@@ -70,7 +73,7 @@ def main():
     work = tempfile.mkdtemp(prefix="scaling_")
     exp = os.path.join(work, "sweep.json")
     with open(exp, "w") as f:
-        json.dump(SWEEP, f)
+        json.dump(dict(SWEEP, training=dict(SWEEP["training"], epochs=args.epochs)), f)
     jobs = {1: [], 2: []}
     for rep in range(args.repeats):
         for j in ((1, 2) if rep % 2 == 0 else (2, 1)):
@@ -87,7 +90,8 @@ def main():
           f"({c[1] * 1e3:.1f} CPU-ms), 2 threads {w[2] * 1e3:.1f} ms wall ({c[2] * 1e3:.1f} CPU-ms, "
           f"threads_used {used}): {w[1] / w[2]:.2f}x")
     j1, j2 = median(jobs[1]), median(jobs[2])
-    print(f"jobs, sweep of 4 equal runs, median of {args.repeats}: --jobs 1 {j1:.2f} s, --jobs 2 {j2:.2f} s: "
+    print(f"jobs, sweep of 4 equal runs ({args.epochs} epochs per experience), median of {args.repeats}: "
+          f"--jobs 1 {j1:.2f} s, --jobs 2 {j2:.2f} s: "
           f"{j1 / j2:.2f}x; results bit-identical: {not diffs}" + "".join(f"\n  {d}" for d in diffs[:10]))
 
 

@@ -143,7 +143,7 @@ static KATTR __attribute__((noinline)) void KFN(gemm_direct_ep)(long M, long j0,
     // seed model's 32 × 10 → 16 forward).
     const int four = KMR > 4 && M % KMR != 0 && M % 4 == 0;  // (the rows after a column-sum tile too)
 #ifdef CK_WIDE_TILE
-    // On the Intel kind (ck_panels_wanted), rows less than 4 kB apart run 8 to a tile (16 chains
+    // On cores with two 512-bit FMA units (ck_panels_wanted), rows less than 4 kB apart run 8 to a tile (16 chains
     // in flight for two FMA units; 512 × 64 → 64, medians of 5 alternated: forward 142 → 162,
     // weight gradient 69 → 115 GFLOP/s) and the epilogues run on these tiles too; elsewhere 4
     // rows, as measured on the AMD kind (WideTile.h), without epilogues.

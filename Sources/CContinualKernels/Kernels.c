@@ -13,8 +13,9 @@ typedef int v8i __attribute__((ext_vector_type(8)));
 /// Whether the packed products copy A (`rows` rows `row_stride` floats apart) into panels: only
 /// where the core's L2 (read once, sysconf) is under 1 MiB — see CK_PACK_A_STRIDE in PackedBody.h.
 static int ck_pack_a_wanted(long row_stride, long rows);
-/// Whether the AVX-512 path's packed products run through panels (PanelBody.h): on Intel cores,
-/// whose two 512-bit FMA units the in-place tiles leave half idle; ck_set_pack_a forces either.
+/// Whether the AVX-512 path's packed products run through panels (PanelBody.h): on cores with two
+/// full-width 512-bit FMA units (Intel's, AMD's from Zen 5), which the in-place tiles leave half
+/// idle; ck_set_pack_a forces either.
 static int ck_panels_wanted(void);
 #define CK_PANEL_ROWS 128  /* fewer rows of C than this (the batch, in the forward and the input
                               gradient: twice as many there) keep the in-place tiles: packing B
@@ -92,13 +93,13 @@ static int ck_pack_a_wanted(long row_stride, long rows) {
     return row_stride >= CK_PACK_A_STRIDE || rows >= CK_PACK_A_ROWS;
 }
 
-int ck_cpu_is_intel(void);  // Paths.c
+int ck_cpu_two_fma512(void);  // Paths.c
 static int ck_panels_wanted(void) {
     int mode = __atomic_load_n(&pack_a_mode, __ATOMIC_RELAXED);
     if (mode >= 0) return mode;
-    static int intel = -1;  // read once: CPUID traps to the hypervisor in a virtual machine
-    int v = __atomic_load_n(&intel, __ATOMIC_RELAXED);
-    if (v < 0) __atomic_store_n(&intel, v = ck_cpu_is_intel(), __ATOMIC_RELAXED);
+    static int two = -1;  // read once: CPUID traps to the hypervisor in a virtual machine
+    int v = __atomic_load_n(&two, __ATOMIC_RELAXED);
+    if (v < 0) __atomic_store_n(&two, v = ck_cpu_two_fma512(), __ATOMIC_RELAXED);
     return v;
 }
 
@@ -234,11 +235,11 @@ void ck_dense_weight_gradient(const float *x, const float *dz, float *dw, float 
     // by the threads (a copy: the chains and their order are the same as reading x in place).
     // Not for fewer than 32 outputs, where the copy cost more than the product it served (a
     // binary head's 512 × 1024 → 1 weight gradient: 1.7 GFLOP/s with it, 6.4–7.2 without, on the
-    // avx512-fma and avx2-fma paths of the Intel kind), nor on the Intel kind's layouts for 128
+    // avx512-fma and avx2-fma paths of the Intel kind), nor on the two-unit layouts (ck_panels_wanted) for 128
     // inputs or more (the panels read x's rows as they pack A, the 8-row tiles read them in place).
     int path = ck_path();
-    int intel_layout = path == CK_PATH_AVX512_FMA && inputs >= CK_PANEL_ROWS && ck_panels_wanted();
-    float *xt = inputs > 64 && batch >= 8 && outputs >= 32 && !intel_layout ? scratch_get((size_t)(inputs * batch)) : 0;
+    int two_unit_layout = path == CK_PATH_AVX512_FMA && inputs >= CK_PANEL_ROWS && ck_panels_wanted();
+    float *xt = inputs > 64 && batch >= 8 && outputs >= 32 && !two_unit_layout ? scratch_get((size_t)(inputs * batch)) : 0;
     if (xt) {
         for (long s0 = 0; s0 < batch; s0 += 8) {
             long sn = batch - s0 < 8 ? batch - s0 : 8;

@@ -1,6 +1,6 @@
 // The AVX-512 path's panel products, included by PackedBody.h on that path only (no include
-// guard on purpose): GotoBLAS-style packing for cores with two 512-bit FMA units (the Intel kind,
-// docs/benchmarks.md), where the in-place 4-row tiles of WideTile.h keep only 8 multiply-adds in
+// guard on purpose): GotoBLAS-style packing for cores with two 512-bit FMA units (the Intel and Zen 5
+// kinds, docs/benchmarks.md), where the in-place 4-row tiles of WideTile.h keep only 8 multiply-adds in
 // flight — a quarter of what two units with a 4-cycle latency can take — and reached 83–97
 // GFLOP/s against OpenBLAS's 144–153 on one core.
 //

@@ -32,19 +32,27 @@ static int cpu_has_avx512(void) {
 }
 #define CK_FUSED CK_PATH_AVX2_FMA
 
-/// Whether CPUID names Intel ("GenuineIntel"): Kernels.c lays out the AVX-512 path's products by it.
-int ck_cpu_is_intel(void) {
+/// Whether the core has two full-width 512-bit FMA units: Kernels.c lays out the AVX-512 path's
+/// products by it (panels and 8-row tiles). Intel's AVX-512 server cores ("GenuineIntel"), and
+/// AMD's from Zen 5 on ("AuthenticAMD", family 26 = 0xF + extended 0xB and later); Zen 4 (family
+/// 25) runs a 512-bit FMA as two 256-bit halves and keeps the in-place tiles measured on it.
+int ck_cpu_two_fma512(void) {
     unsigned a, b, c, d;
     if (!__get_cpuid(0, &a, &b, &c, &d)) return 0;
-    return b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu;
+    if (b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu) return 1;
+    if (!(b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u)) return 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    unsigned family = (a >> 8) & 0xFu;
+    if (family == 0xFu) family += (a >> 20) & 0xFFu;
+    return family >= 26;
 }
 #elif defined(__aarch64__)
 static int cpu_has_fused(void) { return 1; }  // FMA is part of baseline AArch64 NEON
 static int cpu_has_avx512(void) { return 0; }
 #define CK_FUSED CK_PATH_NEON_FMA
-int ck_cpu_is_intel(void) { return 0; }
+int ck_cpu_two_fma512(void) { return 0; }
 #else
-int ck_cpu_is_intel(void) { return 0; }
+int ck_cpu_two_fma512(void) { return 0; }
 static int cpu_has_fused(void) { return 0; }
 static int cpu_has_avx512(void) { return 0; }
 #define CK_FUSED CK_PATH_GENERIC

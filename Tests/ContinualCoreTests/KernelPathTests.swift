@@ -1,3 +1,4 @@
+import CContinualKernels
 import Testing
 @testable import ContinualCore
 
@@ -64,6 +65,21 @@ import Testing
             let words = Set(flags.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" }).map(String.init))
             #expect(Kernels.availablePaths.contains("avx512-fma") == (words.contains("avx512f") && words.contains("avx512vl")))
         }
+    }
+
+    /// The panels' choice reads CPUID's vendor and family, which /proc/cpuinfo prints decoded
+    /// (family = base + extended where the base is 0xF): Intel, or AMD from family 26 (Zen 5).
+    @Test func thePanelsGoToCoresWithTwo512BitFMAUnits() throws {
+        #if arch(x86_64) && os(Linux)
+        let text = try String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)
+        func field(_ name: String) -> String? {
+            text.split(separator: "\n").first { $0.hasPrefix(name) }?.split(separator: ":").last
+                .map { $0.trimmingCharacters(in: .whitespaces) }
+        }
+        let vendor = try #require(field("vendor_id")), family = try #require(field("cpu family").flatMap { Int($0) })
+        let expected = vendor == "GenuineIntel" || (vendor == "AuthenticAMD" && family >= 26)
+        #expect((ck_cpu_two_fma512() != 0) == expected, "\(vendor) family \(family)")
+        #endif
     }
 
     @Test(arguments: Kernels.allPaths)

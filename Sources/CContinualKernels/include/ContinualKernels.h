@@ -32,6 +32,9 @@ int ck_path(void);
 int ck_fastest_path(void);
 /// Whether this CPU (and OS) can run a path.
 int ck_path_supported(int path);
+/// Whether the core has two full-width 512-bit FMA units (Intel's AVX-512 cores, AMD's from family
+/// 26, Zen 5), read from CPUID: the avx512-fma path then runs its packed products through panels.
+int ck_cpu_two_fma512(void);
 /// The name of a path ("generic", "avx2-fma", "neon-fma", "avx512-fma").
 const char *ck_path_name(int path);
 /// The path of a name (ck_path_name's inverse), or CK_PATH_AUTO for an unknown name.
