@@ -65,6 +65,8 @@ def main():
                     help="epochs per experience of each sweep run (10: ≈ 0.3 s a run on a Zen 5 core, where the "
                          "sweep's serial start and writing weigh; more measures the steady state)")
     args = ap.parse_args()
+    if args.epochs < 1 or args.repeats < 1:
+        ap.error("--epochs and --repeats must be at least 1")
     load0 = os.getloadavg()
     threads = {1: [], 2: []}
     for rep in range(args.repeats):

@@ -29,13 +29,17 @@ Protocol (stated in every file's description and in docs/mnist-tables.md):
 
 Usage: python3 Experiments/tools/make_mnist_tables.py   (rewrites the files above, as measured)
        python3 Experiments/tools/make_mnist_tables.py --next
-             writes Experiments/next/: the four streams' files for the next full rerun, one file per
-             stream with every method (the *_added and *_bir files folded back), each tuned grid
-             extended at its edges ("extend": the learning rate one value below and two above,
-             a method's unbounded strength two decades each side), GDumb balancing
-             (experience, label) pairs where experiences repeat labels, SCR's shift tuned on
-             MNIST-1D, CLS-ER's decays tuned, MIR replaying a batch's worth (issue 40). They
-             replace the files above when their tables are regenerated (docs/mnist-tables.md).
+             writes Experiments/next/: the files of the streams not yet rerun (now only
+             mnist_permuted_task_class), one file per stream with every method (the *_added and
+             *_bir files folded back), each tuned grid extended at its edges ("extend": the
+             learning rate one value below and two above, a method's unbounded strength two
+             decades each side), GDumb balancing (experience, label) pairs where experiences
+             repeat labels, SCR's shift tuned on MNIST-1D, CLS-ER's decays tuned, MIR replaying a
+             batch's worth (issue 40). A stream that has been rerun is in RERUN: the default run
+             writes its file into Experiments/ in this form (docs/mnist-tables.md).
+             Run the final file (Experiments/NAME.json), not the one in next/, where you can: run
+             ids hash the dataset path as written, so a results file of next/NAME.json does not
+             resume under Experiments/NAME.json (the results themselves are the same bits).
 """
 import copy
 import json

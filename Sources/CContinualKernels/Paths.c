@@ -36,6 +36,9 @@ static int cpu_has_avx512(void) {
 /// products by it (panels and 8-row tiles). Intel's AVX-512 server cores ("GenuineIntel"), and
 /// AMD's from Zen 5 on ("AuthenticAMD", family 26 = 0xF + extended 0xB and later); Zen 4 (family
 /// 25) runs a 512-bit FMA as two 256-bit halves and keeps the in-place tiles measured on it.
+/// Vendor and family only: parts with one 512-bit unit (some Intel client and low-bin Xeon cores,
+/// AMD's mobile Zen 5) are counted as two. That costs speed at most, never bits: both layouts keep
+/// one chain per element (KernelPathTests).
 int ck_cpu_two_fma512(void) {
     unsigned a, b, c, d;
     if (!__get_cpuid(0, &a, &b, &c, &d)) return 0;

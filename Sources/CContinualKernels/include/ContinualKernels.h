@@ -65,8 +65,8 @@ void ck_reset_threads_used(void);
 int ck_crew_helpers(long *tids, int max);
 
 /// Whether the packed products copy their left operand into panels: -1 (default) as measured for
-/// this CPU (its L2 size; on the avx512-fma path, whether it is an Intel core: 12-row panels,
-/// PanelBody.h), 0 never, 1 always (when the product is packed at all). The bits do not
+/// this CPU (its L2 size; on the avx512-fma path, whether the core has two 512-bit FMA units,
+/// ck_cpu_two_fma512: 12-row panels, PanelBody.h), 0 never, 1 always (when the product is packed at all). The bits do not
 /// depend on it; tests use it to run both code paths on any machine.
 void ck_set_pack_a(int mode);
 

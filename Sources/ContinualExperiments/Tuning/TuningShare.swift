@@ -6,7 +6,8 @@
 ///
 /// A rank that was stopped (`Tuner.tune(shouldStop:)`) still takes part in the round's exchange,
 /// saying so, and then every rank throws `TuningInterrupted`: no rank is left waiting in a
-/// collective that the stopped one never joins.
+/// collective that the stopped one never joins. (`continual` itself passes no stop to the tuning:
+/// there Ctrl-C ends the process, and `mpirun` ends every rank with it.)
 struct TuningShare {
     let world: MPIWorld
 
@@ -49,7 +50,8 @@ struct TuningShare {
 struct TuningShareMismatch: Error, CustomStringConvertible {
     let rank: Int, valueCount: Int, expected: Int, round: Int
     var description: String {
-        "MPI tuning: rank \(rank) sent \(valueCount) values for its selection runs of a round of \(round), "
-            + "where \(expected) (3 per run) were expected: every rank must run the same experiment file with the same binary"
+        "MPI tuning: rank \(rank) sent a message the round's exchange cannot read (\(valueCount) values after its flag for "
+            + "its selection runs of a round of \(round), where \(expected), 3 per run, were expected): every rank must run the "
+            + "same experiment file with the same binary"
     }
 }
