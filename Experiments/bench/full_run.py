@@ -22,6 +22,9 @@ accuracy is printed so a reader can see that they trained the same model.
 """
 import argparse, json, os, resource, subprocess, sys, tempfile, time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from blas_env import reexec_without_overrides   # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
@@ -115,6 +118,7 @@ def main():
     ap.add_argument("--json", default=None)
     ap.add_argument("--numpy-child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    reexec_without_overrides()   # the numpy child inherits the environment: its own kernel, not an override's
     if args.numpy_child:
         return numpy_child(args.numpy_child, args.width, int(args.batches), args.epochs)
     work = tempfile.mkdtemp(prefix="full_run_")

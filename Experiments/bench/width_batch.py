@@ -16,8 +16,9 @@ loaded machine; wall times are in --json.
 GFLOP/s count the dense products of a step (forward, weight gradient, input gradient except
 the first layer's; 2 per multiply-add), the same count for every side. The practical per-core
 limit is FP32 sgemm through numpy (OpenBLAS) on one thread, measured at the start and end of the
-run (best of both) in a child process with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset, which
-threadpoolctl confirms picks the CPU's own kernel. The header prints each side's kernel ISA:
+run (best of both) in a child process; the script runs with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE
+unset (blas_env.py), so the peak and the numpy step both use the kernel OpenBLAS picks for the CPU,
+which threadpoolctl confirms. The header prints each side's kernel ISA:
 ContinualKit's kernel path, OpenBLAS's core type, torch's CPU capability, and the CPU's flags.
 
     python3 Experiments/bench/width_batch.py [--continual .build-release/release/continual] [--json out.json]
@@ -27,6 +28,9 @@ The PyTorch model has one output logit with BCEWithLogitsLoss, as ContinualKit's
 only (`pip install torch`), never CI's.
 """
 import argparse, json, os, random, subprocess, sys, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from blas_env import reexec_without_overrides, without_overrides   # noqa: E402
 
 PEAK_CODE = r"""
 import json, time, numpy as np
@@ -45,8 +49,7 @@ print(json.dumps(dict(blas=info, gflops=best)))
 
 
 def sgemm_peak():
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
-    env["OPENBLAS_NUM_THREADS"] = "1"
+    env = dict(without_overrides(), OPENBLAS_NUM_THREADS="1")
     out = subprocess.run([sys.executable, "-c", PEAK_CODE], env=env, capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
 
@@ -172,6 +175,7 @@ def main():
     ap.add_argument("--budget", type=float, default=0.15, help="seconds per timed repetition (about)")
     ap.add_argument("--json", default=None, help="also write every measurement here")
     args = ap.parse_args()
+    reexec_without_overrides()   # the numpy side runs in this process: its own kernel, not an override's
     import torch
     torch.set_num_threads(1)
     widths = [int(w) for w in args.widths.split(",")]
