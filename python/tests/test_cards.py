@@ -158,3 +158,28 @@ def test_paper_value_rows_follow_their_method_and_are_judged_only_at_the_papers_
     gem = open(tmp_path / "cards" / "gem.md").read().splitlines()
     row = [line for line in gem if line.startswith("| gem_1100_paper")]
     assert len(row) == 1 and "92.20" not in row[0] and "reproduced" not in row[0]
+
+
+def test_the_permuted_block_reads_its_files_as_one(tmp_path, monkeypatch):
+    """`--permuted`: the domain-IL file and the task/class-IL file give one row per card variant with
+    a column per setting; a setting neither file ran is a dash; the command names the files."""
+    from conftest import write_results
+    def runs(plan):
+        return [dict(name=f"{v}_seed={k}", variant=v, seed=k, R=np.full((2, 2), (a + k) / 100))
+                for v, a in plan.items() for k in (1, 2)]
+    domain = write_results(tmp_path / "mnist_permuted.h5", runs({"rwalk_domain": 80.0}), name="mnist_permuted")
+    task_class = write_results(tmp_path / "mnist_permuted_task_class.h5",
+                               runs({"rwalk_task": 90.0, "ewc_class": 10.0}), name="mnist_permuted_task_class")
+    card = {"type": "rwalk", "title": "Riemannian Walk", "paper": "Chaudhry et al. 2018", "hsu": [], "variants": ["rwalk"],
+            "differences": "", "other": {"results": "mnist_permuted", "variants": ["rwalk_domain"], "about": "beside"}}
+    monkeypatch.setattr(C, "facts", lambda: {"cards": [card]})
+    C.cards(None, str(tmp_path / "cards"), permuted_paths=[str(domain), str(task_class)])
+    text = open(tmp_path / "cards" / "rwalk.md").read()
+    head = "**Permuted MNIST-784, `Experiments/mnist_permuted.json`, `Experiments/mnist_permuted_task_class.json`**"
+    assert head in text
+    block = text[text.index(head):].split("\n\n")[1].splitlines()
+    assert block[0] == "| variant | task-IL | domain-IL | class-IL |"
+    assert block[2].startswith("| rwalk | 91.50 ± 0.71") and "| 81.50 ± 0.71" in block[2] and block[2].endswith("| — |")
+    # an "other" entry may name a --permuted file
+    assert "*Not measured" not in text
+    assert "--permuted " + str(domain) + " " + str(task_class) in text
