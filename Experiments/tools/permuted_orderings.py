@@ -43,6 +43,8 @@ CLAIMS = [
     ("scr", "naive_rehearsal", ("class",), "Mai et al. 2021: SCR above ER", "split CIFAR, online"),
     ("scr", "icarl", ("class",), "Mai et al. 2021: SCR above iCaRL", "split CIFAR, online"),
     ("bic", "icarl", ("class",), "Wu et al. 2019: BiC above iCaRL", "ImageNet-1000, CIFAR-100"),
+    ("bir", "generative_replay", ("class",), "van de Ven, Tuytelaars & Tolias 2022: BI-R above generative replay (DGR)",
+     "split MNIST"),
     ("xdg", "naive_adam", ("task",), "Masse et al. 2018: gating alone reduces forgetting", "permuted MNIST, 100 tasks"),
     ("hat", "ewc", ("task",), "Serra et al. 2018: HAT above EWC", "8-dataset task sequence"),
     ("pnn", "naive_adam", ("task",), "Rusu et al. 2016: columns frozen, nothing forgotten", "Atari, labyrinth"),

@@ -259,8 +259,14 @@ def _others(card) -> list[dict]:
 
 
 def _measured_others(card, ctx) -> list[str]:
-    """The stems of the card's own experiments whose results files were passed."""
-    return [o["results"] for o in _others(card) if o["results"] in ctx["others"]]
+    """The experiments (stems) holding the card's rows: the benchmark file, MNIST-1D and the
+    permuted files where a card variant ran, then its own `"other"` files that were passed."""
+    def ran(df):
+        return df is not None and any(f"{v}_{s}" in set(df["variant"]) for v in card["variants"] for s in SETTINGS)
+    stems = [ctx["name"]] if ctx["path"] is not None and ran(ctx["df"]) else []
+    stems += [ctx["mnist1d_name"]] if ran(ctx["mnist1d"]) else []
+    stems += [n for n, (_, df) in ctx["permuted_files"].items() if ran(df)]
+    return stems + [o["results"] for o in _others(card) if o["results"] in ctx["others"] and o["results"] not in stems]
 
 
 def _overall(card, ctx, verdicts, summary) -> str:
@@ -277,6 +283,18 @@ def _overall(card, ctx, verdicts, summary) -> str:
     return overall + (f". Orderings: {summary}" if summary else "")
 
 
+def _streams(mnist1d_path, other_paths, permuted_paths) -> dict:
+    """The card context's other files: MNIST-1D, the permuted files (each, and read as one) and the
+    files `"other"` entries name — which may also be the --mnist1d or a --permuted file."""
+    permuted = {experiment_json(p).get("name", "?"): (p, load_summary(p)) for p in permuted_paths or []}
+    return {"mnist1d": load_summary(mnist1d_path) if mnist1d_path else None,
+            "mnist1d_name": experiment_json(mnist1d_path).get("name", "mnist1d") if mnist1d_path else None,
+            "permuted_files": permuted, "permuted_names": list(permuted),
+            "permuted": pd.concat([df for _, df in permuted.values()]) if permuted else None,
+            "others": {os.path.splitext(os.path.basename(p))[0]: (p, load_summary(p))
+                       for p in (other_paths or []) + ([mnist1d_path] if mnist1d_path else []) + (permuted_paths or [])}}
+
+
 def cards(hsu_path: str, out_dir: str, mnist1d_path: str | None = None, other_paths: list[str] | None = None,
           permuted_paths: list[str] | None = None) -> list[str]:
     """Writes one card per strategy of `facts()` and an index README.md; returns the paths.
@@ -287,21 +305,12 @@ def cards(hsu_path: str, out_dir: str, mnist1d_path: str | None = None, other_pa
     # union) is shown one row per variant, at its own steps; a sweep over budgets one per budget.
     if budgets and _ordering_budget(df, budgets) is None:
         budgets = [None]
-    ctx = {"path": hsu_path, "df": df, "budgets": budgets,
-           "paper_rows": {r["variant"]: r for r in paper_table()["rows"]},
-           "mnist1d": load_summary(mnist1d_path) if mnist1d_path else None,
-           "mnist1d_name": experiment_json(mnist1d_path).get("name", "mnist1d") if mnist1d_path else None,
-           "permuted": pd.concat([load_summary(p) for p in permuted_paths]) if permuted_paths else None,
-           "permuted_names": [experiment_json(p).get("name", "?") for p in permuted_paths or []],
-           # A card's "other" entry may also name the --mnist1d or a --permuted file (rows its method
-           # is read beside).
-           "others": {os.path.splitext(os.path.basename(p))[0]: (p, load_summary(p))
-                      for p in (other_paths or []) + ([mnist1d_path] if mnist1d_path else []) + (permuted_paths or [])}}
+    ctx = {"path": hsu_path, "df": df, "budgets": budgets, "paper_rows": {r["variant"]: r for r in paper_table()["rows"]},
+           "name": experiment_json(hsu_path).get("name", "?") if hsu_path is not None else None}
+    ctx.update(_streams(mnist1d_path, other_paths, permuted_paths))
     ctx["source"] = "Split digits (scikit-learn 8×8), `Experiments/hsu_table.json`"
-    if hsu_path is not None:
-        name = experiment_json(hsu_path).get("name", "?")
-        if name != "hsu_table":
-            ctx["source"] = f"Ours, `{name}` ({os.path.basename(hsu_path)}: {_data_text(hsu_path, df)})"
+    if hsu_path is not None and ctx["name"] != "hsu_table":
+        ctx["source"] = f"Ours, `{ctx['name']}` ({os.path.basename(hsu_path)}: {_data_text(hsu_path, df)})"
     ctx["command"] = f"continualkit cards {hsu_path or 'results/hsu_table.h5'}" + \
         (f" --mnist1d {mnist1d_path}" if mnist1d_path else "") + \
         (" --permuted " + " ".join(permuted_paths) if permuted_paths else "") + \
@@ -328,7 +337,9 @@ def cards(hsu_path: str, out_dir: str, mnist1d_path: str | None = None, other_pa
               "0.05 that does not reject); orderings are every pair of rows a paper of python/continualkit/data/orderings.json "
               "reports in a setting (Hsu et al. 2018 Table 2; van de Ven et al. 2022's split MNIST, read off the authors' "
               "figure) involving the card's methods. Our benchmark is the first file named in the command: see "
-              "docs/mnist-tables.md (split MNIST-784) and docs/hsu-table.md (8×8 digits) for the budget and the protocol.", "",
+              "docs/mnist-tables.md (split MNIST-784) and docs/hsu-table.md (8×8 digits) for the budget and the protocol. "
+              "A card's rows on split MNIST-1D (`--mnist1d`) and permuted MNIST-784 (`--permuted`, docs/mnist-tables.md) "
+              "follow, ours only: no published number is compared there.", "",
               "| strategy | method | verdicts over (setting, budget) cells | orderings (per paper) |", "|---|---|---|---|"] \
         + index + [""]
     p = os.path.join(out_dir, "README.md")

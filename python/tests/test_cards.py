@@ -183,3 +183,6 @@ def test_the_permuted_block_reads_its_files_as_one(tmp_path, monkeypatch):
     # an "other" entry may name a --permuted file
     assert "*Not measured" not in text
     assert "--permuted " + str(domain) + " " + str(task_class) in text
+    # the index names every file holding the card's rows, each once (the "other" entry's too)
+    readme = open(tmp_path / "cards" / "README.md").read()
+    assert "no comparable published number; ours: `mnist_permuted.json`, `mnist_permuted_task_class.json` |" in readme
