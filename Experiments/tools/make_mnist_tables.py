@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the experiment files of the MNIST-784 and MNIST-1D comparison tables (docs/mnist-tables.md)
-from one catalogue of methods, so the three files cannot drift apart:
+from one catalogue of methods, so the four files cannot drift apart:
 
   Experiments/mnist_split.json     split MNIST-784 (5 experiences of 2 digits), task-, domain- and class-IL
   Experiments/mnist_permuted.json  permuted MNIST-784 (10 seeded pixel permutations), domain-IL

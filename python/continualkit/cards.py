@@ -22,7 +22,7 @@ Each card gives:
 Methods without a comparable published number get "no comparable published number". Methods
 outside Hsu et al.'s protocol (HAT, SLDA, the parameter-efficient methods, QAT) are measured by
 their own experiments: a card's `"other"` entry names the experiment (the stem of a results file
-passed with `--other` or `--mnist1d`, e.g. results/architectural.h5) and the variants to show, its
+passed with `--other`, `--mnist1d` or `--permuted`, e.g. results/architectural.h5) and the variants to show, its
 baseline rows included; `"other"` may be a list of such entries, one table each (a check of a
 method's row, and the table rows it is read beside). MNIST-1D (`--mnist1d`) and permuted MNIST-784
 (`--permuted`, its files read as one) get one row per card variant and a column per setting.
@@ -261,11 +261,13 @@ def _others(card) -> list[dict]:
 def _measured_others(card, ctx) -> list[str]:
     """The experiments (stems) holding the card's rows: the benchmark file, MNIST-1D and the
     permuted files where a card variant ran, then its own `"other"` files that were passed."""
+    wanted = {f"{v}_{s}" for v in card["variants"] for s in SETTINGS}
+
     def ran(df):
-        return df is not None and any(f"{v}_{s}" in set(df["variant"]) for v in card["variants"] for s in SETTINGS)
+        return df is not None and not wanted.isdisjoint(df["variant"])
     stems = [ctx["name"]] if ctx["path"] is not None and ran(ctx["df"]) else []
     stems += [ctx["mnist1d_name"]] if ran(ctx["mnist1d"]) else []
-    stems += [n for n, (_, df) in ctx["permuted_files"].items() if ran(df)]
+    stems += [name for name, df in ctx["permuted_files"] if ran(df)]
     return stems + [o["results"] for o in _others(card) if o["results"] in ctx["others"] and o["results"] not in stems]
 
 
@@ -286,11 +288,18 @@ def _overall(card, ctx, verdicts, summary) -> str:
 def _streams(mnist1d_path, other_paths, permuted_paths) -> dict:
     """The card context's other files: MNIST-1D, the permuted files (each, and read as one) and the
     files `"other"` entries name — which may also be the --mnist1d or a --permuted file."""
-    permuted = {experiment_json(p).get("name", "?"): (p, load_summary(p)) for p in permuted_paths or []}
+    permuted = [(experiment_json(p).get("name", os.path.splitext(os.path.basename(p))[0]), load_summary(p))
+                for p in permuted_paths or []]
+    seen = {}
+    for (name, df), path in zip(permuted, permuted_paths or []):
+        for v in set(df["variant"]):
+            if v in seen:   # pooled, its seeds would count twice
+                raise ValueError(f"variant {v} is in two --permuted files ({seen[v]} and {path}): pass each once")
+            seen[v] = path
     return {"mnist1d": load_summary(mnist1d_path) if mnist1d_path else None,
             "mnist1d_name": experiment_json(mnist1d_path).get("name", "mnist1d") if mnist1d_path else None,
-            "permuted_files": permuted, "permuted_names": list(permuted),
-            "permuted": pd.concat([df for _, df in permuted.values()]) if permuted else None,
+            "permuted_files": permuted, "permuted_names": [name for name, _ in permuted],
+            "permuted": pd.concat([df for _, df in permuted]) if permuted else None,
             "others": {os.path.splitext(os.path.basename(p))[0]: (p, load_summary(p))
                        for p in (other_paths or []) + ([mnist1d_path] if mnist1d_path else []) + (permuted_paths or [])}}
 

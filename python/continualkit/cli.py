@@ -170,7 +170,12 @@ def cmd_baselines(a):
 
 def cmd_cards(a):
     from .cards import cards
-    for path in cards(a.file, a.output, a.mnist1d, a.other, a.permuted):
+    try:
+        written = cards(a.file, a.output, a.mnist1d, a.other, a.permuted)
+    except ValueError as err:   # e.g. one variant in two --permuted files
+        print(f"continualkit cards: {err}", file=sys.stderr)
+        return 2
+    for path in written:
         print(path)
 
 
@@ -369,6 +374,7 @@ def _results_inputs(a) -> list[str]:
         return []
     paths = [getattr(a, name, None) for name in ("file", "a", "b", "equal", "mnist1d")]
     paths += list(getattr(a, "more", None) or []) + list(getattr(a, "other", None) or [])
+    paths += list(getattr(a, "permuted", None) or [])
     return [x for x in paths if x]
 
 

@@ -186,3 +186,28 @@ def test_the_permuted_block_reads_its_files_as_one(tmp_path, monkeypatch):
     # the index names every file holding the card's rows, each once (the "other" entry's too)
     readme = open(tmp_path / "cards" / "README.md").read()
     assert "no comparable published number; ours: `mnist_permuted.json`, `mnist_permuted_task_class.json` |" in readme
+    # the same variant in two --permuted files would pool its seeds: refused, naming both files
+    with pytest.raises(ValueError, match="rwalk_domain is in two --permuted files"):
+        C.cards(None, str(tmp_path / "again"), permuted_paths=[str(domain), str(domain)])
+
+
+def test_the_index_lists_the_benchmark_then_mnist1d_then_permuted(tmp_path, monkeypatch):
+    """A card's rows from the benchmark file (first), MNIST-1D and a permuted file: one block each,
+    a column per setting, and the index names the three files in that order."""
+    from conftest import write_results
+    def runs(plan):
+        return [dict(name=f"{v}_seed={k}", variant=v, seed=k, R=np.full((2, 2), (a + k) / 100))
+                for v, a in plan.items() for k in (1, 2)]
+    split = write_results(tmp_path / "mnist_split.h5", runs({"mir_class": 70.0}), name="mnist_split")
+    m1d = write_results(tmp_path / "mnist1d_400.h5", runs({"mir_task": 60.0, "mir_class": 20.0}), name="mnist1d_400")
+    perm = write_results(tmp_path / "mnist_permuted.h5", runs({"mir_domain": 50.0}), name="mnist_permuted")
+    card = {"type": "mir", "title": "MIR", "paper": "Aljundi et al. 2019", "hsu": [], "variants": ["mir"],
+            "differences": ""}
+    monkeypatch.setattr(C, "facts", lambda: {"cards": [card]})
+    C.cards(str(split), str(tmp_path / "cards"), mnist1d_path=str(m1d), permuted_paths=[str(perm)])
+    text = open(tmp_path / "cards" / "mir.md").read()
+    one_d = text[text.index("**MNIST-1D, `Experiments/mnist1d_400.json`**"):].split("\n\n")[1].splitlines()
+    assert one_d[0] == "| variant | task-IL | domain-IL | class-IL |"
+    assert one_d[2].startswith("| mir | 61.50 ± 0.71") and one_d[2].endswith("| 21.50 ± 0.71 (n=2) |")
+    readme = open(tmp_path / "cards" / "README.md").read()
+    assert "ours: `mnist_split.json`, `mnist1d_400.json`, `mnist_permuted.json` |" in readme
