@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Size rules of the code style (issue 42.5): no Swift file under Sources/ over 400 lines and no
-function (func, init, subscript, computed property) over 80 lines.
+"""Size rules of the code style (issue 42.5): no Swift file under Sources/ and no Python file under
+python/continualkit/ or Experiments/ over 400 lines, and no function (Swift: func, init, subscript,
+computed property; Python: def, nested ones too) over 80 lines.
 
 A ratchet while the older long ones are split: `Experiments/tools/length_baseline.txt` lists
 each function and file still over its limit with its length then (a file as the name `<file>`).
@@ -11,12 +12,14 @@ that shrank within its limit is reported so its line can be deleted.
     python3 Experiments/tools/check_lengths.py --list     # every function over 80 lines
     python3 Experiments/tools/check_lengths.py --write-baseline
 
-Lengths count the lines from the declaration to the closing brace, comments and blank lines
-included (what a reader scrolls through). The parser is a brace counter that skips string
-literals (also multi-line ones) and comments; it is checked by python/tests/test_check_lengths.py.
+Lengths count the lines from the declaration to the closing brace (Python: to the body's last
+line), comments and blank lines included (what a reader scrolls through). The Swift parser is a
+brace counter that skips string literals (also multi-line ones) and comments, Python's is `ast`;
+both are checked by python/tests/test_check_lengths.py.
 """
 from __future__ import annotations
 
+import ast
 import os
 import re
 import sys
@@ -89,24 +92,36 @@ def functions(text: str):
     return found
 
 
+def python_functions(text: str):
+    """(name, first line, length) of every `def` in Python source `text`, nested ones included."""
+    return [(f"def {node.name}", node.lineno, node.end_lineno - node.lineno + 1)
+            for node in ast.walk(ast.parse(text)) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+# The folders checked, each with its language's measure (python/build is pip's copy, not source).
+TREES = (("Sources", ".swift", functions), (os.path.join("python", "continualkit"), ".py", python_functions),
+         ("Experiments", ".py", python_functions))
+
+
 def scan(root: str):
     """({(path, name): length} of functions and files (name "<file>") over their limits, [])."""
     long_functions, long_files = {}, []
-    for folder, _, files in os.walk(os.path.join(root, "Sources")):
-        for f in sorted(files):
-            if not f.endswith(".swift"):
-                continue
-            path = os.path.join(folder, f)
-            rel = os.path.relpath(path, root)
-            with open(path, encoding="utf-8") as h:
-                text = h.read()
-            n = text.count("\n") + (0 if text.endswith("\n") else 1)
-            if n > MAX_FILE:
-                long_functions[(rel, "<file>")] = n
-            for name, line, length in functions(text):
-                if length > MAX_FUNCTION:
-                    key = (rel, name)
-                    long_functions[key] = max(length, long_functions.get(key, 0))
+    for tree, suffix, measure in TREES:
+        for folder, _, files in os.walk(os.path.join(root, tree)):
+            for f in sorted(files):
+                if not f.endswith(suffix):
+                    continue
+                path = os.path.join(folder, f)
+                rel = os.path.relpath(path, root)
+                with open(path, encoding="utf-8") as h:
+                    text = h.read()
+                n = text.count("\n") + (0 if text.endswith("\n") else 1)
+                if n > MAX_FILE:
+                    long_functions[(rel, "<file>")] = n
+                for name, line, length in measure(text):
+                    if length > MAX_FUNCTION:
+                        key = (rel, name)
+                        long_functions[key] = max(length, long_functions.get(key, 0))
     return long_functions, long_files
 
 

@@ -58,3 +58,16 @@ def test_the_ratchet_fails_on_a_new_or_grown_function(tmp_path, monkeypatch):
     assert C.main(["--write-baseline"]) == 0 and C.main([]) == 0
     (src / "B.swift").write_text("\n" * 402)
     assert C.main([]) == 1                       # a listed file grew
+
+
+def test_python_functions_and_files_are_measured_too(tmp_path):
+    """Python under python/continualkit/ and Experiments/: a def from its line to its body's last
+    line, nested defs on their own; pip's python/build copy is not source."""
+    src = "def outer():\n" + "    x = 1\n" * 85 + "    def inner():\n        return 2\n    return inner\n"
+    assert ("def outer", 1, 89) in C.python_functions(src) and ("def inner", 87, 2) in C.python_functions(src)
+    for folder in ("python/continualkit", "Experiments/tools", "python/build/lib/continualkit"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "m.py").write_text(src + "\n" * 320)
+    long, _ = C.scan(str(tmp_path))
+    assert long == {("python/continualkit/m.py", "def outer"): 89, ("python/continualkit/m.py", "<file>"): 409,
+                    ("Experiments/tools/m.py", "def outer"): 89, ("Experiments/tools/m.py", "<file>"): 409}
