@@ -44,15 +44,17 @@ from __future__ import annotations
 import argparse
 import datetime
 import glob
-import hashlib
 import os
-import platform
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
+
+# The measured blocks' dependencies, their hash and the stamp a regenerated block gets (this folder).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from measured_stamp import depends_files, depends_hash, machine, stamp  # noqa: E402,F401 (re-exported)
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 ELISION = {"…", "..."}
@@ -282,76 +284,39 @@ def run(command: str, cwd: str, env: dict, timeout: float) -> str:
     return p.stdout
 
 
-# ----------------------------------------------------------------------------- measured blocks
-def depends_files(spec: str, root=ROOT) -> list[str]:
-    """Files under the `depends:` paths (tracked by git when the root is a git work tree)."""
-    paths = spec.split()
-    try:
-        listed = subprocess.run(["git", "ls-files", "--", *paths], cwd=root, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, text=True, check=True).stdout.split("\n")
-        files = [f for f in listed if f and os.path.isfile(os.path.join(root, f))]
-    except (subprocess.CalledProcessError, FileNotFoundError):
-        files = []
-    # In a work tree an untracked file would be hashed as absent: the block would never go stale
-    # when it changes (and would go stale when it is added).
-    untracked = [p for p in paths if files and os.path.isfile(os.path.join(root, p)) and p not in files]
-    if untracked:
-        raise ValueError(f"depends: {untracked} not tracked by git (git add it first)")
-    if not files:
-        for p in paths:
-            full = os.path.join(root, p)
-            if os.path.isfile(full):
-                files.append(p)
-            for dirpath, _, names in os.walk(full):
-                files += [os.path.relpath(os.path.join(dirpath, n), root) for n in names]
-    missing = [p for p in paths if not os.path.exists(os.path.join(root, p))]
-    if missing:
-        raise ValueError(f"depends: no such path {missing}")
-    return sorted(set(files))
-
-
-def depends_hash(spec: str, root=ROOT) -> str:
-    """sha256 over (path, content) of every file the block depends on; 16 hex digits."""
-    h = hashlib.sha256()
-    for f in depends_files(spec, root):
-        h.update(f.encode() + b"\0")
-        with open(os.path.join(root, f), "rb") as fh:
-            h.update(hashlib.sha256(fh.read()).digest())
-    return h.hexdigest()[:16]
-
-
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            names = [l.split(":", 1)[1].strip() for l in f if l.startswith("model name")]
-        if names:
-            cpu = names[0]
-    except OSError:
-        pass
-    return f"{os.cpu_count()} cores, {cpu}, {platform.system()} {platform.machine()}"
-
-
-def stamp(block: Block, root=ROOT) -> list[str]:
-    """The measured marker rewritten with this checkout's commit, today's date, this machine and
-    the current hash of its dependencies."""
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short=10", "HEAD"], cwd=root, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, text=True, check=True).stdout.strip()
-    except (subprocess.CalledProcessError, FileNotFoundError):
-        commit = "unknown"
-    f = dict(block.fields)
-    f.update(commit=commit, date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
-             machine=machine(), sha=depends_hash(f["depends"], root))
-    keys = ["measured", "depends", "commit", "date", "machine", "sha"] + \
-           [k for k in f if k not in ("measured", "depends", "commit", "date", "machine", "sha")]
-    out = [f"<!-- measured: {f['measured']}"]
-    out += [f"     {k}: {f[k]}" for k in keys[1:] if k in f]
-    out[-1] += " -->"
-    return out
-
-
 # ----------------------------------------------------------------------------- main
+def check_measured(b, args, root, env, work, volatile, edits) -> tuple[list[str], int, str | None]:
+    """One measured block: rerun (--update --measured) or restamped (--restamp), else its files'
+    hash against the recorded one — STALE unless the block declares why. Edits go into `edits`;
+    returns (problems, blocks rewritten, the work directory, created if a rerun needed it)."""
+    recorded = b.fields.get("sha", "")
+    try:
+        now = depends_hash(b.fields["depends"], root)
+    except ValueError as e:
+        return [f"{b.where}: {e}"], 0, work
+    rerun = args.update and args.measured
+    restamp = args.restamp and any(s in b.where for s in args.restamp)
+    if rerun:
+        work = work or work_directory(root)
+        print(f"running (measured) {b.where}: {b.command}", file=sys.stderr)
+        output = run(b.command, work, env, timeout=args.timeout_measured)
+        edits[(b.start, b.end)] = updated_lines(b.lines, output, volatile)
+    if rerun or restamp:
+        edits[(b.marker[0], b.marker[1] + 1)] = stamp(b, root)
+        return [], 1, work
+    if recorded != now and b.fields.get("stale"):
+        # Declared stale (the document's own text says which code the numbers predate): shown on
+        # every check so it is never forgotten, but not a failure.
+        print(f"{b.where}: declared stale — {b.fields['stale']}", file=sys.stderr)
+    elif recorded != now:
+        return [f"{b.where}: STALE — measured at commit {b.fields.get('commit', '?')} "
+                f"({b.fields.get('date', '?')}), but {b.fields['depends']} changed since (hash "
+                f"{recorded or 'none'} → {now}). Rerun `{b.command}` and update the block "
+                f"(check_docs.py --update --measured --only {b.doc}:{b.marker[0] + 1}, or by hand "
+                f"then --restamp {b.doc}:{b.marker[0] + 1})"], 0, work
+    return [], 0, work
+
+
 def process(doc: str, args, root=ROOT, env=None) -> tuple[list[str], int, int]:
     """(problems, blocks checked, blocks rewritten) for one document; rewrites it with --update."""
     path = os.path.join(root, doc)
@@ -375,33 +340,8 @@ def process(doc: str, args, root=ROOT, env=None) -> tuple[list[str], int, int]:
             volatile = re.compile(b.fields["volatile"]) if b.fields.get("volatile") else None
             if b.kind == "measured":
                 checked += 1
-                recorded = b.fields.get("sha", "")
-                try:
-                    now = depends_hash(b.fields["depends"], root)
-                except ValueError as e:
-                    problems.append(f"{b.where}: {e}")
-                    continue
-                rerun = args.update and args.measured
-                restamp = args.restamp and any(s in b.where for s in args.restamp)
-                if rerun:
-                    work = work or work_directory(root)
-                    print(f"running (measured) {b.where}: {b.command}", file=sys.stderr)
-                    output = run(b.command, work, env, timeout=args.timeout_measured)
-                    edits[(b.start, b.end)] = updated_lines(b.lines, output, volatile)
-                if rerun or restamp:
-                    edits[(b.marker[0], b.marker[1] + 1)] = stamp(b, root)
-                    rewritten += 1
-                elif recorded != now and b.fields.get("stale"):
-                    # Declared stale (the document's own text says which code the numbers predate):
-                    # shown on every check so it is never forgotten, but not a failure.
-                    print(f"{b.where}: declared stale — {b.fields['stale']}", file=sys.stderr)
-                elif recorded != now:
-                    problems.append(
-                        f"{b.where}: STALE — measured at commit {b.fields.get('commit', '?')} "
-                        f"({b.fields.get('date', '?')}), but {b.fields['depends']} changed since (hash "
-                        f"{recorded or 'none'} → {now}). Rerun `{b.command}` and update the block "
-                        f"(check_docs.py --update --measured --only {b.doc}:{b.marker[0] + 1}, or by hand "
-                        f"then --restamp {b.doc}:{b.marker[0] + 1})")
+                found, n, work = check_measured(b, args, root, env, work, volatile, edits)
+                problems, rewritten = problems + found, rewritten + n
                 continue
             if (args.restamp or args.stale) and not args.update:   # measured blocks only
                 continue
