@@ -107,15 +107,19 @@ def _other_table(df, variants) -> list[str]:
     rows = ["| variant | n | steps/exp | task labels | ACC % | BWT pts | forgetting pts |" + (" int8 ACC % |" if int8 else ""),
             "|---|---:|---:|---|---:|---:|---:|" + ("---:|" if int8 else "")]
     for v in variants:
-        part = df[(df["variant"] == v) & (df["status"] == "completed")]
+        runs = df[df["variant"] == v]
+        part = runs[runs["status"] == "completed"]
+        n = f"{len(part)}" if len(part) == len(runs) else f"{len(part)}/{len(runs)}"   # as `summary` counts
         if part.empty:
-            rows.append(f"| {v} | 0 | — | — | not run | — | — |" + (" — |" if int8 else ""))
+            # Ran and diverged or failed is a result, not "not run": say which, of how many.
+            what = ", ".join(f"{k} ({c} of {len(runs)})" for k, c in runs["status"].value_counts().items())
+            rows.append(f"| {v} | {n} | — | — | {what or 'not run'} | — | — |" + (" — |" if int8 else ""))
             continue
         steps = f"{part['steps_per_experience'].mean():.0f}" if "steps_per_experience" in part.columns else "—"
         labels = "—"
         if "uses_task_labels" in part.columns:
             labels = "yes" if bool(part["uses_task_labels"].astype(bool).all()) else "no"
-        rows.append(f"| {v} | {len(part)} | {steps} | {labels} | {_ms(part, 'acc')} | {_ms(part, 'bwt')} | "
+        rows.append(f"| {v} | {n} | {steps} | {labels} | {_ms(part, 'acc')} | {_ms(part, 'bwt')} | "
                     f"{_ms(part, 'forgetting')} |" + (f" {_ms(part, 'acc_int8')} |" if int8 else ""))
     return rows
 

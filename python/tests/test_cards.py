@@ -95,6 +95,24 @@ def test_a_card_shows_each_of_its_other_experiments(tmp_path, monkeypatch):
     assert "ours: `permuted_added.json`, `permuted.json` |" in readme
 
 
+def test_a_run_that_diverged_is_a_result_not_a_missing_row(tmp_path, monkeypatch):
+    """An "other" table counts completed of all runs, as `summary` does, and a variant whose every
+    run diverged says so instead of "not run"."""
+    from conftest import write_results
+    runs = [dict(name=f"{v}_seed={k}", variant=v, seed=k, R=np.full((2, 2), 0.5), status=st)
+            for v, st in [("sgd_1", "completed"), ("sgd_3", "diverged")] for k in (1, 2)]
+    runs[1]["status"] = "diverged"                       # sgd_1: one of two completed
+    path = write_results(tmp_path / "check.h5", runs, name="check")
+    card = {"type": "naive", "title": "Naive", "paper": "—", "hsu": [], "variants": [], "differences": "",
+            "other": {"results": "check", "variants": ["sgd_1", "sgd_3", "absent"], "about": "rates"}}
+    monkeypatch.setattr(C, "facts", lambda: {"cards": [card]})
+    C.cards(None, str(tmp_path / "cards"), other_paths=[str(path)])
+    text = open(tmp_path / "cards" / "naive.md").read()
+    assert "| sgd_1 | 1/2 | " in text and "50.00 ± nan" not in text
+    assert "| sgd_3 | 0/2 | — | — | diverged (2 of 2) | — | — |" in text
+    assert "| absent | 0 | — | — | not run | — | — |" in text
+
+
 def test_card_verdict_function():
     assert C.verdict([90.0], (90.0, 1.0)) == "too few seeds (n = 1)"
     assert C.verdict(None, (90.0, 1.0)) == "no comparable published number"
