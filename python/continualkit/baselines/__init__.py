@@ -38,6 +38,78 @@ def _stream_run(res, sc: S.ScenarioFile, experiences) -> dict:
                 test_sizes=res.test_sizes, train_sizes=res.train_sizes, confusion=res.confusion)
 
 
+def _stream_run_of(RM, m, seed, sc, window, record_every):
+    """One model over the whole stream: (run, river description, prequential accuracy, train and
+    evaluation seconds, memory bytes)."""
+    res, desc = RM.run_model(m, seed, sc.experiences, sc.classes, sc.feature_names,
+                             window=window, record_every=record_every)
+    run = _stream_run(res, sc, sc.experiences)
+    run["prequential"] = dict(window=window, record_every=record_every, position=res.position,
+                              window_accuracy=res.window_accuracy, cumulative_accuracy=res.cumulative_accuracy,
+                              experience=res.experience, experience_starts=res.experience_starts)
+    return run, desc, res.prequential_accuracy, res.train_seconds, res.eval_seconds, res.memory_bytes
+
+
+def _population_run(RM, m, seed, sc, user_list, streams, user_column, quantiles, window, record_every):
+    """One model per user: the run of the mean matrices with every user's values in `population`,
+    and (river description, mean prequential accuracy, summed train and evaluation seconds, mean
+    memory bytes), as `_stream_run_of`."""
+    T = len(sc.experiences)
+    mats, per, status, msgs, secs, preqs = [], {}, [], [], [], []
+    fpes, mems, train_s, eval_s = [], [], 0.0, 0.0
+    desc = confusion = base_init = None
+    for u, exps in zip(user_list, streams):
+        res, desc = RM.run_model(m, seed, exps, sc.classes, sc.feature_names, window=window, record_every=record_every)
+        mats.append(res.R)
+        um = M.all_metrics(res.R, _chance(sc.classes, T), res.baseline_init)
+        um["forgetting_chaudhry"], um["fwt_gem"] = um["forgetting"], um["fwt"]
+        for k, v in um.items():
+            per.setdefault(k, []).append(v)
+        status.append("completed")
+        msgs.append("")
+        secs.append(res.train_seconds)
+        preqs.append(res.prequential_accuracy)
+        fpes.append(M.forgetting_per_experience(res.R))
+        mems.append(res.memory_bytes)
+        train_s += res.train_seconds
+        eval_s += res.eval_seconds
+        confusion = res.confusion.copy() if confusion is None else confusion + res.confusion
+        base_init = res.baseline_init.copy() if base_init is None else base_init + res.baseline_init
+    mats = np.array(mats)
+    run = dict(R=mats.mean(axis=0), baseline_random=_chance(sc.classes, T), baseline_init=base_init / len(user_list),
+               # per user (the mean, rounded), as the Swift side's population runs;
+               # samples_processed: all users together
+               test_sizes=np.rint(np.mean([[len(e.test) for e in ex] for ex in streams], axis=0)),
+               train_sizes=np.rint(np.mean([[len(e.train) for e in ex] for ex in streams], axis=0)),
+               samples_processed=np.sum([[len(e.train) for e in ex] for ex in streams], axis=0),
+               confusion=confusion)
+    run["forgetting"] = {"forgetting": float(np.mean(per["forgetting"])),
+                         "forgetting_max_all_rows": float(np.mean(per["forgetting_max_all_rows"]))}
+    run["forgetting_per_experience"] = np.mean(fpes, axis=0)
+    run["population"] = dict(user=user_list, user_column=user_column, seed=seed, model_seed=[seed] * len(user_list),
+                             status=status, message=msgs, train_seconds=secs, matrices=mats,
+                             prequential_accuracy=preqs, metrics=per, quantiles=list(quantiles))
+    run["prequential"] = None
+    return run, desc, float(np.mean(preqs)), train_s, eval_s, int(np.mean(mems))
+
+
+def _user_streams(sc, scenario, user_column, users):
+    """(user column, session column, time column, users, each user's experiences) of a scenario
+    file with a per-sample user column; `users` (ids, or None for all) must all be present."""
+    user_column = user_column or str(sc.attrs.get("user_column") or "user")
+    session_column = sc.attrs.get("session_column") or None
+    time_column = sc.attrs.get("time_column") or None
+    present = S.users_of(sc, user_column)
+    user_list = present
+    if users:
+        user_list = [type(present[0])(u) if present else u for u in users]
+        missing = [u for u in user_list if u not in present]
+        if missing:
+            raise ValueError(f"--users: {missing} not in {scenario} ({len(present)} users)")
+    streams = [S.per_user(sc, u, user_column, session_column, time_column) for u in user_list]
+    return user_column, session_column, time_column, user_list, streams
+
+
 def run_river(scenario: str, output: str, models=MODEL_NAMES, seeds=(1,), *, per_user: bool = False,
               user_column: str | None = None, users=None, quantiles=(0.05, 0.25, 0.5, 0.75, 0.95),
               window: int = 100, record_every: int = 10, name: str | None = None, command: str = "",
@@ -53,23 +125,9 @@ def run_river(scenario: str, output: str, models=MODEL_NAMES, seeds=(1,), *, per
             raise ValueError(f"unknown model {m!r}: {', '.join(RM.MODELS)}")
     version = RM.river_version()
     sc = S.read(scenario)
-    T = len(sc.experiences)
-    user_list = None
-    session_column = time_column = None
+    user_list = streams = session_column = time_column = None
     if per_user:
-        user_column = user_column or str(sc.attrs.get("user_column") or "user")
-        session_column = sc.attrs.get("session_column") or None
-        time_column = sc.attrs.get("time_column") or None
-        present = S.users_of(sc, user_column)
-        if users:
-            want = [type(present[0])(u) if present else u for u in users]
-            missing = [u for u in want if u not in present]
-            if missing:
-                raise ValueError(f"--users: {missing} not in {scenario} ({len(present)} users)")
-            user_list = want
-        else:
-            user_list = present
-        streams = [S.per_user(sc, u, user_column, session_column, time_column) for u in user_list]
+        user_column, session_column, time_column, user_list, streams = _user_streams(sc, scenario, user_column, users)
     scen = S.scenario_summary(sc)
     protocol = {"experience": "learn_one over each experience's training samples in stored order (one pass), then "
                               "predict_one on every experience's test set",
@@ -84,66 +142,18 @@ def run_river(scenario: str, output: str, models=MODEL_NAMES, seeds=(1,), *, per
     swept = len(seeds) > 1
     stream_meta = {"stream_generator": sc.name, "stream_label": str(sc.attrs.get("metadata_json", "")),
                    "stream_source_file": os.path.basename(scenario)}
-    runs = []
-    index = 0
+    runs, index = [], 0
     for m in models:
         for seed in seeds:
             t0 = time.perf_counter()
             variant = f"river_{m}"
             run_name = f"{variant}_seed={seed}" if swept else variant
             if not per_user:
-                res, desc = RM.run_model(m, seed, sc.experiences, sc.classes, sc.feature_names,
-                                         window=window, record_every=record_every)
-                run = _stream_run(res, sc, sc.experiences)
-                run["prequential"] = dict(window=window, record_every=record_every, position=res.position,
-                                          window_accuracy=res.window_accuracy,
-                                          cumulative_accuracy=res.cumulative_accuracy, experience=res.experience,
-                                          experience_starts=res.experience_starts)
-                preq = res.prequential_accuracy
-                train_s, eval_s, mem = res.train_seconds, res.eval_seconds, res.memory_bytes
+                run, desc, preq, train_s, eval_s, mem = _stream_run_of(RM, m, seed, sc, window, record_every)
                 log_extra = ""
             else:
-                mats, per, status, msgs, secs, preqs = [], {}, [], [], [], []
-                fpes, mems, train_s, eval_s = [], [], 0.0, 0.0
-                desc = confusion = base_init = None
-                for u, exps in zip(user_list, streams):
-                    res, desc = RM.run_model(m, seed, exps, sc.classes, sc.feature_names,
-                                             window=window, record_every=record_every)
-                    mats.append(res.R)
-                    b = _chance(sc.classes, T)
-                    um = M.all_metrics(res.R, b, res.baseline_init)
-                    um["forgetting_chaudhry"], um["fwt_gem"] = um["forgetting"], um["fwt"]
-                    for k, v in um.items():
-                        per.setdefault(k, []).append(v)
-                    status.append("completed")
-                    msgs.append("")
-                    secs.append(res.train_seconds)
-                    preqs.append(res.prequential_accuracy)
-                    fpes.append(M.forgetting_per_experience(res.R))
-                    mems.append(res.memory_bytes)
-                    train_s += res.train_seconds
-                    eval_s += res.eval_seconds
-                    confusion = res.confusion.copy() if confusion is None else confusion + res.confusion
-                    base_init = res.baseline_init.copy() if base_init is None else base_init + res.baseline_init
-                mats = np.array(mats)
-                run = dict(R=mats.mean(axis=0), baseline_random=_chance(sc.classes, T),
-                           baseline_init=base_init / len(user_list),
-                           # per user (the mean, rounded), as the Swift side's population runs;
-                           # samples_processed: all users together
-                           test_sizes=np.rint(np.mean([[len(e.test) for e in ex] for ex in streams], axis=0)),
-                           train_sizes=np.rint(np.mean([[len(e.train) for e in ex] for ex in streams], axis=0)),
-                           samples_processed=np.sum([[len(e.train) for e in ex] for ex in streams], axis=0),
-                           confusion=confusion)
-                run["forgetting"] = {"forgetting": float(np.mean(per["forgetting"])),
-                                     "forgetting_max_all_rows": float(np.mean(per["forgetting_max_all_rows"]))}
-                run["forgetting_per_experience"] = np.mean(fpes, axis=0)
-                run["population"] = dict(user=user_list, user_column=user_column, seed=seed,
-                                         model_seed=[seed] * len(user_list), status=status, message=msgs,
-                                         train_seconds=secs, matrices=mats, prequential_accuracy=preqs,
-                                         metrics=per, quantiles=list(quantiles))
-                run["prequential"] = None
-                preq = float(np.mean(preqs))
-                mem = int(np.mean(mems))
+                run, desc, preq, train_s, eval_s, mem = _population_run(RM, m, seed, sc, user_list, streams, user_column,
+                                                                        quantiles, window, record_every)
                 log_extra = f", {len(user_list)} users"
             config = {"baseline": "river", "model": m, "river_model": desc, "river_version": version, "seed": seed,
                       "name": variant, "scenario": scen, "protocol": protocol,
