@@ -112,15 +112,8 @@ def matrix_metrics(R, baseline_random, baseline_init, forgetting_override=None) 
     return {k: float(m[k]) for k in RUN_METRICS}
 
 
-def write_run(runs: h5py.Group, run: dict) -> dict:
-    """Writes one run group; returns its summary row. `run` keys: run_id, name, variant, strategy,
-    scenario, seed, sweep_index, config (dict), attrs (extra attributes), R, baseline_random,
-    baseline_init, test_sizes, train_sizes, confusion, experience_names, experience_metadata,
-    feature_names, prequential (dict or None), population (dict or None), costs (dict),
-    summary (extra summary values), forgetting (population override or None), wall_seconds."""
-    g = runs.create_group(run["run_id"])
-    R = np.asarray(run["R"], dtype=float)
-    T = R.shape[0]
+def _write_attributes(g, run: dict):
+    """The run group's attributes: identity, configuration, budget and protocol choices."""
     a = g.attrs
     a["run_id"] = run["run_id"]
     a["name"] = run["name"]
@@ -142,6 +135,10 @@ def write_run(runs: h5py.Group, run: dict) -> dict:
     for k, v in run.get("attrs", {}).items():
         a[k] = v
 
+
+def _write_per_experience(g, run: dict, R):
+    """The accuracy matrix with its dimension scales, and every per-experience vector and name list."""
+    T = R.shape[0]
     _scale(g, "trained_through", T, "index of the last experience trained on")
     _scale(g, "experience", T, "index of the evaluated experience (test set)")
     acc = _ds(g, "accuracy_matrix", R, "R[i][j]: test accuracy on experience j after training through experience i",
@@ -181,6 +178,37 @@ def write_run(runs: h5py.Group, run: dict) -> dict:
             "confusion[i][j][true][predicted]: counts on experience j's test set after training through experience i "
             "(river predictions of no class are left out)", "count")
 
+
+def _write_prequential(g, p: dict):
+    """The test-then-train curve: window and cumulative accuracy by stream position."""
+    pg = g.create_group("prequential")
+    pg.attrs["meaning"] = "test-then-train: each training sample predicted before it is learned"
+    pg.attrs["window"] = np.int64(p["window"])
+    pg.attrs["record_every"] = np.int64(p["record_every"])
+    pos = _ds(pg, "position", np.asarray(p["position"], np.int64),
+              "samples predicted so far (1-based stream position)", "count")
+    pos.make_scale("position")
+    for name, meaning, units in (("window_accuracy", "accuracy over the last `window` predictions", "fraction correct (0..1)"),
+                                 ("cumulative_accuracy", "accuracy over all predictions so far", "fraction correct (0..1)")):
+        d = _ds(pg, name, np.asarray(p[name], float), meaning, units)
+        d.dims[0].attach_scale(pos)
+    d = _ds(pg, "experience", np.asarray(p["experience"], np.int64), "experience being streamed at each point", "index")
+    d.dims[0].attach_scale(pos)
+    _ds(pg, "experience_starts", np.asarray(p["experience_starts"], np.int64),
+        "samples seen before each experience started", "count")
+
+
+def write_run(runs: h5py.Group, run: dict) -> dict:
+    """Writes one run group; returns its summary row. `run` keys: run_id, name, variant, strategy,
+    scenario, seed, sweep_index, config (dict), attrs (extra attributes), R, baseline_random,
+    baseline_init, test_sizes, train_sizes, confusion, experience_names, experience_metadata,
+    feature_names, prequential (dict or None), population (dict or None), costs (dict),
+    summary (extra summary values), forgetting (population override or None), wall_seconds."""
+    g = runs.create_group(run["run_id"])
+    R = np.asarray(run["R"], dtype=float)
+    _write_attributes(g, run)
+    _write_per_experience(g, run, R)
+
     metrics = matrix_metrics(R, run["baseline_random"], run["baseline_init"], run.get("forgetting"))
     mg = g.create_group("metrics")
     for k, v in metrics.items():
@@ -196,23 +224,8 @@ def write_run(runs: h5py.Group, run: dict) -> dict:
     for k, v in costs.items():
         cg.attrs[k] = np.int64(v) if isinstance(v, (int, np.integer)) and not isinstance(v, bool) else v
 
-    p = run.get("prequential")
-    if p is not None:
-        pg = g.create_group("prequential")
-        pg.attrs["meaning"] = "test-then-train: each training sample predicted before it is learned"
-        pg.attrs["window"] = np.int64(p["window"])
-        pg.attrs["record_every"] = np.int64(p["record_every"])
-        pos = _ds(pg, "position", np.asarray(p["position"], np.int64),
-                  "samples predicted so far (1-based stream position)", "count")
-        pos.make_scale("position")
-        for name, meaning, units in (("window_accuracy", "accuracy over the last `window` predictions", "fraction correct (0..1)"),
-                                     ("cumulative_accuracy", "accuracy over all predictions so far", "fraction correct (0..1)")):
-            d = _ds(pg, name, np.asarray(p[name], float), meaning, units)
-            d.dims[0].attach_scale(pos)
-        d = _ds(pg, "experience", np.asarray(p["experience"], np.int64), "experience being streamed at each point", "index")
-        d.dims[0].attach_scale(pos)
-        _ds(pg, "experience_starts", np.asarray(p["experience_starts"], np.int64),
-            "samples seen before each experience started", "count")
+    if run.get("prequential") is not None:
+        _write_prequential(g, run["prequential"])
 
     if run.get("population") is not None:
         _write_population(g, run["population"])
