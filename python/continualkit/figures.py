@@ -758,6 +758,61 @@ def _mean_band(ax, x, Y, color, ls="-", label=None, lw=1.3, marker=None):
     return h
 
 
+def _band_range(series) -> tuple[float, float]:
+    """One y range for every panel, wide enough for the bands (with 3 seeds t(0.975, 2) = 4.3 makes
+    them wide): a band cut by the axis would hide how uncertain a dip is."""
+    ext = []
+    for s_ in series:
+        for Y in (s_[1], s_[2]):
+            if Y is not None and len(Y):
+                st = [seed_stats(Y[:, k]) for k in range(Y.shape[1])]
+                ext += [v for s2 in st for v in (s2["mean"], s2["ci_low"], s2["ci_high"])]
+    ext = np.array([v for v in ext if np.isfinite(v)])
+    return (max(0, np.floor(ext.min() / 10) * 10), min(100, np.ceil(ext.max() / 10) * 10)) if len(ext) else (0, 100)
+
+
+def _rounds_panel(ax, conf, series, base, handles):
+    """One configuration's panel: personal (and global) accuracy over rounds, the local-only
+    reference in grey; the lines' handles go into `handles` for the figure's legend."""
+    x, pers, glob, _, _, attrs = series[conf]
+    ref = series.get(base) if base else None
+    if ref is not None and conf != base and ref[0] is not None and len(ref[1]):
+        h, = ax.plot(ref[0], ref[1].mean(0), color="0.6", lw=1.0, label=f"{base} (personal, reference)")
+        handles.setdefault("ref", h)
+    same = attrs.get("personal") == "global" and attrs.get("share") == "all"
+    if len(pers):
+        h = _mean_band(ax, x, pers, OKABE_ITO[0], label="personal model" if not same else None, marker="o")
+        handles.setdefault("personal", h)
+    if glob is not None and not same:
+        h = _mean_band(ax, x, glob, OKABE_ITO[1], ls="--", label="global model", marker="s")
+        handles.setdefault("global", h)
+    n = len(pers)
+    share = attrs.get("share", "?")
+    note = "phones predict with the global model" if same else \
+        "phones fine-tune a copy of the global model" if share == "all" and glob is not None else \
+        f"share = {share}" + ("" if glob is not None else ": no global model")
+    ax.set_title(f"{_wrap(conf, 30)} (n={n})\n{note}", fontsize=7.5, linespacing=1.3)
+    ax.grid(alpha=0.3)
+
+
+def _epsilon_panel(ax, dp, series):
+    """The DP configurations' ε after each round (mean over seeds), each labelled at its end."""
+    for k, conf in enumerate(dp):
+        _, _, _, rx, eps, attrs = series[conf]
+        st = style(k + 2)
+        ax.plot(rx, np.nanmean(eps, axis=0), color=st["color"], ls=st["linestyle"], lw=1.4, label=conf)
+        ax.annotate(f"{conf}: ε = {np.nanmean(eps[:, -1]):.2f}", (rx[-1], np.nanmean(eps[:, -1])),
+                    xytext=(-4, 4), textcoords="offset points", ha="right", va="bottom", fontsize=6.5,
+                    color=st["color"])
+    deltas = sorted({series[c][5].get("delta") for c in dp if series[c][5].get("delta") is not None})
+    ax.set_ylabel("ε" + (f" at δ = {deltas[0]:g}" if len(deltas) == 1 else ""))
+    ax.set_xlabel("round")
+    top = max(np.nanmax(series[c][4]) for c in dp)
+    ax.set_ylim(0, top * 1.18 if np.isfinite(top) and top > 0 else None)   # room for the end labels
+    ax.grid(alpha=0.3)
+    ax.set_title("privacy spent: ε after each round (DP configurations; mean over seeds)", fontsize=8)
+
+
 def federation_rounds(path, configurations=None, df=None):
     """Federated runs: accuracy over rounds, one panel per configuration (at most MAX_PANELS:
     pass `configurations` or use `pages`): the personal models' accuracy (what each phone
@@ -782,40 +837,12 @@ def federation_rounds(path, configurations=None, df=None):
     fig = plt.figure(figsize=(2.9 * cols + 0.6, 2.3 * rows + (2.3 if dp else 0) + 1.3))
     gs = fig.add_gridspec(rows + (1 if dp else 0), cols, height_ratios=[1] * rows + ([1.0] if dp else []),
                           hspace=0.7, wspace=0.12)
-    # one y range for every panel, wide enough for the bands (with 3 seeds t(0.975, 2) = 4.3
-    # makes them wide): a band cut by the axis would hide how uncertain a dip is
-    ext = []
-    for s_ in [series[c] for c in confs]:
-        for Y in (s_[1], s_[2]):
-            if Y is not None and len(Y):
-                st = [seed_stats(Y[:, k]) for k in range(Y.shape[1])]
-                ext += [v for s2 in st for v in (s2["mean"], s2["ci_low"], s2["ci_high"])]
-    ext = np.array([v for v in ext if np.isfinite(v)])
-    lo, hi = (max(0, np.floor(ext.min() / 10) * 10), min(100, np.ceil(ext.max() / 10) * 10)) if len(ext) else (0, 100)
+    lo, hi = _band_range([series[c] for c in confs])
     handles = {}
     for p, conf in enumerate(confs):
         ax = fig.add_subplot(gs[p // cols, p % cols])
-        x, pers, glob, _, _, attrs = series[conf]
-        base = bases[conf]
-        ref = series.get(base) if base else None
-        if ref is not None and conf != base and ref[0] is not None and len(ref[1]):
-            h, = ax.plot(ref[0], ref[1].mean(0), color="0.6", lw=1.0, label=f"{base} (personal, reference)")
-            handles.setdefault("ref", h)
-        same = attrs.get("personal") == "global" and attrs.get("share") == "all"
-        if len(pers):
-            h = _mean_band(ax, x, pers, OKABE_ITO[0], label="personal model" if not same else None, marker="o")
-            handles.setdefault("personal", h)
-        if glob is not None and not same:
-            h = _mean_band(ax, x, glob, OKABE_ITO[1], ls="--", label="global model", marker="s")
-            handles.setdefault("global", h)
-        n = len(pers)
-        share = attrs.get("share", "?")
-        note = "phones predict with the global model" if same else \
-            "phones fine-tune a copy of the global model" if share == "all" and glob is not None else \
-            f"share = {share}" + ("" if glob is not None else ": no global model")
-        ax.set_title(f"{_wrap(conf, 30)} (n={n})\n{note}", fontsize=7.5, linespacing=1.3)
+        _rounds_panel(ax, conf, series, bases[conf], handles)
         ax.set_ylim(lo, hi)
-        ax.grid(alpha=0.3)
         if p % cols == 0:
             ax.set_ylabel("accuracy (%)")
         else:
@@ -828,21 +855,7 @@ def federation_rounds(path, configurations=None, df=None):
                       else "local-only at the panel's setting: personal model (reference)")}
     keys = [k for k in ("personal", "global", "ref") if k in handles]
     if dp:
-        ax = fig.add_subplot(gs[rows, :])
-        for k, conf in enumerate(dp):
-            _, _, _, rx, eps, attrs = series[conf]
-            st = style(k + 2)
-            ax.plot(rx, np.nanmean(eps, axis=0), color=st["color"], ls=st["linestyle"], lw=1.4, label=conf)
-            ax.annotate(f"{conf}: ε = {np.nanmean(eps[:, -1]):.2f}", (rx[-1], np.nanmean(eps[:, -1])),
-                        xytext=(-4, 4), textcoords="offset points", ha="right", va="bottom", fontsize=6.5,
-                        color=st["color"])
-        deltas = sorted({series[c][5].get("delta") for c in dp if series[c][5].get("delta") is not None})
-        ax.set_ylabel("ε" + (f" at δ = {deltas[0]:g}" if len(deltas) == 1 else ""))
-        ax.set_xlabel("round")
-        top = max(np.nanmax(series[c][4]) for c in dp)
-        ax.set_ylim(0, top * 1.18 if np.isfinite(top) and top > 0 else None)   # room for the end labels
-        ax.grid(alpha=0.3)
-        ax.set_title("privacy spent: ε after each round (DP configurations; mean over seeds)", fontsize=8)
+        _epsilon_panel(fig.add_subplot(gs[rows, :]), dp, series)
     fig.legend([handles[k] for k in keys], [labels[k] for k in keys], loc="upper center", ncol=len(keys),
                frameon=False, bbox_to_anchor=(0.5, 1 - 0.4 / fig.get_figheight()))
     fig.suptitle(f"{_experiment(df)}: accuracy over rounds", fontsize=9, y=1 - 0.1 / fig.get_figheight())
