@@ -172,6 +172,49 @@ def _WANDB_SETTINGS(wandb):
                           x_disable_machine_info=True, x_save_requirements=False)
 
 
+def _wandb_figures(path, df, ok, fig_dir) -> dict:
+    """{configuration: PNG paths}: its forgetting curves and accuracy heat map, drawn once each."""
+    from . import figures as F
+    images = {}
+    for conf in dict.fromkeys(ok["configuration"]):
+        paths = []
+        for kind, make in (("forgetting", F.forgetting_curves), ("heatmap", F.accuracy_heatmap)):
+            try:
+                fig = make(path, [conf], df=df)
+            except (ValueError, KeyError):
+                continue
+            paths += [p for p in F.save(fig, os.path.join(fig_dir, f"{_safe(conf)}_{kind}"), ("png",))]
+        images[conf] = paths
+    return images
+
+
+def _wandb_history(run, g):
+    """One W&B run's history from its results group: accuracy per experience (step `experience`),
+    train loss per epoch (step `epoch`), prequential window accuracy (step `position`)."""
+    run.define_metric("experience")
+    run.define_metric("accuracy/*", step_metric="experience")
+    run.define_metric("epoch")
+    run.define_metric("loss/*", step_metric="epoch")
+    run.define_metric("position")
+    run.define_metric("prequential/*", step_metric="position")
+    if "accuracy_matrix" in g:
+        R = np.asarray(g["accuracy_matrix"][()], dtype=float)
+        for i in range(R.shape[0]):
+            log = {"experience": i, "accuracy/seen_mean": float(R[i, : i + 1].mean())}
+            log.update({f"accuracy/exp_{j}": float(R[i, j]) for j in range(i + 1)})
+            run.log(log)
+    if "loss_curve" in g:
+        loss = np.asarray(g["loss_curve"][()], dtype=float).ravel()
+        for s, v in enumerate(loss):
+            if np.isfinite(v):
+                run.log({"epoch": s, "loss/train": float(v)})
+    if "prequential" in g and "window_accuracy" in g["prequential"]:
+        p = g["prequential"]
+        pos = p["position"][()] if "position" in p else np.arange(len(p["window_accuracy"]))
+        for s, v in zip(pos, p["window_accuracy"][()]):
+            run.log({"position": int(s), "prequential/window_accuracy": float(v)})
+
+
 def to_wandb(path, out_dir, project=None, df=None, figures=True) -> list[str]:
     """One offline Weights & Biases run per completed toolkit run, under `out_dir/wandb/`; returns
     the offline run directories (`wandb sync DIR` uploads one later; nothing leaves the machine
@@ -202,19 +245,7 @@ def to_wandb(path, out_dir, project=None, df=None, figures=True) -> list[str]:
     prov = provenance(path)
     project = project or _safe(prov.get("experiment_name") or os.path.splitext(os.path.basename(path))[0])
     os.makedirs(out_dir, exist_ok=True)
-    images = {}
-    if figures:
-        from . import figures as F
-        fig_dir = os.path.join(out_dir, "figures")
-        for conf in dict.fromkeys(ok["configuration"]):
-            paths = []
-            for kind, make in (("forgetting", F.forgetting_curves), ("heatmap", F.accuracy_heatmap)):
-                try:
-                    fig = make(path, [conf], df=df)
-                except (ValueError, KeyError):
-                    continue
-                paths += [p for p in F.save(fig, os.path.join(fig_dir, f"{_safe(conf)}_{kind}"), ("png",))]
-            images[conf] = paths
+    images = _wandb_figures(path, df, ok, os.path.join(out_dir, "figures")) if figures else {}
     finals = [m for m in ("acc", "bwt", "fwt", "forgetting", "learning_accuracy", "balanced_acc", "macro_f1",
                           "auroc", "auprc", "prequential_acc", "energy_j", "peak_memory_bytes", "train_seconds")
               if m in ok.columns]
@@ -233,28 +264,7 @@ def to_wandb(path, out_dir, project=None, df=None, figures=True) -> list[str]:
             run = wandb.init(project=project, name=str(row["name"]), group=str(row["configuration"]),
                              job_type=str(row.get("variant", "run")), id=rid, config=cfg, dir=out_dir,
                              reinit="create_new", settings=_WANDB_SETTINGS(wandb))
-            run.define_metric("experience")
-            run.define_metric("accuracy/*", step_metric="experience")
-            run.define_metric("epoch")
-            run.define_metric("loss/*", step_metric="epoch")
-            run.define_metric("position")
-            run.define_metric("prequential/*", step_metric="position")
-            if "accuracy_matrix" in g:
-                R = np.asarray(g["accuracy_matrix"][()], dtype=float)
-                for i in range(R.shape[0]):
-                    log = {"experience": i, "accuracy/seen_mean": float(R[i, : i + 1].mean())}
-                    log.update({f"accuracy/exp_{j}": float(R[i, j]) for j in range(i + 1)})
-                    run.log(log)
-            if "loss_curve" in g:
-                loss = np.asarray(g["loss_curve"][()], dtype=float).ravel()
-                for s, v in enumerate(loss):
-                    if np.isfinite(v):
-                        run.log({"epoch": s, "loss/train": float(v)})
-            if "prequential" in g and "window_accuracy" in g["prequential"]:
-                p = g["prequential"]
-                pos = p["position"][()] if "position" in p else np.arange(len(p["window_accuracy"]))
-                for s, v in zip(pos, p["window_accuracy"][()]):
-                    run.log({"position": int(s), "prequential/window_accuracy": float(v)})
+            _wandb_history(run, g)
             for m in finals:
                 if pd.notna(row[m]):
                     run.summary[f"final/{m}"] = float(row[m])
