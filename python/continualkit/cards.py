@@ -231,7 +231,8 @@ def _card(card, ctx) -> tuple[list[str], list[str], str]:
         if ctx["mnist1d"] is not None:
             lines += _ours_block("MNIST-1D", [ctx["mnist1d_name"]], ctx["mnist1d"], card["variants"])
         if ctx["permuted"] is not None:
-            lines += _ours_block("Permuted MNIST-784", ctx["permuted_names"], ctx["permuted"], card["variants"])
+            lines += _ours_block("Permuted MNIST-784", [name for name, _ in ctx["permuted_files"]], ctx["permuted"],
+                                 card["variants"])
         block, summary = _orderings_block(df, card, _ordering_budget(df, budgets))
         lines += block
     for other in _others(card):
@@ -292,7 +293,11 @@ def _overall(card, ctx, verdicts, summary) -> str:
 def _streams(mnist1d_path, other_paths, permuted_paths) -> dict:
     """The card context's other files: MNIST-1D, the permuted files (each, and read as one) and the
     files `"other"` entries name — which may also be the --mnist1d or a --permuted file."""
-    permuted = [(experiment_json(p).get("name", os.path.splitext(os.path.basename(p))[0]), load_summary(p))
+    # Each file read once, keyed by its stem (the name an "other" entry gives).
+    others = {os.path.splitext(os.path.basename(p))[0]: (p, load_summary(p))
+              for p in (other_paths or []) + ([mnist1d_path] if mnist1d_path else []) + (permuted_paths or [])}
+    summary = {p: df for p, df in others.values()}
+    permuted = [(experiment_json(p).get("name", os.path.splitext(os.path.basename(p))[0]), summary[p])
                 for p in permuted_paths or []]
     seen = {}
     for (name, df), path in zip(permuted, permuted_paths or []):
@@ -300,12 +305,10 @@ def _streams(mnist1d_path, other_paths, permuted_paths) -> dict:
             if v in seen:   # pooled, its seeds would count twice
                 raise ValueError(f"variant {v} is in two --permuted files ({seen[v]} and {path}): pass each once")
             seen[v] = path
-    return {"mnist1d": load_summary(mnist1d_path) if mnist1d_path else None,
+    return {"mnist1d": summary[mnist1d_path] if mnist1d_path else None,
             "mnist1d_name": experiment_json(mnist1d_path).get("name", "mnist1d") if mnist1d_path else None,
-            "permuted_files": permuted, "permuted_names": [name for name, _ in permuted],
-            "permuted": pd.concat([df for _, df in permuted]) if permuted else None,
-            "others": {os.path.splitext(os.path.basename(p))[0]: (p, load_summary(p))
-                       for p in (other_paths or []) + ([mnist1d_path] if mnist1d_path else []) + (permuted_paths or [])}}
+            "permuted_files": permuted,
+            "permuted": pd.concat([df for _, df in permuted]) if permuted else None, "others": others}
 
 
 def cards(hsu_path: str, out_dir: str, mnist1d_path: str | None = None, other_paths: list[str] | None = None,
