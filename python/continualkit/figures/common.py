@@ -8,13 +8,11 @@ import os
 import re
 
 import matplotlib
+import matplotlib.pyplot as plt  # the package's __init__ chose the Agg backend first
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from ..io import load_summary, metric_matrix  # noqa: E402
-from ..stats import seed_stats  # noqa: E402
+from ..io import load_summary, metric_matrix
+from ..stats import seed_stats
 
 
 #: Okabe & Ito (2008) colour-blind-safe palette, yellow last (weak on white).

@@ -5,15 +5,13 @@ from __future__ import annotations
 import math
 
 import matplotlib
+import matplotlib.pyplot as plt  # the package's __init__ chose the Agg backend first
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from ..io import federation, federation_runs, local_only_configuration, personalisation_gains  # noqa: E402
-from ..stats import seed_stats  # noqa: E402
+from ..io import federation, federation_runs, local_only_configuration, personalisation_gains
+from ..stats import seed_stats
 from .common import (MAX_PANELS, METRIC_LABELS, MIN_N_BAND, OKABE_ITO, _configs, _experiment, _footnote,
-                     _mean_band, _summary, _wrap, style)  # noqa: E402
+                     _mean_band, _summary, _wrap, style)
 
 
 # --------------------------------------------------------------------------------------------- federation

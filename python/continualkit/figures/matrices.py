@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import math
 
-import matplotlib
+import matplotlib.pyplot as plt  # the package's __init__ chose the Agg backend first
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from ..stats import aggregate, seed_stats  # noqa: E402
+from ..stats import aggregate, seed_stats
 from .common import (FORGETTING_NOTE, MATRIX_LABELS, MAX_CELLS, MAX_LINES, MAX_PANELS, METRIC_LABELS,
                      MIN_N_BAND, OKABE_ITO, _block_labels, _block_mean, _blocks, _conf_matrices, _configs,
-                     _experiment, _footnote, _grid, _n_label, _summary, _wrap, phase_styles, style)  # noqa: E402
+                     _experiment, _footnote, _grid, _n_label, _summary, _wrap, phase_styles, style)
 
 
 # ---------------------------------------------------------------------------------------------

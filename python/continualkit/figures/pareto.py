@@ -5,14 +5,12 @@ from __future__ import annotations
 import math
 
 import matplotlib
+import matplotlib.pyplot as plt  # the package's __init__ chose the Agg backend first
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from ..stats import aggregate  # noqa: E402
+from ..stats import aggregate
 from .common import (MAX_NAMED_POINTS, METRIC_LABELS, OKABE_ITO, PARETO_NOTE, _configs, _experiment,
-                     _footnote, _summary, _wrap)  # noqa: E402
+                     _footnote, _summary, _wrap)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import math
 
-import matplotlib
+import matplotlib.pyplot as plt  # the package's __init__ chose the Agg backend first
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from .. import metrics as M  # noqa: E402
-from ..io import population, prequential  # noqa: E402
-from .common import OKABE_ITO, _experiment, _summary, style  # noqa: E402
+from .. import metrics as M
+from ..io import population, prequential
+from .common import OKABE_ITO, _experiment, _summary, style
 
 
 def prequential_curves(path, df=None, which="window_accuracy"):
