@@ -54,14 +54,14 @@ def _population_run(RM, m, seed, sc, user_list, streams, user_column, quantiles,
     """One model per user: the run of the mean matrices with every user's values in `population`,
     and (river description, mean prequential accuracy, summed train and evaluation seconds, mean
     memory bytes), as `_stream_run_of`."""
-    T = len(sc.experiences)
+    chance = _chance(sc.classes, len(sc.experiences))
     mats, per, status, msgs, secs, preqs = [], {}, [], [], [], []
     fpes, mems, train_s, eval_s = [], [], 0.0, 0.0
     desc = confusion = base_init = None
     for u, exps in zip(user_list, streams):
         res, desc = RM.run_model(m, seed, exps, sc.classes, sc.feature_names, window=window, record_every=record_every)
         mats.append(res.R)
-        um = M.all_metrics(res.R, _chance(sc.classes, T), res.baseline_init)
+        um = M.all_metrics(res.R, chance, res.baseline_init)
         um["forgetting_chaudhry"], um["fwt_gem"] = um["forgetting"], um["fwt"]
         for k, v in um.items():
             per.setdefault(k, []).append(v)
@@ -76,7 +76,7 @@ def _population_run(RM, m, seed, sc, user_list, streams, user_column, quantiles,
         confusion = res.confusion.copy() if confusion is None else confusion + res.confusion
         base_init = res.baseline_init.copy() if base_init is None else base_init + res.baseline_init
     mats = np.array(mats)
-    run = dict(R=mats.mean(axis=0), baseline_random=_chance(sc.classes, T), baseline_init=base_init / len(user_list),
+    run = dict(R=mats.mean(axis=0), baseline_random=chance, baseline_init=base_init / len(user_list),
                # per user (the mean, rounded), as the Swift side's population runs;
                # samples_processed: all users together
                test_sizes=np.rint(np.mean([[len(e.test) for e in ex] for ex in streams], axis=0)),
