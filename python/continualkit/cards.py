@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from . import verdicts as V
-from .io import experiment_json, load_summary, run_config
+from .io import experiment_json, load_summary
 from .card_protocol import SETTINGS, _data_text, _protocol_block, run_protocol  # noqa: F401 (run_protocol: re-exported)
 from .tables import _budgets, paper_table
 

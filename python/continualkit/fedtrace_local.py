@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import fedrules as P
-
 
 class MLP:
     """Shapes of the run's MLP (`model.hidden`, `activation` relu) for inputs of `d` features."""

@@ -171,7 +171,7 @@ def paper_pairs(paper: dict, setting: str) -> list[dict]:
     for a, b in itertools.combinations(rows, 2):
         if a["group"] is not None and b["group"] is not None and a["group"] != b["group"]:
             continue
-        (ma, sa, na), (mb, sb, nb) = a["values"][setting], b["values"][setting]
+        ma, mb = a["values"][setting][0], b["values"][setting][0]
         hi, lo = (a, b) if ma >= mb else (b, a)
         (mh, sh, nh), (ml, sl, nl) = hi["values"][setting], lo["values"][setting]
         p = welch_p(mh, sh, nh, ml, sl, nl) if sh is not None and sl is not None else math.nan
