@@ -40,220 +40,21 @@ Requires: pip install "flwr[simulation]" torch  (a benchmark dependency only).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import platform
 import random
 import sys
 import tempfile
-import threading
 import time
 import traceback
 
 import numpy as np
 
-FEATURES = 10
-CLASSES = 2
-EVAL_CLIENTS = 200
-
-# --------------------------------------------------------------------------- data
-
-
-def client_data(seed: int, cid: int, samples: int, split: int = 0):
-    """One client's data, a pure function of (seed, client id, split)."""
-    w_global = np.random.default_rng([seed, 7919]).standard_normal(FEATURES)
-    rng = np.random.default_rng([seed, cid, 104729])
-    w = w_global + 0.5 * rng.standard_normal(FEATURES)
-    b = 0.2 * rng.standard_normal()
-    xr = np.random.default_rng([seed, cid, split])
-    x = xr.standard_normal((samples, FEATURES)).astype(np.float32)
-    y = (x.astype(np.float64) @ w + b > 0).astype(np.int64)
-    return x, y
-
-
-def generate_all(seed: int, clients: int, samples: int, directory: str):
-    x = np.lib.format.open_memmap(os.path.join(directory, "x.npy"), mode="w+",
-                                  dtype=np.float32, shape=(clients, samples, FEATURES))
-    y = np.lib.format.open_memmap(os.path.join(directory, "y.npy"), mode="w+",
-                                  dtype=np.int64, shape=(clients, samples))
-    for cid in range(clients):
-        x[cid], y[cid] = client_data(seed, cid, samples)
-    x.flush()
-    y.flush()
-    del x, y
-
-
-_DATA: dict = {}
-
-
-def load_client(directory: str, cid: int):
-    """Memory-mapped once per process (each Ray worker maps the same file)."""
-    if _DATA.get("dir") != directory:
-        _DATA["dir"] = directory
-        _DATA["x"] = np.load(os.path.join(directory, "x.npy"), mmap_mode="r")
-        _DATA["y"] = np.load(os.path.join(directory, "y.npy"), mmap_mode="r")
-    return np.array(_DATA["x"][cid]), np.array(_DATA["y"][cid])
-
-
-# -------------------------------------------------------------------------- model
-
-_TORCH_READY = False
-
-
-def torch_setup():
-    global _TORCH_READY
-    import torch
-    if not _TORCH_READY:
-        torch.set_num_threads(1)  # one client per core; the model is tiny
-        _TORCH_READY = True
-    return torch
-
-
-def make_model(seed: int):
-    torch = torch_setup()
-    from torch import nn
-    torch.manual_seed(seed)
-    return nn.Sequential(nn.Linear(FEATURES, 16), nn.ReLU(), nn.Linear(16, 8),
-                         nn.ReLU(), nn.Linear(8, CLASSES))
-
-
-def local_train(model, x_np, y_np, lr: float, batch: int, shuffle_seed: int) -> float:
-    """ONE epoch of minibatch SGD, fresh optimizer (no momentum). Returns seconds."""
-    torch = torch_setup()
-    import torch.nn.functional as F
-    t0 = time.perf_counter()
-    x = torch.from_numpy(x_np)
-    y = torch.from_numpy(y_np)
-    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.0)
-    gen = torch.Generator().manual_seed(shuffle_seed)
-    perm = torch.randperm(x.shape[0], generator=gen)
-    for start in range(0, x.shape[0], batch):
-        idx = perm[start:start + batch]
-        opt.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(model(x[idx]), y[idx])
-        loss.backward()
-        opt.step()
-    return time.perf_counter() - t0
-
-
-def shuffle_seed(seed: int, rnd: int, cid: int) -> int:
-    return (seed * 1_000_003 + rnd * 10_007 + cid) % (2**63)
-
-
-def evaluate(params: list, seed: int, samples: int) -> float:
-    torch = torch_setup()
-    model = make_model(seed)
-    with torch.no_grad():
-        for p, v in zip(model.parameters(), params):
-            p.copy_(torch.as_tensor(np.asarray(v)))
-        correct = total = 0
-        for cid in range(EVAL_CLIENTS):
-            x, y = client_data(seed, cid, samples, split=1)
-            pred = model(torch.from_numpy(x)).argmax(1).numpy()
-            correct += int((pred == y).sum())
-            total += len(y)
-    return correct / total
-
-
-# ----------------------------------------------------------- process-tree monitor
-
-
-class TreeMonitor:
-    """Samples RSS, PSS and CPU time of this process and all its descendants."""
-
-    def __init__(self, interval: float = 0.5):
-        self.interval = interval
-        self.root = os.getpid()
-        self.peak_rss = self.peak_pss = 0
-        self.peak_procs = 0
-        self.cpu = {}  # pid -> (starttime, cpu seconds), last seen
-        self.tick = os.sysconf("SC_CLK_TCK")
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _tree(self):
-        children = {}
-        for d in os.listdir("/proc"):
-            if not d.isdigit():
-                continue
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    st = f.read()
-            except OSError:
-                continue
-            rest = st[st.rfind(")") + 2:].split()
-            children.setdefault(int(rest[1]), []).append((int(d), rest))
-        out, todo = [], [self.root]
-        try:
-            with open(f"/proc/{self.root}/stat") as f:
-                st = f.read()
-            out.append((self.root, st[st.rfind(")") + 2:].split()))
-        except OSError:
-            pass
-        while todo:
-            for pid, rest in children.get(todo.pop(), []):
-                out.append((pid, rest))
-                todo.append(pid)
-        return out
-
-    def _name(self, pid):
-        if pid == self.root:
-            return "driver (server)"
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read().split(b"\0")
-        except OSError:
-            return "?"
-        words = [w.decode(errors="replace") for w in cmd if w]
-        name = os.path.basename(words[0]) if words else "?"
-        if name.startswith("python") and len(words) > 1:  # python -u .../x.py
-            name = os.path.basename(next((w for w in words[1:] if w.endswith(".py")),
-                                         words[1]))
-        return name
-
-    def sample(self):
-        rss = pss = 0
-        procs = self._tree()
-        for pid, rest in procs:
-            # fields after ')' : state=0 ppid=1 ... utime=11 stime=12 starttime=19
-            self.cpu[pid] = (self._name(pid), (int(rest[11]) + int(rest[12])) / self.tick)
-            try:
-                with open(f"/proc/{pid}/smaps_rollup") as f:
-                    for line in f:
-                        if line.startswith("Rss:"):
-                            rss += int(line.split()[1]) * 1024
-                        elif line.startswith("Pss:"):
-                            pss += int(line.split()[1]) * 1024
-            except OSError:
-                pass
-        self.peak_rss = max(self.peak_rss, rss)
-        self.peak_pss = max(self.peak_pss, pss)
-        self.peak_procs = max(self.peak_procs, len(procs))
-
-    def _run(self):
-        while not self._stop.is_set():
-            self.sample()
-            self._stop.wait(self.interval)
-
-    def start(self):
-        self._thread.start()
-        return self
-
-    def stop(self):
-        self.sample()
-        self._stop.set()
-        self._thread.join()
-
-    def cpu_seconds(self):
-        return sum(c for _, c in self.cpu.values())
-
-    def cpu_by_process(self):
-        out = {}
-        for name, c in self.cpu.values():
-            out[name] = round(out.get(name, 0.0) + c, 2)
-        return dict(sorted(out.items(), key=lambda kv: -kv[1]))
-
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from federated_workload import (evaluate, generate_all, load_client, local_train,  # noqa: E402 (this folder)
+                                make_model, shuffle_seed, torch_setup)
+from flower_report import measures, parse_args, versions  # noqa: E402
+from tree_monitor import TreeMonitor  # noqa: E402
 
 # ---------------------------------------------------------------- torch-loop engine
 
@@ -465,37 +266,31 @@ def run_flower(a, data_dir, timing):
 # --------------------------------------------------------------------------- main
 
 
-def versions():
-    v = {"python": platform.python_version(), "numpy": np.__version__}
-    for name in ("torch", "flwr", "ray"):
+def run_engine(a, timing):
+    """Generates the data (timed apart), runs the engine; returns (status, params, wall
+    seconds, data generation seconds). A failure is reported, not raised."""
+    status = "ok"
+    with tempfile.TemporaryDirectory(prefix="flbench-") as data_dir:
+        t0 = time.perf_counter()
+        generate_all(a.seed, a.clients, a.samples, data_dir)
+        data_gen = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        timing["t0"] = t0
         try:
-            v[name] = __import__(name).__version__
-        except Exception as e:  # noqa: BLE001 - report, don't fail
-            v[name] = f"not importable: {type(e).__name__}: {e}"
-    return v
+            if a.engine == "torch-loop":
+                params = run_torch_loop(a, data_dir, timing)
+            else:
+                params = run_flower(a, data_dir, timing)
+        except BaseException as e:  # noqa: BLE001 - the report must say why
+            status = f"failed: {type(e).__name__}: {e}"
+            timing["traceback"] = traceback.format_exc()
+            params = timing.get("final_params")
+        wall = time.perf_counter() - t0
+    return status, params, wall, data_gen
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--engine", choices=["flower", "flower-numpy", "torch-loop"],
-                   default="flower")
-    p.add_argument("--clients", type=int, default=10_000)
-    p.add_argument("--rounds", type=int, default=100)
-    p.add_argument("--fraction", type=float, default=0.1)
-    p.add_argument("--samples", type=int, default=120)
-    p.add_argument("--batch", type=int, default=32)
-    p.add_argument("--lr", type=float, default=0.05)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--cpus", type=float, default=1.0,
-                   help="Flower client_resources num_cpus (1 -> 2 clients at once "
-                        "on 2 cores)")
-    p.add_argument("--max-workers", type=int, default=0,
-                   help="flower-numpy: server thread pool size (0 = Flower's default)")
-    p.add_argument("--max-seconds", type=float, default=0,
-                   help="torch-loop: stop after the round that passes this")
-    p.add_argument("--out", help="write the JSON report here")
-    a = p.parse_args()
-
+    a = parse_args()
     per_round = max(1, int(a.clients * a.fraction))
     report = {"engine": a.engine, "clients": a.clients, "rounds": a.rounds,
               "fraction": a.fraction, "clients_per_round": per_round,
@@ -507,57 +302,11 @@ def main():
     timing = {"round_seconds": [], "rounds_done": 0, "client_train_seconds": 0.0,
               "errors": 0, "updates": 0}
     mon = TreeMonitor().start()
-    status = "ok"
-    with tempfile.TemporaryDirectory(prefix="flbench-") as data_dir:
-        t0 = time.perf_counter()
-        generate_all(a.seed, a.clients, a.samples, data_dir)
-        report["data_gen_seconds"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        try:
-            if a.engine == "torch-loop":
-                params = run_torch_loop(a, data_dir, timing)
-            else:
-                params = run_flower(a, data_dir, timing)
-        except BaseException as e:  # noqa: BLE001 - the report must say why
-            status = f"failed: {type(e).__name__}: {e}"
-            report["traceback"] = traceback.format_exc()
-            params = timing.get("final_params")
-        wall = time.perf_counter() - t0
+    status, params, wall, report["data_gen_seconds"] = run_engine(a, timing)
     mon.stop()
-    rounds_done = timing["rounds_done"]
-    rs = timing["round_seconds"]
-    updates = timing["updates"]
-    rounds_wall = sum(rs)
-    report.update({
-        "status": status if rounds_done or status != "ok" else "failed: no round done",
-        "rounds_done": rounds_done,
-        "wall_seconds": wall,  # engine start to finish (Ray start/stop included)
-        "rounds_wall_seconds": rounds_wall,  # first round's start to last round's end
-        "startup_shutdown_seconds": wall - rounds_wall,
-        "startup_to_all_nodes_seconds": (timing["nodes_ready"] - t0
-                                         if "nodes_ready" in timing else None),
-        "round_seconds": rs,
-        "client_updates": updates,
-        "client_update_errors": timing["errors"],
-        "client_updates_per_s": updates / rounds_wall if rounds_wall else None,
-        "samples_per_s": updates * a.samples / rounds_wall if rounds_wall else None,
-        "client_train_seconds": timing["client_train_seconds"],
-        "cpu_seconds_tree": mon.cpu_seconds(),
-        "cpu_seconds_by_process": mon.cpu_by_process(),
-        "samples_per_cpu_second": (updates * a.samples / mon.cpu_seconds()
-                                   if mon.cpu_seconds() else None),
-        "peak_rss_tree_bytes": mon.peak_rss,
-        "peak_pss_tree_bytes": mon.peak_pss,
-        "peak_processes": mon.peak_procs,
-        "load_avg_after": os.getloadavg(),
-    })
-    if rounds_done and rounds_done < a.rounds:
-        report["extrapolated_full_wall_seconds"] = rounds_wall / rounds_done * a.rounds
-    if rounds_done:
-        steady = rs[1:] if len(rs) > 1 else rs
-        report["steady_round_seconds"] = sum(steady) / len(steady)
-        report["extrapolated_rounds_wall_seconds"] = (
-            report["steady_round_seconds"] * a.rounds)
+    if "traceback" in timing:
+        report["traceback"] = timing["traceback"]
+    report.update(measures(a, timing, mon, status, wall))
     if params is not None:
         report["final_accuracy"] = evaluate(params, a.seed, a.samples)
     text = json.dumps(report, indent=2)
