@@ -30,6 +30,20 @@ struct PFedMeFederationTests {
         #expect(defaults.pfedmeBeta == 1)
     }
 
+    @Test("training energy counts every inner step: K inner steps cost K times one, rows and weight traffic alike")
+    func energyCountsInnerSteps() throws {
+        // Rows and steps per round depend on the data sizes only, and the energy model is linear
+        // in both, so K = 3 must cost exactly 3× K = 1 (counting the local steps alone gave
+        // a·3R + b·S: pFedMe's weight traffic, most of a small batch's energy, a third of it).
+        func joules(_ k: Int) throws -> Double {
+            let r = FederationRunner.execute(try P.run(#"{"rounds": 3, "clients_per_round": 6, "personal": "pfedme", "pfedme_inner_steps": \#(k)}"#))
+            #expect(r.status == .completed, "\(r.message)")
+            return try #require(r.federation).trainingJoules.reduce(0, +)
+        }
+        let one = try joules(1), three = try joules(3)
+        #expect(one > 0 && abs(three / one - 3) <= 1e-9, "K = 3 costs \(three / one)× K = 1")
+    }
+
     @Test("λ = 1000 with ν = 1/λ and β = 1 is FedAvg to 1e-3: the same batches, the same SGD steps")
     func largeLambdaIsFedAvg() throws {
         let fedavg = FederationRunner.execute(try P.run(#"{"rounds": 4, "clients_per_round": 6}"#))

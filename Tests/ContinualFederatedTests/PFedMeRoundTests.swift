@@ -39,6 +39,7 @@ import Testing
             var shuffle = RandomSource(seed: 1)
             let record = round.train(&m, on: data, batchSize: data.count, steps: steps, shuffle: &shuffle)
             #expect(record.steps == steps && record.rows == steps * 3 * data.count)
+            #expect(record.gradientSteps == steps * 3, "every inner step is a gradient evaluation and an update")
             for i in expected.indices {
                 #expect(abs(Double(m.parameters[i]) - expected[i]) <= 2e-6, "\(steps) steps, parameter \(i)")
             }

@@ -164,6 +164,7 @@ import Testing
             let round = PerFedAvgRound(alpha: Float(alpha), beta: Float(beta), variant: variant)
             let record = round.train(&m, on: data, batchSize: data.count, steps: 1, shuffle: &shuffle)
             #expect(record.steps == 1 && record.rows == (variant == .firstOrder ? 48 : 96))
+            #expect(record.gradientSteps == (variant == .firstOrder ? 2 : 4), "gradients at w, w′ (and w ± δu)")
             for i in expected.indices {
                 #expect(abs(Double(m.parameters[i]) - expected[i]) <= 2e-5, "\(variant) parameter \(i)")
             }

@@ -11,6 +11,11 @@ public struct ExperienceRecord: Sendable, Equatable {
     /// Rows processed over all epochs (including replayed rows).
     public var samplesProcessed = 0
     public var steps = 0
+    /// Mini-batch gradient evaluations beyond one per step, each with the parameter update it
+    /// feeds: an own-loop federated round's pFedMe inner steps (K per local step) or Per-FedAvg's
+    /// further gradients (2 or 4 per meta-step). The energy model counts them as steps (their
+    /// weight traffic), `steps` stays the paper's local steps.
+    public var extraSteps = 0
     /// FLOPs the plugins added (per-step terms × steps + per-experience passes).
     public var extraFLOPs = 0
     /// Optimizer steps the pass planned (epochs × batches, or the steps budget); `steps` is

@@ -164,10 +164,10 @@ struct FederatedClient {
 
     /// A local round by an algorithm's own loop (Per-FedAvg's meta-steps, pFedMe's bi-level
     /// steps) on the learner's model, tallied like `trainRound` (the loop's plugins do not run:
-    /// the strategy is "naive"). `train` moves the model with the round's shuffle and returns the
-    /// rows and steps it took and its mean loss.
+    /// the strategy is "naive"). `train` moves the model with the round's shuffle and returns
+    /// what it did: rows, steps, gradient evaluations (the energy model's steps) and mean loss.
     mutating func trainOwnLoop(on data: Samples, period: Int, round: Int,
-                               _ train: (inout MLP, inout RandomSource) -> (rows: Int, steps: Int, meanLoss: Double)) throws -> ExperienceRecord {
+                               _ train: (inout MLP, inout RandomSource) -> OwnLoopRecord) throws -> ExperienceRecord {
         var shuffle = RandomSource(seed: modelSeed, stream: "federation.round.\(round)")
         let clock = ContinuousClock()
         let start = clock.now
@@ -181,6 +181,7 @@ struct FederatedClient {
         record.trainableParameters = trainer.model.parameterCount
         record.samplesProcessed = r.rows
         record.steps = r.steps
+        record.extraSteps = max(0, r.gradientSteps - r.steps)
         if data.count > 0 {
             record.epochLosses = [r.meanLoss]
             record.epochPenalties = [0]
@@ -199,7 +200,7 @@ struct FederatedClient {
         let record = try trainOwnLoop(on: round.data, period: round.period, round: round.round) { model, shuffle in
             let r = method.train(&model, on: round.data, batchSize: batchSize, steps: steps, shuffle: &shuffle, recordOrder: logs)
             visited = r.visited
-            return (r.rows, r.steps, r.meanLoss)
+            return r
         }
         // A traced round: the own loop's batches join the learner's batch-order log.
         if logs { trainer.logOwnLoopRows(visited) }

@@ -27,6 +27,9 @@ extension OwnLoopRound {
 public struct OwnLoopRecord: Sendable, Equatable {
     public var rows = 0
     public var steps = 0
+    /// Mini-batch gradient evaluations, each with the update it feeds (pFedMe: K per step;
+    /// Per-FedAvg: 2 per first-order step, 4 per Hessian-free step): the energy model's steps.
+    public var gradientSteps = 0
     public var meanLoss = Double.nan
     /// The rows of every batch the steps drew, in order (only when asked: `recordOrder`).
     public var visited: [Int] = []

@@ -87,6 +87,7 @@ public struct PFedMeRound: Sendable, OwnLoopRound {
             for i in w.indices { model.parameters[i] = w[i] - pull * (w[i] - theta.parameters[i]) }
             record.rows += innerSteps * batch.count
             record.steps += 1
+            record.gradientSteps += innerSteps
         }
         record.meanLoss = lossSum / Double(steps)
         record.visited = draw.visited

@@ -80,6 +80,7 @@ public struct PerFedAvgRound: Sendable, OwnLoopRound {
             }
             for i in w.indices { model.parameters[i] = w[i] - beta * u[i] }
             record.steps += 1
+            record.gradientSteps += variant == .firstOrder ? 2 : 4
         }
         record.meanLoss = lossSum / Double(steps)
         record.visited = draw.visited
