@@ -34,12 +34,30 @@ extension MLP {
     }
 
     /// `backward` without gates.
+    /// With `from` > 0 (and no `inputGradient`) it stops at layer `from`: the layers below get no
+    /// gradient and layer `from` no input gradient; the layers it runs get the same bits.
     func denseChainBackward(logitGradient: UnsafeMutablePointer<Float>, count: Int, route: Int, workspace ws: Workspace,
-                            gradient: UnsafeMutablePointer<Float>, inputGradient: UnsafeMutablePointer<Float>?) {
+                            gradient: UnsafeMutablePointer<Float>, inputGradient: UnsafeMutablePointer<Float>?,
+                            from: Int = 0) {
         let plan = plan(route: route, workspace: ws), n = layers.count, acts = ws.activationTable
         let (bufA, bufB) = ws.deltas
+        let lo = inputGradient == nil ? min(max(from, 0), n - 1) : 0
         parameters.withUnsafeBufferPointer { p in
-            ck_mlp_backward(p.baseAddress!, plan, n, acts, logitGradient, bufA, bufB, gradient, inputGradient, count)
+            ck_mlp_backward(p.baseAddress!, plan + lo, n - lo, acts + lo, logitGradient, bufA, bufB, gradient, inputGradient,
+                            count)
         }
+    }
+
+    /// Layers from the input up with no trainable parameter under `trainable` (single-copy dense
+    /// layers only: a layer with copies or an adapter ends the prefix).
+    static func frozenPrefix(_ layers: [Layer], _ trainable: [Bool]?) -> Int {
+        guard let mask = trainable else { return 0 }
+        var frozen = 0
+        for layer in layers {
+            guard layer.kind == .dense, layer.copies == 1, layer.lowRank == nil,
+                  !mask[layer.parameterRange(route: 0)].contains(true) else { break }
+            frozen += 1
+        }
+        return frozen
     }
 }

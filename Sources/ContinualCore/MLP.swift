@@ -10,7 +10,11 @@ public struct MLP: Sendable, Equatable {
     public var parameters: [Float]
     /// `nil`: every parameter trains. Otherwise `trainable[i] == false` freezes parameter i:
     /// optimizers leave it, and its optimizer state, bit-identical.
-    public var trainable: [Bool]?
+    public var trainable: [Bool]? { didSet { frozenPrefix = MLP.frozenPrefix(layers, trainable) } }
+    /// Layers from the input up whose every parameter is frozen (0 when `trainable` is nil): a
+    /// step whose gradient only the optimizer reads need not back-propagate into them
+    /// (`Trainer`: a frozen body under a trained head, FedRep's head epochs).
+    public private(set) var frozenPrefix = 0
     /// Every layer dense (no LoRA) with ReLU or no activation: forward and backward then run as one
     /// C call each (`MLP+DenseChain.swift`), same bits.
     let isDenseChain: Bool
@@ -153,13 +157,17 @@ public struct MLP: Sendable, Equatable {
     /// With the forward pass's `gates`, also adds ∂L/∂g into `gateGradient` (laid out like
     /// `gates.values`) when given. With `inputGradient` ([count × inputs]), also *writes*
     /// ∂L/∂input there (a network fed by another one: a generator's decoder fed by its latent code).
+    /// `skippingFrozen`: stop at `frozenPrefix` (its layers' gradient entries stay as they were)
+    /// when the network runs as a dense chain — for a caller whose gradient only the optimizer
+    /// reads, which leaves frozen entries alone.
     public func backward(logitGradient: UnsafeMutablePointer<Float>, count: Int, route: Int,
                          workspace ws: Workspace, gradient: UnsafeMutablePointer<Float>,
                          gates: UnitGates? = nil, gateGradient: UnsafeMutablePointer<Float>? = nil,
-                         inputGradient: UnsafeMutablePointer<Float>? = nil) {
+                         inputGradient: UnsafeMutablePointer<Float>? = nil, skippingFrozen: Bool = false) {
         if gates == nil && isDenseChain && ws.layerCount == layers.count {
             return denseChainBackward(logitGradient: logitGradient, count: count, route: route, workspace: ws,
-                                      gradient: gradient, inputGradient: inputGradient)
+                                      gradient: gradient, inputGradient: inputGradient,
+                                      from: skippingFrozen ? frozenPrefix : 0)
         }
         parameters.withUnsafeBufferPointer { p in
             let base = p.baseAddress!
@@ -186,13 +194,15 @@ public struct MLP: Sendable, Equatable {
     @discardableResult
     public func lossAndGradient(features: UnsafePointer<Float>, labels: UnsafePointer<Int32>, count: Int,
                                 route: Int, scale: Float, workspace ws: Workspace,
-                                gradient: UnsafeMutablePointer<Float>, active: UnsafePointer<Bool>? = nil) -> Double {
+                                gradient: UnsafeMutablePointer<Float>, active: UnsafePointer<Bool>? = nil,
+                                skippingFrozen: Bool = false) -> Double {
         guard count > 0 else { return 0 }
         forward(features, count: count, route: route, workspace: ws)
         let logits = ws.logits
         let loss = Loss.lossAndLogitGradient(head: spec.head, logits: logits, labels: labels,
                                              count: count, scale: scale, active: active)
-        backward(logitGradient: logits, count: count, route: route, workspace: ws, gradient: gradient)
+        backward(logitGradient: logits, count: count, route: route, workspace: ws, gradient: gradient,
+                 skippingFrozen: skippingFrozen)
         return loss
     }
 

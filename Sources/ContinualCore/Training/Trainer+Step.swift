@@ -112,6 +112,20 @@ extension Trainer {
         }
     }
 
+    /// Whether back-propagation may stop at the model's frozen prefix (`MLP.frozenPrefix`): no
+    /// plugin reads or changes the gradient (adjusters, observers, point transforms, block
+    /// owners; a penalty only adds to it), one route, and an optimizer that never reads a frozen
+    /// entry (SGD, Adam, AdamW: Adafactor's factored moments and 8-bit Adam's blocks may). The
+    /// frozen layers' gradient is then never computed; every number of the run stays the same.
+    func onlyTheOptimizerReadsTheGradient(_ caps: PluginCapabilities) -> Bool {
+        guard caps.adjusters.isEmpty && caps.observers.isEmpty && caps.transforms.isEmpty && caps.blockOwners.isEmpty,
+              model.routeCount == 1 else { return false }
+        switch optimizer.spec {
+        case .sgd, .adam, .adamw: return true
+        case .adafactor, .adam8bit: return false
+        }
+    }
+
     /// The observers' `afterStep`: task and total gradient, parameters before and after.
     private mutating func observeStep(experience: Int, step: Int, work: StepWorkspace) {
         work.taskGradient.withUnsafeBufferPointer { t in
@@ -152,13 +166,16 @@ extension Trainer {
         let result: (Double, Double) = work.gradient.withUnsafeMutableBufferPointer { g in
             if !accumulate { g.update(repeating: 0) }
             if terms.isEmpty && gates == nil && columns == nil {
+                let skip = model.frozenPrefix > 0 && onlyTheOptimizerReadsTheGradient(work.capabilities)
                 guard let active = work.active else {
                     return (model.lossAndGradient(features: features, labels: labels, count: count, route: route,
-                                                  scale: scale, workspace: ws, gradient: g.baseAddress!), 0)
+                                                  scale: scale, workspace: ws, gradient: g.baseAddress!,
+                                                  skippingFrozen: skip), 0)
                 }
                 return active.withUnsafeBufferPointer { a in
                     (model.lossAndGradient(features: features, labels: labels, count: count, route: route,
-                                           scale: scale, workspace: ws, gradient: g.baseAddress!, active: a.baseAddress!), 0)
+                                           scale: scale, workspace: ws, gradient: g.baseAddress!, active: a.baseAddress!,
+                                           skippingFrozen: skip), 0)
                 }
             }
             guard count > 0 else { return (0.0, 0.0) }
