@@ -9,7 +9,8 @@ public struct MLP: Sendable, Equatable {
     /// All weights and biases, layer after layer, copy after copy (see `Layer`).
     public var parameters: [Float]
     /// `nil`: every parameter trains. Otherwise `trainable[i] == false` freezes parameter i:
-    /// optimizers leave it, and its optimizer state, bit-identical.
+    /// optimizers leave it, and its optimizer state, bit-identical. Every assignment (an element's
+    /// too) recomputes `frozenPrefix`: edit a copy and assign it once when changing many entries.
     public var trainable: [Bool]? { didSet { frozenPrefix = MLP.frozenPrefix(layers, trainable) } }
     /// Layers from the input up whose every parameter is frozen (0 when `trainable` is nil): a
     /// step whose gradient only the optimizer reads need not back-propagate into them

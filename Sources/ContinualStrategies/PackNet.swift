@@ -123,10 +123,12 @@ public struct PackNet: TrainingPhases, PredictionOverride {
         prune(&model)
         let t = Int32(context.index)
         var owned: Int64 = 0
-        for i in owner.indices where owner[i] == Self.free && keep[i] {
+        var mask = model.trainable      // edited here, assigned once: each assignment recomputes
+        for i in owner.indices where owner[i] == Self.free && keep[i] {    // the model's frozen prefix
             owner[i] = t
-            model.trainable?[i] = false
+            mask?[i] = false
         }
+        model.trainable = mask
         var free = 0
         for range in prunable {
             for i in range {

@@ -47,7 +47,7 @@ struct FedBuff: FederatedAlgorithm {
         var load = RandomSource(seed: seed, stream: "federation.straggler.\(round.round).\(c.id)")
         let slowdown = _exp(config.slowdownSpread * load.normal())
         let record = trained.record
-        let flops = EnergyEstimate(session: traffic, rows: record.samplesProcessed, steps: record.steps,
+        let flops = EnergyEstimate(session: traffic, rows: record.samplesProcessed, steps: record.steps + record.extraSteps,
                                    trainableParameters: nil, extraFLOPs: record.extraFLOPs, profile: profile).flops
         upload.delay = Double(flops) / profile.flopsPerSecond * slowdown
         return nil
