@@ -202,16 +202,12 @@ struct ClientRoundWork: Sendable {
         var load = RandomSource(seed: setup.config.seed, stream: "federation.straggler.\(round).\(id)")
         let slowdown = _exp(setup.fed.stragglerSpread * load.normal())
         let profile = setup.device.profile
-        let flops = EnergyEstimate(session: setup.traffic, rows: record.samplesProcessed, steps: record.steps + record.extraSteps,
-                                   trainableParameters: nil, extraFLOPs: record.extraFLOPs, profile: profile).flops
+        let flops = EnergyEstimate(localRound: record, traffic: setup.traffic, profile: profile).flops
         return Double(flops) / profile.flopsPerSecond * slowdown > deadline
     }
 
-    /// Energy of one local round on the device: training FLOPs and memory traffic, every
-    /// gradient evaluation a step (an own-loop round's extra ones included: `extraSteps`).
+    /// Energy of one local round on the device: training FLOPs and memory traffic.
     func trainingJoules(_ record: ExperienceRecord) -> Double {
-        EnergyEstimate(session: setup.traffic, rows: record.samplesProcessed, steps: record.steps + record.extraSteps,
-                       trainableParameters: nil,
-                       extraFLOPs: record.extraFLOPs, profile: setup.device.profile).joules
+        EnergyEstimate(localRound: record, traffic: setup.traffic, profile: setup.device.profile).joules
     }
 }

@@ -46,9 +46,7 @@ struct FedBuff: FederatedAlgorithm {
         // The straggler model's draw, per round and client.
         var load = RandomSource(seed: seed, stream: "federation.straggler.\(round.round).\(c.id)")
         let slowdown = _exp(config.slowdownSpread * load.normal())
-        let record = trained.record
-        let flops = EnergyEstimate(session: traffic, rows: record.samplesProcessed, steps: record.steps + record.extraSteps,
-                                   trainableParameters: nil, extraFLOPs: record.extraFLOPs, profile: profile).flops
+        let flops = EnergyEstimate(localRound: trained.record, traffic: traffic, profile: profile).flops
         upload.delay = Double(flops) / profile.flopsPerSecond * slowdown
         return nil
     }
