@@ -142,6 +142,22 @@ struct FederatedConformanceTests {
         #expect(!travels || f.bytesUp.reduce(0, +) > 0)
     }
 
+    @Test("the run-level training energy is the evaluated clients' summed: each one's joules less its radio bytes",
+          arguments: configurations.map(\.algorithm))
+    func runLevelEnergyIsTheClientsTotal(_ algorithm: String) throws {
+        // The summary's energy_j counts every local, personal and own-loop round (pFedMe's inner
+        // steps, Per-FedAvg's second gradient) of every evaluated client, as the per-client figure does.
+        let run = try Self.run(Self.configurations.first { $0.algorithm == algorithm }!.federation)
+        let r = Self.execute(run)[0]
+        let f = try #require(r.federation), device = try #require(r.device)
+        let radio = run.config.federation!.radioJoulesPerByte
+        let total = f.evaluatedClients.reduce(0.0) { sum, c in
+            sum + f.clientJoules[c] - Double(f.clientBytesUp[c] + f.clientBytesDown[c]) * radio
+        }
+        #expect(total > 0 && abs(device.trainingJoules / total - 1) <= 1e-9,
+                "\(algorithm): run-level \(device.trainingJoules) J, evaluated clients \(total) J")
+    }
+
     @Test("a local round that moves nothing (learning rate 0) leaves the global model where it started",
           arguments: configurations.map(\.algorithm).filter { $0 != "SCAFFOLD" })
     func stillClientsLeaveTheGlobalModel(_ algorithm: String) throws {

@@ -35,13 +35,18 @@ struct PFedMeFederationTests {
         // Rows and steps per round depend on the data sizes only, and the energy model is linear
         // in both, so K = 3 must cost exactly 3× K = 1 (counting the local steps alone gave
         // a·3R + b·S: pFedMe's weight traffic, most of a small batch's energy, a third of it).
-        func joules(_ k: Int) throws -> Double {
+        // The run-level figures (the summary's energy_j and training_flops) count them the same way.
+        func costs(_ k: Int) throws -> (rounds: Double, run: Double, flops: Double) {
             let r = FederationRunner.execute(try P.run(#"{"rounds": 3, "clients_per_round": 6, "personal": "pfedme", "pfedme_inner_steps": \#(k)}"#))
             #expect(r.status == .completed, "\(r.message)")
-            return try #require(r.federation).trainingJoules.reduce(0, +)
+            let o = try #require(r.outcome), c = try #require(r.costs)
+            let flops = TrainingBudget(config: r.run.config.training, outcome: o, costs: c).trainingFLOPs.reduce(0, +)
+            return (try #require(r.federation).trainingJoules.reduce(0, +), try #require(r.device).trainingJoules, Double(flops))
         }
-        let one = try joules(1), three = try joules(3)
-        #expect(one > 0 && abs(three / one - 3) <= 1e-9, "K = 3 costs \(three / one)× K = 1")
+        let one = try costs(1), three = try costs(3)
+        #expect(one.rounds > 0 && abs(three.rounds / one.rounds - 3) <= 1e-9, "K = 3 costs \(three.rounds / one.rounds)× K = 1")
+        #expect(one.run > 0 && abs(three.run / one.run - 3) <= 1e-9, "run level: K = 3 costs \(three.run / one.run)× K = 1")
+        #expect(one.flops > 0 && abs(three.flops / one.flops - 3) <= 1e-9, "training FLOPs: \(three.flops / one.flops)×")
     }
 
     @Test("λ = 1000 with ν = 1/λ and β = 1 is FedAvg to 1e-3: the same batches, the same SGD steps")

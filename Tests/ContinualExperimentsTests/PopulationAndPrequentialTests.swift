@@ -1,5 +1,6 @@
 import ContinualCore
 import ContinualHDF5
+import ContinualScenarios
 import Foundation
 import Testing
 @testable import ContinualExperiments
@@ -44,6 +45,28 @@ struct PopulationAndPrequentialTests {
             #expect(try g.openDataset("aggregate/quantiles").shape == [p.metricNames.count, 3])
             try h5.close()
         }
+    }
+
+    @Test("a population's run-level work is its users' total: rows, steps and training FLOPs, each user once")
+    func populationWorkIsTheUsersTotal() throws {
+        let run = try Self.experiment(#""population": {"users": 5, "jobs": 2}"#).runs[0]
+        let whole = RunExecutor.execute(run)
+        #expect(whole.status == .completed, "\(whole.message)")
+        let o = try #require(whole.outcome), costs = try #require(whole.costs)
+        let population = try #require(run.config.population)
+        let generator = try #require(run.config.scenario.options as? any PopulationScenario)
+        let seed = population.seed ?? run.config.seed
+        let scenario = try generator.forPopulation(users: 5, seed: seed)
+        let users: [TrainingOutcome] = try (0..<5).map { i in
+            try #require(PopulationExecutor.user(i, run: run.config, population: population, popSeed: seed, scenario: scenario,
+                                                 keepDetails: true).outcome)
+        }
+        func total(_ pick: (TrainingOutcome) -> [Int]) -> [Int] { (0..<2).map { j in users.reduce(0) { $0 + pick($1)[j] } } }
+        #expect(o.samplesProcessed == total(\.samplesProcessed))
+        #expect(o.steps == total(\.steps), "run-level steps \(o.steps), users' \(users.map { $0.steps })")
+        let flops = TrainingBudget(config: run.config.training, outcome: o, costs: costs).trainingFLOPs.reduce(0, +)
+        let perUser = users.map { TrainingBudget(config: run.config.training, outcome: $0, costs: costs).trainingFLOPs.reduce(0, +) }
+        #expect(flops == perUser.reduce(0, +))
     }
 
     @Test("population options are validated; unsupported scenarios fail clearly")

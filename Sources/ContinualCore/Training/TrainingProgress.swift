@@ -36,6 +36,11 @@ public struct TrainingProgress: Sendable, Equatable {
     /// Optimizer steps each experience's pass planned (`ExperienceRecord.plannedSteps`); may be
     /// empty (runs that assemble their rows themselves, checkpoints from before it existed).
     public var plannedSteps: [Int] = []
+    /// Gradient evaluations per experience beyond `steps`, each reading and writing the weights
+    /// like a step: a federated own-loop round's extra ones (pFedMe's K − 1 further inner steps,
+    /// Per-FedAvg's second gradient). The energy and FLOP counts charge `steps + extraSteps`;
+    /// `steps` stays the optimizer's (the paper's local steps). Empty when there are none.
+    public var extraSteps: [Int] = []
     /// Mixed-precision steps skipped per experience (`ExperienceRecord.skippedSteps`); may be empty.
     public var skippedSteps: [Int] = []
     /// The loss scaler's state (`LossScaler.state`) when a run stopped; empty without mixed precision.
@@ -92,6 +97,11 @@ public struct TrainingProgress: Sendable, Equatable {
             list.forEach { w.int($0) }
         }
         w.doubles(lossScalerState)
+        // Only when there are some, so every checkpoint without them keeps its bytes.
+        if !extraSteps.isEmpty {
+            w.int(extraSteps.count)
+            extraSteps.forEach { w.int($0) }
+        }
     }
 
     init(reading r: inout ByteReader) throws {
@@ -116,6 +126,9 @@ public struct TrainingProgress: Sendable, Equatable {
             plannedSteps = try (0..<r.count(elementSize: 8)).map { _ in try r.int() }
             skippedSteps = try (0..<r.count(elementSize: 8)).map { _ in try r.int() }
             lossScalerState = try r.doubles()
+        }
+        if !r.atEnd {
+            extraSteps = try (0..<r.count(elementSize: 8)).map { _ in try r.int() }
         }
     }
 }

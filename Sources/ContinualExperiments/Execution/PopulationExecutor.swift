@@ -50,7 +50,8 @@ public enum PopulationExecutor {
         var trainSeconds = 0.0
         var initial: [Double] = []
         var random: [Double] = []
-        var processed: [Int] = []
+        /// Rows, steps and FLOPs per experience, which the run-level work adds up (`UserWork`).
+        var work = UserWork()
         var outcome: TrainingOutcome? = nil
         var costs: CostModel? = nil
         var stream: ExperienceStream? = nil
@@ -128,7 +129,7 @@ public enum PopulationExecutor {
             r.trainSeconds = outcome.trainSeconds
             r.initial = outcome.initialAccuracy
             r.random = outcome.randomAccuracy
-            r.processed = outcome.samplesProcessed
+            r.work = UserWork(progress: outcome.progress)
             r.status = .completed
             if population.keepModels { r.finalParameters = outcome.finalModel.parameters }
             if keepDetails {
@@ -258,7 +259,7 @@ public enum PopulationExecutor {
         let T = base.accuracy.count
         var mismatch = ""
         let cohort = ok.filter { users[$0].matrix.count == T && users[$0].initial.count == T && users[$0].random.count == T
-            && users[$0].processed.count == T && users[$0].matrix.allSatisfy { $0.count == T } }
+            && users[$0].work.processed.count == T && users[$0].matrix.allSatisfy { $0.count == T } }
         if cohort.count < ok.count, let other = ok.first(where: { !cohort.contains($0) }) {
             mismatch = "users have different numbers of experiences (user \(firstOK): \(T), user \(other): "
                 + "\(users[other].matrix.count)), so their accuracy matrices cannot be averaged; \(ok.count - cohort.count) "
@@ -271,9 +272,10 @@ public enum PopulationExecutor {
         o.accuracy = (0..<T).map { i in meanOf { $0.matrix[i] } }
         o.initialAccuracy = meanOf(\.initial)
         o.randomAccuracy = meanOf(\.random)
-        // Totals over users, so throughput figures stay meaningful.
+        // Totals over users, so throughput, FLOP and energy figures stay meaningful: every
+        // tally of work (rows, steps, extra FLOPs), not the rows alone.
         o.trainSeconds = users.map(\.trainSeconds).reduce(0, +)
-        o.samplesProcessed = (0..<T).map { j in cohort.map { users[$0].processed[j] }.reduce(0, +) }
+        UserWork.total(cohort.map { users[$0].work }, experiences: T).apply(to: &o.progress)
         result.outcome = o
         var metrics = MetricSet(matrix: AccuracyMatrix(o.accuracy), randomBaseline: o.randomAccuracy,
                                 initialBaseline: o.initialAccuracy)

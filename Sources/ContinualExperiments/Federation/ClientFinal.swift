@@ -9,10 +9,17 @@ struct ClientFinal: Sendable {
     var dataSeed: UInt64 = 0, modelSeed: UInt64 = 0
     var matrix: [[Double]] = []
     var initial: [Double] = [], random: [Double] = []
-    var processed: [Int] = [], steps: [Int] = [], lossCount: [Int] = [], extraFLOPs: [Int] = []
+    var processed: [Int] = [], steps: [Int] = [], extraSteps: [Int] = [], lossCount: [Int] = [], extraFLOPs: [Int] = []
     var lossSum: [Double] = [], penaltySum: [Double] = []
     var personalSeries: [Double] = [], globalSeries: [Double] = [], globalFinal: [Double] = []
     var control: [Float] = []
+
+    /// The client's training work per experience, as a population user's (`UserWork`).
+    var work: UserWork {
+        var w = UserWork()
+        (w.processed, w.steps, w.extraSteps, w.extraFLOPs) = (processed, steps, extraSteps, extraFLOPs)
+        return w
+    }
 
     static func decode(_ r: inout ByteReader) throws -> ClientFinal {
         var f = ClientFinal()
@@ -35,6 +42,7 @@ struct ClientFinal: Sendable {
         func ints() throws -> [Int] { try r.doubles().map { Int($0) } }
         f.processed = try ints()
         f.steps = try ints()
+        f.extraSteps = try ints()
         f.lossCount = try ints()
         f.extraFLOPs = try ints()
         f.lossSum = try r.doubles()
@@ -67,6 +75,7 @@ struct ClientFinal: Sendable {
         // Counts are far below 2^53, exact as doubles.
         w.doubles(c.processed.map(Double.init))
         w.doubles(c.steps.map(Double.init))
+        w.doubles(c.extraSteps.map(Double.init))
         w.doubles(c.lossCount.map(Double.init))
         w.doubles(c.extraFLOPs.map(Double.init))
         w.doubles(c.lossSum)

@@ -18,7 +18,7 @@ extension FederatedClient {
         w.int(matrix.count)
         matrix.forEach { w.doubles($0) }
         for v in [initial, random, lossSum, penaltySum, personalSeries, globalSeries, globalFinal] { w.doubles(v) }
-        for v in [processed, steps, lossCount, extraFLOPs] { w.ints(v) }
+        for v in [processed, steps, lossCount, extraFLOPs, extraSteps] { w.ints(v) }
     }
 
     /// Restores `encodeState`'s bytes on this client as the factory built it (same id, config
@@ -43,9 +43,9 @@ extension FederatedClient {
         matrix = try (0..<r.count(elementSize: 8)).map { _ in try r.doubles() }
         (initial, random, lossSum, penaltySum) = (try r.doubles(), try r.doubles(), try r.doubles(), try r.doubles())
         (personalSeries, globalSeries, globalFinal) = (try r.doubles(), try r.doubles(), try r.doubles())
-        (processed, steps, lossCount, extraFLOPs) = (try r.ints(), try r.ints(), try r.ints(), try r.ints())
+        (processed, steps, lossCount, extraFLOPs, extraSteps) = (try r.ints(), try r.ints(), try r.ints(), try r.ints(), try r.ints())
         let T = schedule.ends.count
-        guard [processed.count, steps.count, lossCount.count, extraFLOPs.count, lossSum.count, penaltySum.count].allSatisfy({ $0 == T }),
+        guard [processed.count, steps.count, lossCount.count, extraFLOPs.count, extraSteps.count, lossSum.count, penaltySum.count].allSatisfy({ $0 == T }),
               federatedCursor <= schedule.ends.last ?? 0, personalCursor <= schedule.ends.last ?? 0 else {
             throw CheckpointError.mismatch("client \(id): its tallies do not fit its \(T) experiences")
         }

@@ -54,10 +54,12 @@ struct FederatedClient {
     var matrix: [[Double]] = []
     var initial: [Double] = []
     var random: [Double] = []
-    /// Per experience (the period a round falls in): rows processed, steps, loss sums and counts,
+    /// Per experience (the period a round falls in): rows processed, steps, gradient evaluations
+    /// beyond the steps (own-loop rounds: `ExperienceRecord.extraSteps`), loss sums and counts,
     /// plugin FLOPs.
     var processed: [Int]
     var steps: [Int]
+    var extraSteps: [Int]
     var lossSum: [Double]
     var penaltySum: [Double]
     var lossCount: [Int]
@@ -82,6 +84,7 @@ struct FederatedClient {
         let T = tests.count
         processed = [Int](repeating: 0, count: T)
         steps = [Int](repeating: 0, count: T)
+        extraSteps = [Int](repeating: 0, count: T)
         lossSum = [Double](repeating: 0, count: T)
         penaltySum = [Double](repeating: 0, count: T)
         lossCount = [Int](repeating: 0, count: T)
@@ -214,6 +217,7 @@ struct FederatedClient {
         localRounds += 1
         processed[period] += record.samplesProcessed
         steps[period] += record.steps
+        extraSteps[period] += record.extraSteps
         for (l, p) in zip(record.epochLosses, record.epochPenalties) where !l.isNaN {
             lossSum[period] += l
             penaltySum[period] += p

@@ -18,9 +18,10 @@ import ContinualFederated
 /// The checkpoint holds every rank's clients (gathered), so a run checkpointed on some number of
 /// MPI ranks resumes on any other number.
 public struct FederationCheckpoint: Sendable, Equatable {
-    /// Magic bytes and format version of `encoded()`.
+    /// Magic bytes and format version of `encoded()`. Version 2 (2026-11-28): each client's
+    /// tallies also hold its gradient evaluations beyond the steps (`extraSteps`).
     public static let magic: [UInt8] = Array("CKFEDER1".utf8)
-    public static let version = 1
+    public static let version = 2
 
     public var seed: UInt64
     /// The run's rounds and clients, and the rounds done (the next round to run).

@@ -93,7 +93,7 @@ extension FederationEngine {
         u.matrix = f.matrix
         u.initial = f.initial
         u.random = f.random
-        u.processed = f.processed
+        u.work = f.work
         u.trainSeconds = f.trainSeconds
         if u.status == .completed {
             u.metrics = MetricSet(matrix: AccuracyMatrix(f.matrix), randomBaseline: f.random,
@@ -127,12 +127,10 @@ extension FederationEngine {
         progress.initialEvaluation = Array(repeating: nan, count: T)
         progress.randomEvaluation = Array(repeating: nan, count: T)
         progress.trainSetSizes = setup.trainSizes
-        progress.samplesProcessed = f.processed
-        progress.steps = f.steps
         progress.lossCurve = (0..<T).map { f.lossCount[$0] > 0 ? [f.lossSum[$0] / Double(f.lossCount[$0])] : [.nan] }
         progress.penaltyCurve = (0..<T).map { f.lossCount[$0] > 0 ? [f.penaltySum[$0] / Double(f.lossCount[$0])] : [0] }
         progress.trainableParameters = Array(repeating: server.global.trainableCount, count: T)
-        progress.extraFLOPs = f.extraFLOPs
+        f.work.apply(to: &progress)
         return progress
     }
 }

@@ -47,11 +47,13 @@ public struct DeviceReport: Sendable {
         plannedSteps = o?.progress.plannedSteps ?? []
         skippedSteps = o?.progress.skippedSteps ?? []
         // The plugins' extra work (penalties, Fisher passes: `PluginResources`) is in each session's energy.
-        // Each experience (session) is charged with the parameters that trained in it.
+        // Each experience (session) is charged with the parameters that trained in it, and with every
+        // gradient evaluation (`TrainingProgress.extraSteps`: pFedMe's inner steps, Per-FedAvg's second gradient).
         let extra = o?.progress.extraFLOPs ?? []
+        let extraSteps = o?.progress.extraSteps ?? []
         let trainable = o?.progress.trainableParameters ?? []
         sessionEnergy = zip(o?.samplesProcessed ?? [], o?.steps ?? []).enumerated().map { i, work in
-            EnergyEstimate(session: traffic, rows: work.0, steps: work.1,
+            EnergyEstimate(session: traffic, rows: work.0, steps: work.1 + (i < extraSteps.count ? extraSteps[i] : 0),
                            trainableParameters: i < trainable.count ? trainable[i] : nil,
                            extraFLOPs: i < extra.count ? extra[i] : 0, profile: profile)
         }

@@ -8,8 +8,9 @@ import ContinualMetrics
 ///
 /// Training FLOPs of experience i follow the cost model's conventions (`CostModel`):
 /// `samples_processed[i] · flops_per_training_sample` (forward + backward of every row, replayed
-/// rows included) `+ steps[i] · optimizer FLOPs per trainable parameter · trainable_parameters[i]`
-/// `+ extra_flops[i]` (what the plugins add: per-step terms and per-experience passes such as
+/// rows included) `+ (steps[i] + extra gradient steps[i]) · optimizer FLOPs per trainable parameter
+/// · trainable_parameters[i]` (the extra gradient steps: `TrainingProgress.extraSteps`, a federated
+/// own-loop round's; 0 elsewhere) `+ extra_flops[i]` (what the plugins add: per-step terms and per-experience passes such as
 /// EWC's Fisher or MAS's importance). Evaluation is not counted.
 public struct TrainingBudget: Sendable, Equatable {
     /// "epochs", "steps_per_experience" or "flops_per_experience".
@@ -36,7 +37,8 @@ public struct TrainingBudget: Sendable, Equatable {
         trainingFLOPs = o.samplesProcessed.indices.map { i in
             let trainable = i < o.trainableParameters.count ? o.trainableParameters[i] : c.trainableParameters
             let extra = i < o.progress.extraFLOPs.count ? o.progress.extraFLOPs[i] : 0
-            return o.samplesProcessed[i] * c.flopsPerTrainingSample + o.steps[i] * perParameter * trainable + extra
+            let gradientSteps = o.steps[i] + (i < o.progress.extraSteps.count ? o.progress.extraSteps[i] : 0)
+            return o.samplesProcessed[i] * c.flopsPerTrainingSample + gradientSteps * perParameter * trainable + extra
         }
     }
 
