@@ -214,6 +214,25 @@ import ContinualStrategies
         #expect(throws: CheckpointError.self) { _ = try TrainerCheckpoint(decoding: hugeLength) }
     }
 
+    @Test("extra gradient steps in a checkpoint's progress are appended and read back; without them the bytes are as before")
+    func extraGradientStepsRoundTrip() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let (_, cp) = try savedCheckpoint(dir)
+        #expect(cp.progress.extraSteps.isEmpty && !cp.progress.steps.isEmpty)
+        let plain = cp.encoded()
+        var with = cp
+        with.progress.extraSteps = cp.progress.steps.map { 3 * $0 + 1 }
+        let bytes = with.encoded()
+        #expect(bytes.count == plain.count + 8 * (1 + cp.progress.steps.count))
+        #expect(Array(bytes.prefix(plain.count)) == plain, "the tail is appended, nothing before it moves")
+        #expect(try TrainerCheckpoint(decoding: bytes) == with)
+        #expect(try TrainerCheckpoint(decoding: plain).progress.extraSteps.isEmpty)
+        for cut in plain.count + 1..<bytes.count {
+            #expect(throws: CheckpointError.self) { _ = try TrainerCheckpoint(decoding: Array(bytes.prefix(cut))) }
+        }
+    }
+
     @Test func resumingTheWrongRunIsRefused() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
