@@ -47,9 +47,9 @@ struct PopulationAndPrequentialTests {
         }
     }
 
-    @Test("a population's run-level work is its users' total: rows, steps and training FLOPs, each user once")
+    @Test("a population's run-level work is its users' total: rows, steps and training FLOPs (EWC's Fisher passes too), each user once")
     func populationWorkIsTheUsersTotal() throws {
-        let run = try Self.experiment(#""population": {"users": 5, "jobs": 2}"#).runs[0]
+        let run = try Self.experiment(#""strategy": [{"type": "ewc", "lambda": 5}], "population": {"users": 5, "jobs": 2}"#).runs[0]
         let whole = RunExecutor.execute(run)
         #expect(whole.status == .completed, "\(whole.message)")
         let o = try #require(whole.outcome), costs = try #require(whole.costs)
@@ -61,7 +61,11 @@ struct PopulationAndPrequentialTests {
             try #require(PopulationExecutor.user(i, run: run.config, population: population, popSeed: seed, scenario: scenario,
                                                  keepDetails: true).outcome)
         }
-        func total(_ pick: (TrainingOutcome) -> [Int]) -> [Int] { (0..<2).map { j in users.reduce(0) { $0 + pick($1)[j] } } }
+        #expect(users.allSatisfy { $0.progress.extraFLOPs.contains { $0 > 0 } }, "EWC adds plugin FLOPs")
+        func total(_ pick: (TrainingOutcome) -> [Int]) -> [Int] {
+            o.steps.indices.map { j in users.reduce(0) { $0 + pick($1)[j] } }
+        }
+        #expect(o.steps.count == 2 && o.progress.extraFLOPs == total(\.progress.extraFLOPs))
         #expect(o.samplesProcessed == total(\.samplesProcessed))
         #expect(o.steps == total(\.steps), "run-level steps \(o.steps), users' \(users.map { $0.steps })")
         let flops = TrainingBudget(config: run.config.training, outcome: o, costs: costs).trainingFLOPs.reduce(0, +)
