@@ -90,15 +90,18 @@ struct FederationTests {
         return try ExperimentFile.parse(data: Data(json.utf8)).runs[0]
     }
 
-    /// Everything a federated run computes except wall times.
+    /// Everything a federated run computes except wall times: the federation's series, the
+    /// evaluated clients' metrics and matrices, the final model, and the run-level work and
+    /// energy (rows, steps, extra gradient steps, plugin FLOPs: what a checkpoint must carry).
     static func fingerprint(_ r: RunResult) -> String {
         var f = r.federation!
         f.setupSeconds = 0
         f.roundSeconds = 0
         f.clientTrainSeconds = 0
         f.config.jobs = 0  // threads: not part of the numbers
-        let p = r.population!
-        return "\(f)|\(p.values)|\(p.matrices)|\(r.outcome!.finalModel.parameters.map(\.bitPattern))|\(r.outcome!.accuracy)"
+        let p = r.population!, o = r.outcome!.progress
+        let work = "\(o.samplesProcessed)|\(o.steps)|\(o.extraSteps)|\(o.extraFLOPs)|\(r.device?.trainingJoules.bitPattern ?? 0)"
+        return "\(f)|\(p.values)|\(p.matrices)|\(r.outcome!.finalModel.parameters.map(\.bitPattern))|\(r.outcome!.accuracy)|\(work)"
     }
 
     @Test("one client, one round, one full-batch step: the global model is plain training's model")
