@@ -41,6 +41,11 @@ public struct TrainingProgress: Sendable, Equatable {
     /// Per-FedAvg's second gradient). The energy and FLOP counts charge `steps + extraSteps`;
     /// `steps` stays the optimizer's (the paper's local steps). Empty when there are none.
     public var extraSteps: [Int] = []
+    /// Gradient evaluations per experience: `steps` plus `extraSteps` (absent entries count 0).
+    /// What a session's energy and training FLOPs charge (`DeviceReport`, `TrainingBudget`).
+    public var gradientSteps: [Int] {
+        steps.indices.map { steps[$0] + ($0 < extraSteps.count ? extraSteps[$0] : 0) }
+    }
     /// Mixed-precision steps skipped per experience (`ExperienceRecord.skippedSteps`); may be empty.
     public var skippedSteps: [Int] = []
     /// The loss scaler's state (`LossScaler.state`) when a run stopped; empty without mixed precision.

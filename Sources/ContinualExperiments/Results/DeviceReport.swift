@@ -50,10 +50,9 @@ public struct DeviceReport: Sendable {
         // Each experience (session) is charged with the parameters that trained in it, and with every
         // gradient evaluation (`TrainingProgress.extraSteps`: pFedMe's inner steps, Per-FedAvg's second gradient).
         let extra = o?.progress.extraFLOPs ?? []
-        let extraSteps = o?.progress.extraSteps ?? []
         let trainable = o?.progress.trainableParameters ?? []
-        sessionEnergy = zip(o?.samplesProcessed ?? [], o?.steps ?? []).enumerated().map { i, work in
-            EnergyEstimate(session: traffic, rows: work.0, steps: work.1 + (i < extraSteps.count ? extraSteps[i] : 0),
+        sessionEnergy = zip(o?.samplesProcessed ?? [], o?.progress.gradientSteps ?? []).enumerated().map { i, work in
+            EnergyEstimate(session: traffic, rows: work.0, steps: work.1,
                            trainableParameters: i < trainable.count ? trainable[i] : nil,
                            extraFLOPs: i < extra.count ? extra[i] : 0, profile: profile)
         }

@@ -34,11 +34,11 @@ public struct TrainingBudget: Sendable, Equatable {
         epochs = o.lossCurve.map(\.count)
         samplesProcessed = o.samplesProcessed
         let perParameter = c.trainableParameters > 0 ? c.flopsPerOptimizerStep / c.trainableParameters : 0
+        let gradientSteps = o.progress.gradientSteps
         trainingFLOPs = o.samplesProcessed.indices.map { i in
             let trainable = i < o.trainableParameters.count ? o.trainableParameters[i] : c.trainableParameters
             let extra = i < o.progress.extraFLOPs.count ? o.progress.extraFLOPs[i] : 0
-            let gradientSteps = o.steps[i] + (i < o.progress.extraSteps.count ? o.progress.extraSteps[i] : 0)
-            return o.samplesProcessed[i] * c.flopsPerTrainingSample + gradientSteps * perParameter * trainable + extra
+            return o.samplesProcessed[i] * c.flopsPerTrainingSample + gradientSteps[i] * perParameter * trainable + extra
         }
     }
 
