@@ -25,16 +25,25 @@ struct ResultsOutput {
         FileKind.of(path) == .hdf5 || !SweepWriter.journalEntries(path).isEmpty || !TuningJournal(results: path).entries().isEmpty
     }
 
-    /// The tuning journal for this output, under the writer lock: kept with its entries when
-    /// resuming, started empty otherwise (a fresh start or --overwrite does not reuse it).
+    /// The tuning journal for this output, under the writer lock: when resuming, kept with its
+    /// entries and given the selection runs the file's `/tuning` holds (`finishedSelectionRuns`);
+    /// started empty otherwise (a fresh start or --overwrite does not reuse it).
     func tuningJournal() throws -> TuningJournal {
         do { try WriterLock.acquire(path) } catch { throw CLIFailure.badInput("\(error)") }
         try check(beforeTuning: true)
         let journal = TuningJournal(results: path)
-        do { try journal.start(with: keepsRuns ? journal.entries() : [:]) } catch {
+        let kept = keepsRuns ? Self.finishedSelectionRuns(path).merging(journal.entries()) { _, journaled in journaled } : [:]
+        do { try journal.start(with: kept) } catch {
             throw CLIFailure.badInput("cannot write the tuning journal \(journal.path): \(error)")
         }
         return journal
+    }
+
+    /// The selection runs a results file holds in `/tuning`, by run id (`TuningRecord.entries`):
+    /// none when it has no `/tuning` or was written before run ids were stored.
+    static func finishedSelectionRuns(_ path: String) -> [String: TuningJournal.Entry] {
+        guard FileKind.of(path) == .hdf5, let records = try? TuningReader.read(path: path) else { return [:] }
+        return records.reduce(into: [:]) { all, r in all.merge(r.entries) { a, _ in a } }
     }
 
     /// Refuses a combination of flags and file that cannot be written (exit 2), before any work:

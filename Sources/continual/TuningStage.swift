@@ -6,7 +6,8 @@ import Foundation
 /// data (`Tuner`), prints what it chose, and returns the experiment re-expanded with those values
 /// and carrying the records the results file stores under `/tuning`. Nothing is written to the
 /// results file before it ends; each finished selection run goes to the output's tuning journal
-/// (`TuningJournal`), so a resumed command does not run it again.
+/// (`TuningJournal`), so a resumed command does not run it again — nor one the file being resumed
+/// holds in `/tuning` (`TuningRecord.runIds`): resuming a finished tuned sweep trains no selection run.
 enum TuningStage {
     /// `world`: under MPI, every rank calls this alike; the selection runs are spread over the
     /// ranks and every rank gets the same choices (`Tuner.tune(world:)`; no journal then).
@@ -31,7 +32,7 @@ enum TuningStage {
             if let world, world.size > 1 { writeOut("  spread over \(world.size) MPI ranks (rank r trains runs r, r + \(world.size), …)\n") }
             if let journal {
                 let kept = journal.entries().count   // later rounds' runs included
-                writeOut(kept > 0 ? "  \(kept) of them finished before an interruption (\(journal.path)): not run again\n"
+                writeOut(kept > 0 ? "  \(kept) of them already finished (kept in \(journal.path) or the resumed file's /tuning): not run again\n"
                                   : "  (each finished one is kept in \(journal.path): an interrupted tuning continues with --resume)\n")
             }
         }

@@ -86,12 +86,12 @@ struct TuningJournalTests {
         #expect(refused.status == 2 && refused.stderr.contains("--resume") && refused.stderr.contains(journal.path))
         let resumed = try runCLI(["sweep", exp, "-o", out, "--jobs", "2", "--resume"])
         #expect(resumed.status == 0, "\(resumed.stderr)")
-        #expect(resumed.stdout.contains("1 of them finished before an interruption"))
+        #expect(resumed.stdout.contains("1 of them already finished"))
         #expect(!journal.exists)
         // --overwrite starts the tuning afresh: nothing of an old journal is used.
         try journal.start(with: [first: .init(score: 0.5, flops: 1, wallSeconds: 1)])
         let again = try runCLI(["sweep", exp, "-o", out, "--jobs", "2", "--overwrite"])
-        #expect(again.status == 0 && !again.stdout.contains("finished before an interruption"))
+        #expect(again.status == 0 && !again.stdout.contains("already finished"))
         #expect(!journal.exists)
     }
 
@@ -112,12 +112,32 @@ struct TuningJournalTests {
         try journal.start(with: whole.entries())
         let resumed = try runCLI(["sweep", exp, "-o", out, "--jobs", "2", "--resume"])
         #expect(resumed.status == 0, "\(resumed.stderr)")
-        #expect(resumed.stdout.contains("6 of them finished before an interruption"))
+        #expect(resumed.stdout.contains("6 of them already finished"))
         #expect(resumed.stdout.contains("0 written now"))
         #expect(!journal.exists)
         let again = try ResultsReader.read(path: out).tuning
         #expect(again.count == 1 && again.map(\.jsonValue) == tuned.map(\.jsonValue))
         #expect(again.map(\.meanScores).description == tuned.map(\.meanScores).description)
     }
-}
 
+    @Test("a finished tuned sweep resumes without a selection run: /tuning's run ids stand in for the journal removed when it finished")
+    func resumeFinished() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let exp = dir.write("e.json", text)
+        let out = dir.path("r.h5")
+        let first = try runCLI(["sweep", exp, "-o", out, "--jobs", "2"])
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(!TuningJournal(results: out).exists)
+        let tuned = try ResultsReader.read(path: out).tuning
+        #expect(tuned.count == 1 && tuned[0].runIds.joined().count == 6 && Set(tuned[0].runIds.joined()).count == 6)
+        #expect(tuned[0].runSeconds.joined().reduce(0, +) == tuned[0].wallSeconds)
+
+        let resumed = try runCLI(["sweep", exp, "-o", out, "--jobs", "2", "--resume"])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        #expect(resumed.stdout.contains("6 of them already finished") && resumed.stdout.contains("0 written now"))
+        let again = try ResultsReader.read(path: out).tuning
+        #expect(again.map(\.jsonValue) == tuned.map(\.jsonValue) && again[0].runIds == tuned[0].runIds)
+        #expect(again[0].wallSeconds.bitPattern == tuned[0].wallSeconds.bitPattern)
+    }
+}

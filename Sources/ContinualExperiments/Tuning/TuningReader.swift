@@ -40,6 +40,15 @@ public enum TuningReader {
             guard points.allSatisfy({ if case .array(let a) = $0 { return a.count == parameters.count } else { return parameters.count == 1 } }) else {
                 throw TuningFileError(path: path, message: "/tuning/\(name): a point does not hold one value per parameter")
             }
+            var (ids, seconds): ([[String]], [[Double]]) = ([], [])
+            if v.exists("run_ids") && v.exists("run_wall_seconds") {
+                let flat = try v.openDataset("run_ids").readStrings(), wall: [Double] = try v.openDataset("run_wall_seconds").read()
+                guard flat.count == p * s, wall.count == p * s else {
+                    throw TuningFileError(path: path, message: "/tuning/\(name): run_ids or run_wall_seconds do not hold \(p) points × \(s) seeds")
+                }
+                ids = (0..<p).map { Array(flat[$0 * s..<($0 + 1) * s]) }
+                seconds = (0..<p).map { Array(wall[$0 * s..<($0 + 1) * s]) }
+            }
             var split = ValidationSplit(fraction: fraction, seed: UInt64(splitSeed))
             if case .int(let k)? = o["experiences"] { split.experiences = Int(k) }
             return TuningRecord(
@@ -52,7 +61,7 @@ public enum TuningReader {
                 flops: (0..<p).map { flops[$0 * s..<($0 + 1) * s].map(Int.init) },
                 chosen: { if case .int(let c)? = o["chosen_index"] { return Int(c) } else { return nil } }(),
                 wallSeconds: try v.attributes.scalar("wall_seconds", as: Double.self) ?? 0,
-                json: tune)
+                json: tune, runIds: ids, runSeconds: seconds)
         }
     }
 

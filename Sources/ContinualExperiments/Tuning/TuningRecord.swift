@@ -22,6 +22,23 @@ public struct TuningRecord: Sendable, Equatable {
     public var wallSeconds: Double
     /// The merged `"tune"` block as written.
     public var json: JSONValue
+    /// Each selection run's id, `runIds[point][seed]` (the digest of its whole resolved
+    /// configuration, `TuningJournal`'s key), and its wall time, `runSeconds[point][seed]`: with
+    /// them a resumed command reuses every selection run the results file holds (its journal is
+    /// removed when the sweep finishes). Empty in files written before they were stored.
+    public var runIds: [[String]] = []
+    public var runSeconds: [[Double]] = []
+
+    /// The selection runs this record holds, as tuning-journal entries by run id.
+    public var entries: [String: TuningJournal.Entry] {
+        var out: [String: TuningJournal.Entry] = [:]
+        for (p, ids) in runIds.enumerated() {
+            for (s, id) in ids.enumerated() where !id.isEmpty {
+                out[id] = TuningJournal.Entry(score: scores[p][s], flops: flops[p][s], wallSeconds: runSeconds[p][s])
+            }
+        }
+        return out
+    }
 
     /// Mean score of each point over its seeds (NaN if any seed failed).
     public var meanScores: [Double] { scores.map { $0.reduce(0, +) / Double(max($0.count, 1)) } }

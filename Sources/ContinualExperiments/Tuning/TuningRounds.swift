@@ -23,18 +23,22 @@ struct TuningRounds {
                                 points: points, seeds: target.spec.seeds, split: target.spec.split,
                                 scores: Array(repeating: Array(repeating: .nan, count: s), count: points.count),
                                 flops: Array(repeating: Array(repeating: 0, count: s), count: points.count),
-                                chosen: nil, wallSeconds: 0, json: target.spec.json)
+                                chosen: nil, wallSeconds: 0, json: target.spec.json,
+                                runIds: Array(repeating: Array(repeating: "", count: s), count: points.count),
+                                runSeconds: Array(repeating: Array(repeating: 0, count: s), count: points.count))
         }
         grids = targets.map(\.spec.grid)
         extensions = targets.map { target in target.spec.grid.parameters.map { target.spec.extensions[$0.path.text] } }
         seen = targets.map { _ in [:] }
     }
 
-    /// Stores a round's scores, FLOPs and wall times (`entries` in trial order).
+    /// Stores a round's scores, FLOPs, run ids and wall times (`entries` in trial order).
     mutating func record(_ trials: [Tuner.Trial], _ entries: [TuningJournal.Entry]) {
         for (trial, entry) in zip(trials, entries) {
             records[trial.target].scores[trial.point][trial.seedIndex] = entry.score
             records[trial.target].flops[trial.point][trial.seedIndex] = entry.flops
+            records[trial.target].runIds[trial.point][trial.seedIndex] = trial.run.runId
+            records[trial.target].runSeconds[trial.point][trial.seedIndex] = entry.wallSeconds
             records[trial.target].wallSeconds += entry.wallSeconds
             seen[trial.target][trial.configurationId] = trial.point
         }
@@ -65,6 +69,8 @@ struct TuningRounds {
             records[t].points += new
             records[t].scores += Array(repeating: Array(repeating: .nan, count: s), count: new.count)
             records[t].flops += Array(repeating: Array(repeating: 0, count: s), count: new.count)
+            records[t].runIds += Array(repeating: Array(repeating: "", count: s), count: new.count)
+            records[t].runSeconds += Array(repeating: Array(repeating: 0, count: s), count: new.count)
         }
         return out
     }
