@@ -252,7 +252,8 @@ def compare_files(fa, fb, tolerance=None, accepted=None):
 
 def compare_tuning(a, b, diffs, policy):
     """`/tuning` (the hyperparameter selection, docs/results-format.md): every variant's scores,
-    training FLOPs and record, bit for bit; its wall time is a timing and is skipped."""
+    training FLOPs, run ids and record, bit for bit; its wall times (`wall_seconds`,
+    `run_wall_seconds`) are timings and are skipped."""
     ta, tb = a.get("tuning"), b.get("tuning")
     if ta is None and tb is None:
         return
@@ -267,6 +268,8 @@ def compare_tuning(a, b, diffs, policy):
         va, vb = ta[variant], tb[variant]
         compare_attrs(where, va, vb, diffs, policy=policy)
         for name in sorted(set(va) | set(vb)):
+            if is_timing(name):
+                continue
             if name not in va or name not in vb:
                 diffs.append(f"{where}/{name}: only in {'new' if name in vb else 'base'}")
             elif not same(va[name][()], vb[name][()]):
