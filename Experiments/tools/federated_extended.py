@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""What extending the tuned grids changes (docs/federated.md, "Grids extended at their edges"):
+the tuned 1,000-round table's file, with the rows of the variants whose choice moved replaced by
+the runs at the new choice (Experiments/federated_mnist_pfl_tuned_1000_extend.json, each moved
+variant run with `continual run ... --variant V -o FILE`), then the orderings of
+federated_orderings.py on that combined table, by the same strict rule.
+
+    python3 Experiments/tools/federated_extended.py results/federated_mnist_pfl_tuned_1000.h5 \\
+        results/ext_*.h5
+
+Prints one row per moved variant (personal and global ACC, mean ± std over seeds 1-3, at the
+grid's choice and at the extended one, with the Welch p of the change) and one ordering table
+per Dirichlet alpha.
+"""
+import json
+import os
+import sys
+
+import h5py
+import pandas as pd
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+sys.path.insert(0, os.path.dirname(__file__))
+from continualkit.io import federation_runs                  # noqa: E402
+from continualkit.verdicts import order                      # noqa: E402
+from federated_orderings import CLAIMS, by_alpha, mean_std, p_text   # noqa: E402
+
+
+def choice(path, variant):
+    """The chosen values of `variant` in the file's /tuning, as "name=value"."""
+    with h5py.File(path, "r") as f:
+        record = json.loads(f["tuning"][variant].attrs["record_json"])
+    return ", ".join(f"{k.split('.')[-1]}={v}" for k, v in sorted(record["chosen"].items()))
+
+
+def main(base, moved_files):
+    runs = federation_runs(base)
+    moved, rows = [], []
+    for path in moved_files:
+        m = federation_runs(path)
+        for v in m["variant"].unique():
+            old, new = runs[runs["variant"] == v], m[m["variant"] == v]
+            row = [v, choice(base, v), choice(path, v)]
+            for measure in ("personal_acc", "global_acc"):
+                o = order((new[measure] * 100).tolist(), (old[measure] * 100).tolist())
+                row += [mean_std(o["b"]), mean_std(o["a"]), p_text(o["p"])]
+            rows.append(row)
+            moved.append(new)
+            runs = runs[runs["variant"] != v]
+    print("| variant | grid's choice | extended choice | personal ACC % (grid) | personal ACC % (extended) | p "
+          "| global ACC % (grid) | global ACC % (extended) | p |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|")
+    for r in sorted(rows):
+        print("| " + " | ".join(r) + " |")
+    print()
+    combined = by_alpha(pd.concat([runs] + moved, ignore_index=True))
+    for a in sorted(combined["alpha"].unique()):
+        part = combined[combined["alpha"] == a]
+        pct = {v: {m: (g[m] * 100).tolist() for m in ("personal_acc", "global_acc")} for v, g in part.groupby("variant")}
+        lines = [f"#### Dirichlet α = {a:g}, grids extended", "",
+                 "| claim (higher > lower) | measure | higher | lower | verdict | p |", "|---|---|---|---|---|---|"]
+        for hi, lo, measure, _ in CLAIMS:
+            if hi not in pct:
+                continue
+            o = order(pct[hi][measure], pct[lo][measure])
+            lines.append(f"| {hi} > {lo} | {measure.replace('_', ' ')} | {mean_std(o['a'])} | {mean_std(o['b'])} "
+                         f"| {o['verdict']} | {p_text(o['p'])} |")
+        print("\n".join(lines) + "\n")
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    main(sys.argv[1], sys.argv[2:])
