@@ -12,25 +12,23 @@ Prints one row per moved variant (personal and global ACC, mean ± std over seed
 grid's choice and at the extended one, with the Welch p of the change) and one ordering table
 per Dirichlet alpha.
 """
-import json
 import os
 import sys
 
-import h5py
 import pandas as pd
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
 sys.path.insert(0, os.path.dirname(__file__))
 from continualkit.io import federation_runs                  # noqa: E402
+from continualkit.tuning import load_tuning                  # noqa: E402
 from continualkit.verdicts import order                      # noqa: E402
 from federated_orderings import CLAIMS, by_alpha, mean_std, p_text   # noqa: E402
 
 
 def choice(path, variant):
-    """The chosen values of `variant` in the file's /tuning, as "name=value"."""
-    with h5py.File(path, "r") as f:
-        record = json.loads(f["tuning"][variant].attrs["record_json"])
-    return ", ".join(f"{k.split('.')[-1]}={v}" for k, v in sorted(record["chosen"].items()))
+    """The chosen values of `variant` in the file's /tuning, as `continualkit table` prints them."""
+    tuned = load_tuning(path)
+    return tuned.loc[tuned["variant"] == variant, "chosen"].item()
 
 
 def main(base, moved_files):
@@ -66,6 +64,7 @@ def main(base, moved_files):
             lines.append(f"| {hi} > {lo} | {measure.replace('_', ' ')} | {mean_std(o['a'])} | {mean_std(o['b'])} "
                          f"| {o['verdict']} | {p_text(o['p'])} |")
         print("\n".join(lines) + "\n")
+
 
 if __name__ == "__main__":
     if len(sys.argv) < 3:
