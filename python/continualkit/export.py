@@ -273,7 +273,29 @@ def to_wandb(path, out_dir, project=None, df=None, figures=True) -> list[str]:
                 run.log({f"figures/{kind}": wandb.Image(p, caption=f"{row['configuration']}: {kind} (mean over seeds)")})
             run_dirs.append(os.path.dirname(run.dir))
             run.finish()
+            _wait_for_exit_record(os.path.join(run_dirs[-1], f"run-{rid}.wandb"))
     return run_dirs
+
+
+def _wait_for_exit_record(run_file, timeout=120.0):
+    """Block until W&B's service has written the run file through its final `exit` record.
+
+    `run.finish()` can return before the service process has flushed the file (seen once in CI
+    under load: a run file holding only its header), so a caller reading or syncing the
+    directory right after the export could find a truncated run. Raises if the file is not
+    complete within `timeout` seconds."""
+    import time
+    deadline, last = time.monotonic() + timeout, "no exit record yet"
+    while True:
+        try:
+            recs = read_wandb_offline(run_file)
+            if recs and recs[-1][0] == "exit":
+                return
+        except Exception as e:  # absent (OSError) or cut mid-record (struct.error, DecodeError)
+            last = f"{type(e).__name__}: {e}"
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{run_file}: W&B did not finish writing the run within {timeout:.0f} s ({last})")
+        time.sleep(0.05)
 
 
 def read_wandb_offline(run_file):

@@ -80,3 +80,21 @@ def test_one_offline_run_per_toolkit_run_with_config_metrics_and_figures(small, 
         assert summary["final/bwt"] == pytest.approx(float(row["bwt"]), abs=1e-12)
         assert "exit" in kinds                    # the run was finished, so `wandb sync` takes it whole
     assert seen == set(df["name"])
+
+
+def test_export_returns_only_when_each_run_file_ends_in_its_exit_record(small, tmp_path):
+    """`run.finish()` may return before W&B's service has flushed the run file (seen once in CI
+    under load); the export waits for the final `exit` record, and a file cut short is an error
+    naming the file, not a silently truncated run."""
+    from continualkit.export import _wait_for_exit_record, to_wandb
+    dirs = to_wandb(small, str(tmp_path / "out"), figures=False)
+    f = glob.glob(os.path.join(dirs[0], "run-*.wandb"))[0]
+    _wait_for_exit_record(f, timeout=0)
+    data = open(f, "rb").read()
+    cut = tmp_path / "cut.wandb"
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(RuntimeError, match="cut.wandb: W&B did not finish"):
+        _wait_for_exit_record(str(cut), timeout=0.2)
+    cut.write_bytes(data[:7])
+    with pytest.raises(RuntimeError, match="no exit record yet"):
+        _wait_for_exit_record(str(cut), timeout=0.2)
