@@ -280,6 +280,18 @@ static KATTR void KFN(weight_gradient)(const float *x, const float *xt, const fl
         KFN(gemm)(inputs, j0, j1, batch, x, 1, inputs, dz, outputs, dw, outputs, 0);
     }
     long j = j0;
+    // The bias gradient: each column one chain over the rows in order; eight 8-column vectors at a
+    // time, so eight chains are in flight instead of one waiting on the add latency (Zen 5 kind,
+    // a 10-1024-1024-2 step at batch 128: 4,110 → 4,063 µs, medians of 5 alternated).
+    for (; j + 64 <= j1; j += 64) {
+        v8 acc[8];
+        for (int q = 0; q < 8; q++) acc[q] = CK_LD(db + j + 8 * q);
+        for (long s = 0; s < batch; s++) {
+            const float *d = dz + s * outputs + j;
+            for (int q = 0; q < 8; q++) acc[q] = acc[q] + CK_LD(d + 8 * q);
+        }
+        for (int q = 0; q < 8; q++) CK_ST(db + j + 8 * q, acc[q]);
+    }
     for (; j + 8 <= j1; j += 8) {
         v8 acc = CK_LD(db + j);
         for (long s = 0; s < batch; s++) acc = acc + CK_LD(dz + s * outputs + j);
@@ -343,7 +355,7 @@ static KATTR void KFN(input_gradient)(const float *dz, const float *w, float *dx
     }
     if (batch <= 4) { KFN(input_gradient_small)(dz, w, dx, batch, inputs, outputs, k0, k1); return; }
 #ifdef CK_WIDE_TILE
-    if (batch >= 2 * CK_PANEL_ROWS && outputs >= CK_PKC && k1 - k0 >= 32 && ck_panels_wanted()) {
+    if (batch >= CK_PANEL_ROWS && outputs >= CK_PKC && k1 - k0 >= 32 && ck_panels_wanted()) {
         // dz's rows a panel at a time, wᵀ packed CK_PKC outputs at a time into 32-column strips.
         float *bpack = (float *)malloc(sizeof(float) * CK_PKC * (size_t)(k1 - k0));
         if (bpack) {

@@ -18,10 +18,12 @@ static int ck_pack_a_wanted(long row_stride, long rows);
 /// idle; ck_set_pack_a forces either.
 static int ck_panels_wanted(void);
 #define CK_PANEL_ROWS 128  /* fewer rows of C than this (the batch, in the forward and the input
-                              gradient: twice as many there) keep the in-place tiles: packing B
-                              for few rows cost more than the panels gained (batch 32 to 100 at
-                              784–1024 wide: 2–22 % slower; batch 128: forward 1.11×, input
-                              gradient 0.98×; 512: 1.4–1.5×) */
+                              gradient) keep the in-place tiles: packing B for few rows cost more
+                              than the panels gained (Intel kind, batch 32 to 100 at 784–1024
+                              wide: 2–22 % slower; batch 128: forward 1.11×, input gradient
+                              0.98×; 512: 1.4–1.5×). The input gradient took the panels from 256
+                              rows until the Zen 5 kind measured them at 128: a 10-1024-1024-2
+                              step 4,226 → 4,173 µs (medians of 5 alternated, step_ab.py) */
 #define CK_PANEL_COLUMNS 256  /* fewer columns keep the 8-row in-place tiles: each packed panel of A
                                  serves every 32-column strip of B (PackedBody.h's gemm) */
 

@@ -42,19 +42,27 @@ public struct SHA256: Sendable {
         if filled == 64 { compress(); filled = 0 }
     }
 
-    /// Contiguous bytes: whole 64-byte blocks are copied at once.
+    /// Contiguous bytes: whole 64-byte blocks are compressed where they lie; only a partial block
+    /// at either end is copied into `block`.
     public mutating func update(_ bytes: UnsafeRawBufferPointer) {
         var i = 0
         let n = bytes.count
         length &+= UInt64(n) &* 8
-        while i < n {
-            let take = min(64 - filled, n - i)
-            block.withUnsafeMutableBytes { dst in
-                dst.baseAddress!.advanced(by: filled).copyMemory(from: bytes.baseAddress!.advanced(by: i), byteCount: take)
-            }
+        guard n > 0, let base = bytes.baseAddress else { return }
+        if filled > 0 {
+            let take = min(64 - filled, n)
+            block.withUnsafeMutableBytes { $0.baseAddress!.advanced(by: filled).copyMemory(from: base, byteCount: take) }
             filled += take
-            i += take
+            i = take
             if filled == 64 { compress(); filled = 0 }
+        }
+        while n - i >= 64 {
+            Self.compress(&state, UnsafeRawPointer(base.advanced(by: i)))
+            i += 64
+        }
+        if i < n {
+            block.withUnsafeMutableBytes { $0.baseAddress!.copyMemory(from: base.advanced(by: i), byteCount: n - i) }
+            filled = n - i
         }
     }
 
@@ -89,29 +97,36 @@ public struct SHA256: Sendable {
     ]
 
     private mutating func compress() {
-        var w = [UInt32](repeating: 0, count: 64)
-        block.withUnsafeBufferPointer { b in
-            for i in 0..<16 {
-                w[i] = UInt32(b[4 * i]) << 24 | UInt32(b[4 * i + 1]) << 16 | UInt32(b[4 * i + 2]) << 8 | UInt32(b[4 * i + 3])
-            }
-        }
+        block.withUnsafeBytes { Self.compress(&state, $0.baseAddress!) }
+    }
+
+    /// One 64-byte block into the state: the message schedule on the stack (no allocation per
+    /// block: 4 MB of parameters are 65,536 blocks).
+    private static func compress(_ state: inout (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32),
+                                 _ bytes: UnsafeRawPointer) {
         @inline(__always) func rotr(_ x: UInt32, _ n: UInt32) -> UInt32 { x >> n | x << (32 - n) }
-        for i in 16..<64 {
-            let s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3)
-            let s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10)
-            w[i] = w[i - 16] &+ s0 &+ w[i - 7] &+ s1
+        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { w in
+            for i in 0..<16 { w[i] = UInt32(bigEndian: bytes.loadUnaligned(fromByteOffset: 4 * i, as: UInt32.self)) }
+            for i in 16..<64 {
+                let s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3)
+                let s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10)
+                w[i] = w[i - 16] &+ s0 &+ w[i - 7] &+ s1
+            }
+            var (a, b, c, d, e, f, g, h) = state
+            k.withUnsafeBufferPointer { k in
+                for i in 0..<64 {
+                    let s1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)
+                    let ch = (e & f) ^ (~e & g)
+                    let t1 = h &+ s1 &+ ch &+ k[i] &+ w[i]
+                    let s0 = rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)
+                    let maj = (a & b) ^ (a & c) ^ (b & c)
+                    let t2 = s0 &+ maj
+                    (h, g, f, e, d, c, b, a) = (g, f, e, d &+ t1, c, b, a, t1 &+ t2)
+                }
+            }
+            state = (state.0 &+ a, state.1 &+ b, state.2 &+ c, state.3 &+ d, state.4 &+ e, state.5 &+ f,
+                     state.6 &+ g, state.7 &+ h)
         }
-        var (a, b, c, d, e, f, g, h) = state
-        for i in 0..<64 {
-            let s1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)
-            let ch = (e & f) ^ (~e & g)
-            let t1 = h &+ s1 &+ ch &+ Self.k[i] &+ w[i]
-            let s0 = rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)
-            let maj = (a & b) ^ (a & c) ^ (b & c)
-            let t2 = s0 &+ maj
-            (h, g, f, e, d, c, b, a) = (g, f, e, d &+ t1, c, b, a, t1 &+ t2)
-        }
-        state = (state.0 &+ a, state.1 &+ b, state.2 &+ c, state.3 &+ d, state.4 &+ e, state.5 &+ f, state.6 &+ g, state.7 &+ h)
     }
 }
 
