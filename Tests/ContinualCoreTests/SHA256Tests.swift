@@ -28,6 +28,32 @@ import Testing
         }
     }
 
+    /// The CPU's SHA instructions (where it has them) and the portable compression agree on
+    /// every length around the block edges and on long runs of blocks, fed whole or in pieces.
+    @Test func acceleratedAndPortableAgree() {
+        if !SHA256.hardwareAccelerated { print("SHA256Tests: this CPU lacks the SHA instructions: portable code on both sides") }
+        var rng = RandomSource(seed: 256, stream: "sha")
+        let data = (0..<70_000).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+        for n in Array(0...200) + [1_000, 4_095, 4_096, 4_097, 65_536, 70_000] {
+            var fast = SHA256(), slow = SHA256(portable: true)
+            fast.update(data[0..<n])
+            slow.update(data[0..<n])
+            #expect(fast.finalize() == slow.finalize(), "\(n) bytes")
+        }
+        var fast = SHA256(), slow = SHA256(portable: true)
+        var i = 0
+        for piece in [3, 64, 1, 200, 63, 129, 5_000, 65] + [Int](repeating: 1_000, count: 60) where i < data.count {
+            let end = min(i + piece, data.count)
+            fast.update(data[i..<end])
+            slow.update(data[i..<end])
+            i = end
+        }
+        #expect(fast.finalize() == slow.finalize())
+        var portable = SHA256(portable: true)
+        portable.update([UInt8](repeating: 0x61, count: 1_000_000))
+        #expect(SHA256.hex(portable.finalize()) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+    }
+
     @Test func hmacRFC4231() {
         // Test cases 2 and 6 of RFC 4231 (key shorter than, and longer than, one block).
         #expect(SHA256.hex(HMAC.sha256(key: [UInt8](repeating: 0x0b, count: 20), message: "Hi There".utf8))
