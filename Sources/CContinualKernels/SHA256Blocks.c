@@ -1,9 +1,45 @@
-// SHA-256 compression with the x86 SHA extensions (SHA-NI), for the per-run digests of results
-// files (RunDigest) and checkpoints: the portable Swift compression (ContinualCore/SHA256.swift)
-// hashes about 0.3 GB/s, and a 1024-wide run's final parameters and journal are 4–8 MB per run.
-// The digest is SHA-256's by definition, whichever code computes it: SHA256Tests checks both
-// against the FIPS 180-4 vectors, hashlib, and each other on random lengths.
+// SHA-256's compression function (FIPS 180-4) for ContinualCore.SHA256, which keeps the partial
+// block, padding and length: portable C, and on x86 the SHA extensions (SHA-NI) where the CPU has
+// them — the per-run digests of results files (RunDigest) and checkpoints hash 4–8 MB per run of a
+// 1024-wide model, which the portable code took 25 ms for. The digest is SHA-256's by definition,
+// whichever code computes it: SHA256Tests checks both against the FIPS 180-4 vectors, hashlib,
+// and each other on random lengths.
 #include "ContinualKernels.h"
+#include <stdint.h>
+
+static const unsigned ck_sha_k[64] __attribute__((aligned(16))) = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+};
+
+static inline uint32_t rotr(uint32_t x, int n) { return x >> n | x << (32 - n); }
+
+/// The portable compression: the message schedule, then 64 rounds, block by block.
+static void blocks_portable(unsigned *state, const unsigned char *data, long blocks) {
+    for (; blocks > 0; blocks--, data += 64) {
+        uint32_t w[64];
+        for (int i = 0; i < 16; i++)
+            w[i] = (uint32_t)data[4 * i] << 24 | (uint32_t)data[4 * i + 1] << 16 | (uint32_t)data[4 * i + 2] << 8 | data[4 * i + 3];
+        for (int i = 16; i < 64; i++) {
+            uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
+            uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
+            w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+        }
+        uint32_t a = state[0], b = state[1], c = state[2], d = state[3], e = state[4], f = state[5], g = state[6], h = state[7];
+        for (int i = 0; i < 64; i++) {
+            uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + ck_sha_k[i] + w[i];
+            uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+            h = g; g = f; f = e; e = d + t1; d = c; c = b; b = a; a = t1 + t2;
+        }
+        state[0] += a; state[1] += b; state[2] += c; state[3] += d; state[4] += e; state[5] += f; state[6] += g; state[7] += h;
+    }
+}
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -22,16 +58,6 @@ static int cpu_has_sha(void) {
     return v;
 }
 
-static const unsigned ck_sha_k[64] __attribute__((aligned(16))) = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
-};
 
 /// The blocks through sha256rnds2 (two rounds each), four rounds per group g with the message
 /// words x[g % 4] = (W[4g], …, W[4g + 3]); from g = 4 on, x_g = msg2(msg1(x_{g−4}, x_{g−3}) +
@@ -65,14 +91,15 @@ static void blocks_sha(unsigned *state, const unsigned char *data, long blocks) 
     _mm_storeu_si128((__m128i *)(state + 4), _mm_alignr_epi8(dchg, feba, 8));
 }
 
-int ck_sha256_blocks(unsigned *state, const unsigned char *data, long blocks) {
-    if (!cpu_has_sha()) return 0;
-    blocks_sha(state, data, blocks);
-    return 1;
+int ck_sha256_blocks(unsigned *state, const unsigned char *data, long blocks, int hardware) {
+    if (hardware && cpu_has_sha()) { blocks_sha(state, data, blocks); return 1; }
+    blocks_portable(state, data, blocks);
+    return 0;
 }
 #else
-int ck_sha256_blocks(unsigned *state, const unsigned char *data, long blocks) {
-    (void)state; (void)data; (void)blocks;
+int ck_sha256_blocks(unsigned *state, const unsigned char *data, long blocks, int hardware) {
+    (void)hardware;
+    blocks_portable(state, data, blocks);
     return 0;
 }
 #endif

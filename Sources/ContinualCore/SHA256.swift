@@ -1,10 +1,10 @@
 import CContinualKernels
 
-/// SHA-256 (FIPS 180-4) in portable Swift, so integrity checks need no platform crypto library
-/// (the on-device runtime builds wherever Swift does). Used for the per-run digests of results
-/// files, checkpoints and the on-device state; `HMAC` adds a key for authenticity. Runs of whole
-/// blocks go through the x86 SHA extensions where the CPU has them (`ck_sha256_blocks`: about
-/// 6× the portable compression), which give the same digest by definition.
+/// SHA-256 (FIPS 180-4) in the toolkit's own code, so integrity checks need no platform crypto
+/// library (the on-device runtime builds wherever Swift does). Used for the per-run digests of
+/// results files, checkpoints and the on-device state; `HMAC` adds a key for authenticity. The
+/// compression is C (`ck_sha256_blocks`): the x86 SHA instructions where the CPU has them, else
+/// portable code; the same digest by definition.
 ///
 /// What a digest detects: any change to the hashed bytes — a bad disk, a truncated copy, an edit
 /// by hand or by a tool. It cannot tell an edit by someone who recomputes the digest: only a
@@ -15,8 +15,8 @@ public struct SHA256: Sendable {
     private var block = [UInt8](repeating: 0, count: 64)
     private var filled = 0
     private var length: UInt64 = 0
-    /// Whether runs of whole blocks may use the CPU's SHA instructions (false: the portable
-    /// compression only, which the tests compare with the accelerated one).
+    /// Whether the compression may use the CPU's SHA instructions (false: the portable code
+    /// only, which the tests compare with them).
     private let accelerated: Bool
 
     public init() { accelerated = true }
@@ -27,7 +27,7 @@ public struct SHA256: Sendable {
     /// Whether this CPU has the SHA instructions that `init()`'s hashers use.
     public static var hardwareAccelerated: Bool {
         var scratch = [UInt32](repeating: 0, count: 8)
-        return ck_sha256_blocks(&scratch, nil, 0) == 1
+        return ck_sha256_blocks(&scratch, nil, 0, 1) == 1
     }
 
     /// The digest of `bytes` in one call.
@@ -73,15 +73,9 @@ public struct SHA256: Sendable {
             if filled == 64 { compress(); filled = 0 }
         }
         let whole = (n - i) / 64
-        if whole > 0, accelerated, withUnsafeMutableBytes(of: &state, { s in
-            ck_sha256_blocks(s.baseAddress!.assumingMemoryBound(to: UInt32.self),
-                             base.advanced(by: i).assumingMemoryBound(to: UInt8.self), whole)
-        }) == 1 {
+        if whole > 0 {
+            compress(base.advanced(by: i).assumingMemoryBound(to: UInt8.self), blocks: whole)
             i += 64 * whole
-        }
-        while n - i >= 64 {
-            Self.compress(&state, UnsafeRawPointer(base.advanced(by: i)))
-            i += 64
         }
         if i < n {
             block.withUnsafeMutableBytes { $0.baseAddress!.copyMemory(from: base.advanced(by: i), byteCount: n - i) }
@@ -108,47 +102,18 @@ public struct SHA256: Sendable {
         return s.flatMap { w in (0..<4).map { UInt8(truncatingIfNeeded: w >> (24 - 8 * UInt32($0))) } }
     }
 
-    private static let k: [UInt32] = [
-        0x428a_2f98, 0x7137_4491, 0xb5c0_fbcf, 0xe9b5_dba5, 0x3956_c25b, 0x59f1_11f1, 0x923f_82a4, 0xab1c_5ed5,
-        0xd807_aa98, 0x1283_5b01, 0x2431_85be, 0x550c_7dc3, 0x72be_5d74, 0x80de_b1fe, 0x9bdc_06a7, 0xc19b_f174,
-        0xe49b_69c1, 0xefbe_4786, 0x0fc1_9dc6, 0x240c_a1cc, 0x2de9_2c6f, 0x4a74_84aa, 0x5cb0_a9dc, 0x76f9_88da,
-        0x983e_5152, 0xa831_c66d, 0xb003_27c8, 0xbf59_7fc7, 0xc6e0_0bf3, 0xd5a7_9147, 0x06ca_6351, 0x1429_2967,
-        0x27b7_0a85, 0x2e1b_2138, 0x4d2c_6dfc, 0x5338_0d13, 0x650a_7354, 0x766a_0abb, 0x81c2_c92e, 0x9272_2c85,
-        0xa2bf_e8a1, 0xa81a_664b, 0xc24b_8b70, 0xc76c_51a3, 0xd192_e819, 0xd699_0624, 0xf40e_3585, 0x106a_a070,
-        0x19a4_c116, 0x1e37_6c08, 0x2748_774c, 0x34b0_bcb5, 0x391c_0cb3, 0x4ed8_aa4a, 0x5b9c_ca4f, 0x682e_6ff3,
-        0x748f_82ee, 0x78a5_636f, 0x84c8_7814, 0x8cc7_0208, 0x90be_fffa, 0xa450_6ceb, 0xbef9_a3f7, 0xc671_78f2,
-    ]
-
+    /// `block` (full) into the state.
     private mutating func compress() {
-        block.withUnsafeBytes { Self.compress(&state, $0.baseAddress!) }
+        let full = block  // the same storage; `compress` writes only `state`
+        full.withUnsafeBufferPointer { compress($0.baseAddress!, blocks: 1) }
     }
 
-    /// One 64-byte block into the state: the message schedule on the stack (no allocation per
-    /// block: 4 MB of parameters are 65,536 blocks).
-    private static func compress(_ state: inout (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32),
-                                 _ bytes: UnsafeRawPointer) {
-        @inline(__always) func rotr(_ x: UInt32, _ n: UInt32) -> UInt32 { x >> n | x << (32 - n) }
-        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { w in
-            for i in 0..<16 { w[i] = UInt32(bigEndian: bytes.loadUnaligned(fromByteOffset: 4 * i, as: UInt32.self)) }
-            for i in 16..<64 {
-                let s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3)
-                let s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10)
-                w[i] = w[i - 16] &+ s0 &+ w[i - 7] &+ s1
-            }
-            var (a, b, c, d, e, f, g, h) = state
-            k.withUnsafeBufferPointer { k in
-                for i in 0..<64 {
-                    let s1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)
-                    let ch = (e & f) ^ (~e & g)
-                    let t1 = h &+ s1 &+ ch &+ k[i] &+ w[i]
-                    let s0 = rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)
-                    let maj = (a & b) ^ (a & c) ^ (b & c)
-                    let t2 = s0 &+ maj
-                    (h, g, f, e, d, c, b, a) = (g, f, e, d &+ t1, c, b, a, t1 &+ t2)
-                }
-            }
-            state = (state.0 &+ a, state.1 &+ b, state.2 &+ c, state.3 &+ d, state.4 &+ e, state.5 &+ f,
-                     state.6 &+ g, state.7 &+ h)
+    /// Whole 64-byte blocks into the state, in C (`ck_sha256_blocks`: the SHA instructions where
+    /// the CPU has them and this hasher is not `portable`, else portable C).
+    private mutating func compress(_ bytes: UnsafePointer<UInt8>, blocks: Int) {
+        let hardware: Int32 = accelerated ? 1 : 0
+        withUnsafeMutableBytes(of: &state) { s in
+            _ = ck_sha256_blocks(s.baseAddress!.assumingMemoryBound(to: UInt32.self), bytes, blocks, hardware)
         }
     }
 }

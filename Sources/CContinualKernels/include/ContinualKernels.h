@@ -36,10 +36,10 @@ int ck_path_supported(int path);
 /// 26, Zen 5), read from CPUID: the avx512-fma path then runs its packed products through panels.
 int ck_cpu_two_fma512(void);
 
-/// SHA-256's compression of `blocks` 64-byte blocks into `state` (8 words, FIPS 180-4 order) with
-/// the x86 SHA extensions; returns 1, or 0 without touching anything where the CPU lacks them
-/// (the caller then compresses in portable code: SHA256.swift). SHA256Blocks.c.
-int ck_sha256_blocks(unsigned *state, const unsigned char *data, long blocks);
+/// SHA-256's compression of `blocks` 64-byte blocks into `state` (8 words, FIPS 180-4 order):
+/// with the x86 SHA extensions when `hardware` is set and the CPU has them (returns 1), else in
+/// portable C (returns 0). The same state either way. SHA256Blocks.c.
+int ck_sha256_blocks(unsigned *state, const unsigned char *data, long blocks, int hardware);
 /// The name of a path ("generic", "avx2-fma", "neon-fma", "avx512-fma").
 const char *ck_path_name(int path);
 /// The path of a name (ck_path_name's inverse), or CK_PATH_AUTO for an unknown name.
