@@ -32,8 +32,20 @@ public struct Trainer {
     /// Builds the model from `spec` with the run's "init" stream.
     public init(spec: MLPSpec, optimizer: OptimizerSpec, options: TrainingOptions,
                 plugins: [any StrategyPlugin], observers: [any LoopObserver] = [], seed: UInt64) {
+        self.init(model: Self.initialModel(spec: spec, seed: seed), optimizer: optimizer, options: options,
+                  plugins: plugins, observers: observers, seed: seed)
+    }
+
+    /// The model `init(spec:…)` starts from: `spec` drawn from `seed`'s "init" stream.
+    public static func initialModel(spec: MLPSpec, seed: UInt64) -> MLP {
         var rng = RandomSource(seed: seed, stream: "init")
-        let model = MLP(spec: spec, rng: &rng)
+        return MLP(spec: spec, rng: &rng)
+    }
+
+    /// Starts from `model` as given (e.g. `initialModel(spec:seed:)` drawn earlier, which gives
+    /// `init(spec:…)`'s trainer bit for bit); `seed` still derives every other stream.
+    public init(model: MLP, optimizer: OptimizerSpec, options: TrainingOptions,
+                plugins: [any StrategyPlugin], observers: [any LoopObserver] = [], seed: UInt64) {
         self.model = model
         self.optimizer = Optimizer(spec: optimizer, parameterCount: model.parameterCount, matrices: model.weightMatrices)
         self.plugins = plugins

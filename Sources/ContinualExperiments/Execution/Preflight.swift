@@ -194,10 +194,14 @@ public enum Preflight {
             narrow.hidden = narrow.hidden.map { min($0, cap) }
             spec = try modelSpec(narrow)
         }
-        var rng = RandomSource(seed: config.seed, stream: "init")
         // Still large (thousands of thin layers): zero weights, a memset instead of a draw each.
-        return spec.parameterCount > 4 * Self.checkedWeights
-            ? MLP(spec: spec, parameters: [Float](repeating: 0, count: spec.parameterCount)) : MLP(spec: spec, rng: &rng)
+        if spec.parameterCount > 4 * Self.checkedWeights {
+            return MLP(spec: spec, parameters: [Float](repeating: 0, count: spec.parameterCount))
+        }
+        let model = Trainer.initialModel(spec: spec, seed: config.seed)
+        // The run's own initial model (when no width was capped): handed on, so the run need not draw it again.
+        ModelHandoff.shared.offer(model, seed: config.seed)
+        return model
     }
 
     /// Weights of the model `check` builds for the plugins' checks: about 4 million, a fraction

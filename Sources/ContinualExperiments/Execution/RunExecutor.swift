@@ -297,7 +297,8 @@ public enum RunExecutor {
         if let every = config.metrics.continualEvalEvery {
             observers.append(ContinualEvaluationProbe(every: every, tests: stream.experiences.map(\.test)))
         }
-        var trainer = Trainer(spec: spec, optimizer: config.optimizer.spec, options: config.training.options,
+        let model = ModelHandoff.shared.take(spec: spec, seed: seed) ?? Trainer.initialModel(spec: spec, seed: seed)
+        var trainer = Trainer(model: model, optimizer: config.optimizer.spec, options: config.training.options,
                               plugins: plugins, observers: observers, seed: seed)
         if resume == nil { try warmStart(&trainer.model, config, spec: spec) }
         var outcome: TrainingOutcome
