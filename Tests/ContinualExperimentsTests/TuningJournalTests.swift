@@ -1,3 +1,4 @@
+import ContinualHDF5
 import Foundation
 import Testing
 @testable import ContinualExperiments
@@ -104,6 +105,18 @@ struct TuningJournalTests {
         let first = try runCLI(["sweep", exp, "-o", out, "--jobs", "2"])
         #expect(first.status == 0, "\(first.stderr)")
         let tuned = try ResultsReader.read(path: out).tuning
+        // /tuning without its selection runs' ids (a file written before they were kept): only
+        // the journal can then say which selection runs finished.
+        do {
+            let f = try HDF5File.open(path: out, mode: .readWrite)
+            defer { try? f.close() }
+            let tuning = try f.root.openGroup("tuning")
+            for name in try tuning.childNames() {
+                let g = try tuning.openGroup(name)
+                try g.delete("run_ids")
+                try g.delete("run_wall_seconds")
+            }
+        }
         // What a kill after the tuning leaves: the header (with /tuning) written, the journal whole.
         let file = try ExperimentFile.parse(data: Data(text.utf8), path: exp)
         let whole = TuningJournal(results: dir.path("whole.h5"))
