@@ -14,8 +14,9 @@ start, data generation, training, evaluation and writing its HDF5 results; numpy
 imports (numpy, h5py: a Python start-up of about 0.4 CPU-seconds not charged to it) through
 reading the stream, training and evaluation, by its own clocks. On a shared machine the CPU
 times are the figure to quote; wall times include waiting for a core. The sides run
-alternately, --repeats times each, and the table shows the median; both sides' final average
-accuracy is printed so a reader can see that they trained the same model.
+alternately, --repeats times each, and the table shows the median, then each side's lowest and
+highest CPU time; both sides' final average accuracy is printed so a reader can see that they
+trained the same model.
 
     python3 Experiments/bench/full_run.py [--continual .build-release/release/continual]
         [--width 1024] [--batches 128,512] [--epochs 5] [--repeats 3] [--json out.json]
@@ -150,6 +151,12 @@ def main():
     for r in rows:
         print(f"{r['batch']:>5} {r['ck_wall']:>7.2f} {r['numpy_wall']:>8.2f} {r['numpy_wall'] / r['ck_wall']:>8.2f} "
               f"{r['ck_cpu']:>8.2f} {r['numpy_cpu']:>8.2f} {r['ck_acc']:>7.3f} {r['numpy_acc']:>7.3f} {r['kernel_path']}")
+    # The spread behind each median: a ratio near a target means little if one side varies more.
+    print("CPU seconds, lowest–highest of the repetitions:")
+    for r in rows:
+        ck, npy = [x[1] for x in r["runs"]["ck"]], [x[1] for x in r["runs"]["numpy"]]
+        print(f"{r['batch']:>5}  CK {min(ck):.2f}–{max(ck):.2f}  numpy {min(npy):.2f}–{max(npy):.2f}  "
+              f"numpy/CK {min(npy) / max(ck):.2f}–{max(npy) / min(ck):.2f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
