@@ -22,23 +22,23 @@ sys.path.insert(0, os.path.dirname(__file__))
 from continualkit.io import federation_runs                  # noqa: E402
 from continualkit.tuning import load_tuning                  # noqa: E402
 from continualkit.verdicts import order                      # noqa: E402
-from federated_orderings import CLAIMS, by_alpha, mean_std, p_text   # noqa: E402
+from federated_orderings import by_alpha, mean_std, ordering_table, p_text   # noqa: E402
 
 
-def choice(path, variant):
-    """The chosen values of `variant` in the file's /tuning, as `continualkit table` prints them."""
+def chosen(path):
+    """{variant: its chosen values} of the file's /tuning, as `continualkit table` prints them."""
     tuned = load_tuning(path)
-    return tuned.loc[tuned["variant"] == variant, "chosen"].item()
+    return dict(zip(tuned["variant"], tuned["chosen"]))
 
 
 def main(base, moved_files):
-    runs = federation_runs(base)
+    runs, grid = federation_runs(base), chosen(base)
     moved, rows = [], []
     for path in moved_files:
-        m = federation_runs(path)
+        m, extended = federation_runs(path), chosen(path)
         for v in m["variant"].unique():
             old, new = runs[runs["variant"] == v], m[m["variant"] == v]
-            row = [v, choice(base, v), choice(path, v)]
+            row = [v, grid[v], extended[v]]
             for measure in ("personal_acc", "global_acc"):
                 o = order((new[measure] * 100).tolist(), (old[measure] * 100).tolist())
                 row += [mean_std(o["b"]), mean_std(o["a"]), p_text(o["p"])]
@@ -53,17 +53,8 @@ def main(base, moved_files):
     print()
     combined = by_alpha(pd.concat([runs] + moved, ignore_index=True))
     for a in sorted(combined["alpha"].unique()):
-        part = combined[combined["alpha"] == a]
-        pct = {v: {m: (g[m] * 100).tolist() for m in ("personal_acc", "global_acc")} for v, g in part.groupby("variant")}
-        lines = [f"#### Dirichlet α = {a:g}, grids extended", "",
-                 "| claim (higher > lower) | measure | higher | lower | verdict | p |", "|---|---|---|---|---|---|"]
-        for hi, lo, measure, _ in CLAIMS:
-            if hi not in pct:
-                continue
-            o = order(pct[hi][measure], pct[lo][measure])
-            lines.append(f"| {hi} > {lo} | {measure.replace('_', ' ')} | {mean_std(o['a'])} | {mean_std(o['b'])} "
-                         f"| {o['verdict']} | {p_text(o['p'])} |")
-        print("\n".join(lines) + "\n")
+        print("\n".join(ordering_table(combined[combined["alpha"] == a], f"#### Dirichlet α = {a:g}, grids extended",
+                                        skip_unrun=True)) + "\n")
 
 
 if __name__ == "__main__":

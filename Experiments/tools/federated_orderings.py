@@ -52,20 +52,25 @@ def by_alpha(runs):
     return runs
 
 
+def ordering_table(part, heading, skip_unrun=False):
+    """The claims' table for the runs of one alpha (`part`), as markdown lines under `heading`;
+    a claim whose higher variant has no run is a "not run" row, or left out with `skip_unrun`."""
+    lines = [heading, "", "| claim (higher > lower) | measure | higher | lower | verdict | p |", "|---|---|---|---|---|---|"]
+    present = set(part["variant"])
+    for hi, lo, measure, who in CLAIMS:
+        if skip_unrun and hi not in present:
+            continue
+        h = (part[part["variant"] == hi][measure] * 100).tolist()
+        l = (part[part["variant"] == lo][measure] * 100).tolist()
+        o = order(h, l)
+        lines.append(f"| {hi} > {lo} | {measure.replace('_', ' ')} | {mean_std(o['a'])} | {mean_std(o['b'])} | {o['verdict']} | {p_text(o['p'])} |")
+    return lines
+
+
 def main(path):
     runs = by_alpha(federation_runs(path))
-    alpha = "alpha"
-    for a in sorted(runs[alpha].unique()):
-        part = runs[runs[alpha] == a]
-        print(f"#### Dirichlet α = {a:g}\n")
-        print("| claim (higher > lower) | measure | higher | lower | verdict | p |")
-        print("|---|---|---|---|---|---|")
-        for hi, lo, measure, who in CLAIMS:
-            h = (part[part["variant"] == hi][measure] * 100).tolist()
-            l = (part[part["variant"] == lo][measure] * 100).tolist()
-            o = order(h, l)
-            print(f"| {hi} > {lo} | {measure.replace('_', ' ')} | {mean_std(o['a'])} | {mean_std(o['b'])} | {o['verdict']} | {p_text(o['p'])} |")
-        print()
+    for a in sorted(runs["alpha"].unique()):
+        print("\n".join(ordering_table(runs[runs["alpha"] == a], f"#### Dirichlet α = {a:g}")) + "\n")
 
 
 if __name__ == "__main__":
