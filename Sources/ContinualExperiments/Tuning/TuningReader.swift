@@ -29,6 +29,8 @@ public enum TuningReader {
                 throw TuningFileError(path: path, message: "/tuning/\(name): record_json is missing or incomplete")
             }
             let s = seeds.count, p = points.count
+            /// A point-major [p × s] dataset as rows of seeds.
+            func byPoint<T>(_ flat: [T]) -> [[T]] { (0..<p).map { Array(flat[$0 * s..<($0 + 1) * s]) } }
             let scores: [Double] = try v.openDataset("scores").read()
             let flops: [Int64] = try v.openDataset("training_flops").read()
             guard scores.count == p * s, flops.count == p * s else {
@@ -46,8 +48,7 @@ public enum TuningReader {
                 guard flat.count == p * s, wall.count == p * s else {
                     throw TuningFileError(path: path, message: "/tuning/\(name): run_ids or run_wall_seconds do not hold \(p) points × \(s) seeds")
                 }
-                ids = (0..<p).map { Array(flat[$0 * s..<($0 + 1) * s]) }
-                seconds = (0..<p).map { Array(wall[$0 * s..<($0 + 1) * s]) }
+                (ids, seconds) = (byPoint(flat), byPoint(wall))
             }
             var split = ValidationSplit(fraction: fraction, seed: UInt64(splitSeed))
             if case .int(let k)? = o["experiences"] { split.experiences = Int(k) }
@@ -57,8 +58,8 @@ public enum TuningReader {
                 points: points.map { if case .array(let a) = $0 { return a } else { return [$0] } },
                 seeds: seeds.compactMap { if case .int(let n) = $0 { return UInt64(n) } else if case .uint(let n) = $0 { return n } else { return nil } },
                 split: split,
-                scores: (0..<p).map { Array(scores[$0 * s..<($0 + 1) * s]) },
-                flops: (0..<p).map { flops[$0 * s..<($0 + 1) * s].map(Int.init) },
+                scores: byPoint(scores),
+                flops: byPoint(flops.map(Int.init)),
                 chosen: { if case .int(let c)? = o["chosen_index"] { return Int(c) } else { return nil } }(),
                 wallSeconds: try v.attributes.scalar("wall_seconds", as: Double.self) ?? 0,
                 json: tune, runIds: ids, runSeconds: seconds)
