@@ -109,12 +109,23 @@ KINL void KFN(narrow_weight_gradient)(const float *x, const float *dz, float *dw
     }
 }
 
+#ifdef CK_WIDE_TILE
+#include "TinyBody.h"
+#define KTINY(n, m, batch) KFN(tiny_fits)((n), (m), (batch))
+#else
+#define KTINY(n, m, batch) 0
+#endif
+
 static KATTR void KFN(mlp_forward)(const float *params, const ck_layer *layers, long count,
                                    float *const *acts, long batch) {
     for (long l = 0; l < count; l++) {
         const ck_layer *L = layers + l;
         const float *w = params + L->weights, *b = params + L->bias;
-        if (L->inputs <= CK_NARROW && L->outputs <= CK_NARROW) {
+        if (KTINY(L->inputs, L->outputs, batch)) {
+#ifdef CK_WIDE_TILE
+            KFN(tiny_forward)(acts[l], w, b, acts[l + 1], batch, L->inputs, L->outputs, L->relu);
+#endif
+        } else if (L->inputs <= CK_NARROW && L->outputs <= CK_NARROW) {
             KFN(narrow_forward)(acts[l], w, b, acts[l + 1], batch, L->inputs, L->outputs, L->relu);
         } else {
             ck_dense_forward(acts[l], w, b, acts[l + 1], batch, L->inputs, L->outputs);
@@ -135,14 +146,23 @@ static KATTR void KFN(mlp_backward)(const float *params, const ck_layer *layers,
         long n = L->inputs, m = L->outputs;
         if (L->relu && !masked) ck_relu_backward(acts[l + 1], delta, batch * m);
         const float *x = acts[l];
-        int narrow = n <= CK_NARROW && m <= CK_NARROW;
+        int narrow = n <= CK_NARROW && m <= CK_NARROW, tiny = KTINY(n, m, batch);
+#ifdef CK_WIDE_TILE
+        if (tiny) KFN(tiny_weight_gradient)(x, delta, grad + L->weights, grad + L->bias, batch, n, m);
+        else
+#endif
         if (narrow) KFN(narrow_weight_gradient)(x, delta, grad + L->weights, grad + L->bias, batch, n, m);
         else ck_dense_weight_gradient(x, delta, grad + L->weights, grad + L->bias, batch, n, m);
         float *dx = l > 0 ? bufA : input_grad;
         masked = 0;
         if (dx) {
             const float *below = l > 0 && layers[l - 1].relu ? x : 0;
-            if (narrow && batch > 4) {
+            if (tiny) {
+#ifdef CK_WIDE_TILE
+                KFN(tiny_input_gradient_any)(delta, params + L->weights, dx, below, batch, n, m);
+#endif
+                masked = below != 0;
+            } else if (narrow && batch > 4) {
                 KFN(narrow_input_gradient)(delta, params + L->weights, dx, below, batch, n, m);
                 masked = below != 0;
             } else {
@@ -155,3 +175,4 @@ static KATTR void KFN(mlp_backward)(const float *params, const ck_layer *layers,
         }
     }
 }
+#undef KTINY

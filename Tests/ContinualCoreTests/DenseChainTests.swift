@@ -8,7 +8,8 @@ import Testing
 @Suite struct DenseChainTests {
     /// Widths (inputs first), head, batches: the seed model, its two-logit form, column counts
     /// 1–7 and 9 (the eight-rows-per-vector forward, its row tail), widths at and past the narrow
-    /// bound (64 / 65, and a 70-wide input on the separate products), identity hidden layers.
+    /// bound (64 / 65, and a 70-wide input on the separate products), identity hidden layers, 16
+    /// on both sides, one-wide layers (12 → 1 → 4 → 1, 1 → 11 → 1).
     static let cases: [(widths: [Int], head: OutputHead, activation: Activation)] = [
         ([10, 16, 8], .binary, .relu),
         ([10, 16, 8], .multiclass(classes: 2), .relu),
@@ -18,8 +19,14 @@ import Testing
         ([70, 20], .binary, .relu),
         ([9, 12, 6], .multiclass(classes: 6), .identity),
         ([12], .multiclass(classes: 9), .relu),
+        ([16, 16], .multiclass(classes: 16), .relu),
+        ([12, 1, 4], .binary, .relu),
+        ([1, 11], .binary, .relu),
     ]
-    static let batches = [1, 3, 4, 5, 8, 13, 32, 33]
+    /// Multiples of 16 take the avx512-fma path's tiny-layer kernels (TinyBody.h) where both sides
+    /// of a layer are ≤ 16: above, one row per vector (9–16 outputs), two rows interleaved (2–8,
+    /// odd input counts included), one output from ≤ 8 inputs (16 rows per vector) or more.
+    static let batches = [1, 3, 4, 5, 8, 13, 16, 32, 33, 48]
 
     struct Pass: Equatable {
         var activations: [[UInt32]], gradient: [UInt32], inputGradient: [UInt32]
