@@ -155,29 +155,20 @@ extension Trainer {
         }
         let ws = work.network
         let terms = work.capabilities.batchLosses
-        let model = self.model
         let gater = work.capabilities.gate
         let gates = gater.flatMap { plugins[$0].callGates(route: route, step: work.index) }
         let columns = work.capabilities.column
+        if terms.isEmpty && gates == nil && columns == nil {
+            return (plainDataLoss(features: features, labels: labels, count: count, route: route, scale: scale,
+                                  work: &work, accumulate: accumulate), 0)
+        }
+        let model = self.model
         if let gates {
             if work.gateGradient.count != gates.count { work.gateGradient = [Float](repeating: 0, count: gates.count) }
             work.gateGradient.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
         }
         let result: (Double, Double) = work.gradient.withUnsafeMutableBufferPointer { g in
             if !accumulate { g.update(repeating: 0) }
-            if terms.isEmpty && gates == nil && columns == nil {
-                let skip = model.frozenPrefix > 0 && onlyTheOptimizerReadsTheGradient(work.capabilities)
-                guard let active = work.active else {
-                    return (model.lossAndGradient(features: features, labels: labels, count: count, route: route,
-                                                  scale: scale, workspace: ws, gradient: g.baseAddress!,
-                                                  skippingFrozen: skip), 0)
-                }
-                return active.withUnsafeBufferPointer { a in
-                    (model.lossAndGradient(features: features, labels: labels, count: count, route: route,
-                                           scale: scale, workspace: ws, gradient: g.baseAddress!, active: a.baseAddress!,
-                                           skippingFrozen: skip), 0)
-                }
-            }
             guard count > 0 else { return (0.0, 0.0) }
             model.forward(features, count: count, route: route, workspace: ws, gates: gates)
             let replaced = columns.map {
@@ -219,6 +210,28 @@ extension Trainer {
             work.gateGradient.withUnsafeBufferPointer { plugins[k].callDidBackward(gateGradient: $0, route: route, step: work.index) }
         }
         return result
+    }
+
+    /// `dataLoss` without batch-loss terms, gates or column plugins: `MLP.lossAndGradient` on the
+    /// model in place. (Not on a copy: `let model = self.model` retained and released every array
+    /// of the model each step, 7 % of the seed model's step.)
+    func plainDataLoss(features: UnsafePointer<Float>, labels: UnsafePointer<Int32>, count: Int, route: Int,
+                       scale: Float, work: inout StepWorkspace, accumulate: Bool) -> Double {
+        let ws = work.network
+        let skip = model.frozenPrefix > 0 && onlyTheOptimizerReadsTheGradient(work.capabilities)
+        let active = work.active
+        return work.gradient.withUnsafeMutableBufferPointer { g in
+            if !accumulate { g.update(repeating: 0) }
+            guard let active else {
+                return model.lossAndGradient(features: features, labels: labels, count: count, route: route,
+                                             scale: scale, workspace: ws, gradient: g.baseAddress!, skippingFrozen: skip)
+            }
+            return active.withUnsafeBufferPointer { a in
+                model.lossAndGradient(features: features, labels: labels, count: count, route: route, scale: scale,
+                                      workspace: ws, gradient: g.baseAddress!, active: a.baseAddress!,
+                                      skippingFrozen: skip)
+            }
+        }
     }
 
     /// The optimizer mask for `batch`: `model.trainable`, restricted on multi-route models to the
