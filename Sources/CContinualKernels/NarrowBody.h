@@ -111,6 +111,7 @@ KINL void KFN(narrow_weight_gradient)(const float *x, const float *dz, float *dw
 
 #ifdef CK_WIDE_TILE
 #include "TinyBody.h"
+#include "TinyFused.h"
 #define KTINY(n, m, batch) KFN(tiny_fits)((n), (m), (batch))
 #else
 #define KTINY(n, m, batch) 0
@@ -123,7 +124,14 @@ static KATTR void KFN(mlp_forward)(const float *params, const ck_layer *layers, 
         const float *w = params + L->weights, *b = params + L->bias;
         if (KTINY(L->inputs, L->outputs, batch)) {
 #ifdef CK_WIDE_TILE
-            KFN(tiny_forward)(acts[l], w, b, acts[l + 1], batch, L->inputs, L->outputs, L->relu);
+            const ck_layer *N = l + 1 < count ? L + 1 : 0;  // a one-output layer next: computed with this one
+            if (N && L->outputs >= 2 && L->outputs <= 8 && N->outputs == 1) {
+                KFN(tiny_forward)(acts[l], w, b, acts[l + 1], batch, L->inputs, L->outputs, L->relu,
+                                  params + N->weights, params + N->bias, acts[l + 2], N->relu);
+                l++;
+                continue;
+            }
+            KFN(tiny_forward)(acts[l], w, b, acts[l + 1], batch, L->inputs, L->outputs, L->relu, 0, 0, 0, 0);
 #endif
         } else if (L->inputs <= CK_NARROW && L->outputs <= CK_NARROW) {
             KFN(narrow_forward)(acts[l], w, b, acts[l + 1], batch, L->inputs, L->outputs, L->relu);
@@ -141,6 +149,7 @@ static KATTR void KFN(mlp_backward)(const float *params, const ck_layer *layers,
                                     float *const *acts, float *delta, float *bufA, float *bufB,
                                     float *grad, float *input_grad, long batch) {
     int masked = 0;  // delta already carries this layer's ReLU derivative (fused in the layer above)
+    int paired = 0;  // this layer's weight gradient was made with the layer above's (tiny_top_two)
     for (long l = count - 1; l >= 0; l--) {
         const ck_layer *L = layers + l;
         long n = L->inputs, m = L->outputs;
@@ -148,7 +157,16 @@ static KATTR void KFN(mlp_backward)(const float *params, const ck_layer *layers,
         const float *x = acts[l];
         int narrow = n <= CK_NARROW && m <= CK_NARROW, tiny = KTINY(n, m, batch);
 #ifdef CK_WIDE_TILE
-        if (tiny) KFN(tiny_weight_gradient)(x, delta, grad + L->weights, grad + L->bias, batch, n, m);
+        if (l > 0 && !paired && KFN(tiny_top_fits)(L - 1, L, batch)) {  // this layer and the one below, together
+            const ck_layer *A = L - 1;
+            KFN(tiny_top_two_any)(acts[l - 1], x, params + L->weights, delta, bufA, grad + L->weights, grad + L->bias,
+                                  grad + A->weights, grad + A->bias, batch, A->inputs, n, A->relu);
+            masked = A->relu, paired = 1, delta = bufA;
+            float *t = bufA; bufA = bufB; bufB = t;
+            continue;
+        }
+        if (paired) paired = 0;  // its weight gradient came with the layer above's
+        else if (tiny) KFN(tiny_weight_gradient)(x, delta, grad + L->weights, grad + L->bias, batch, n, m);
         else
 #endif
         if (narrow) KFN(narrow_weight_gradient)(x, delta, grad + L->weights, grad + L->bias, batch, n, m);

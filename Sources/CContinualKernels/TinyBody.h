@@ -126,8 +126,13 @@ KINL void KFN(tiny_pairs)(const float *x, long n, float *out) {
 
 /// y = act(b + x·w) for 1 to 8 outputs (N inputs): two rows per vector, interleaved; 16 rows
 /// (8 vectors, 8 chains in flight) at a time.
+KINL void KFN(tiny_column_after_pairs)(const __m512 acc[8], const float *w, float b, float *y, long m, int relu);
+
+/// `next` (when not null): the layer after this one, with one output (TinyFused.h), computed from
+/// the accumulators in registers into `y2`.
 KINL void KFN(tiny_forward_pairs)(const int N, const int G, const float *x, const float *w, const float *b,
-                                  float *y, long batch, long m, int relu) {
+                                  float *y, long batch, long m, int relu, const float *w2, const float *b2,
+                                  float *y2, int relu2) {
     const __mmask16 km = KFN(tiny_mask)(m);
     __m512 wk[TINY_MAX];
     for (int k = 0; k < N; k++) wk[k] = KFN(tiny_double)(_mm512_maskz_loadu_ps(km, w + k * m));
@@ -141,11 +146,14 @@ KINL void KFN(tiny_forward_pairs)(const int N, const int G, const float *x, cons
             _Pragma("clang loop unroll(full)") for (int p = 0; p < G; p++)
                 acc[p] = _mm512_fmadd_ps(KFN(tiny_pair)(pairs[p] + TINY_PAIR_AT(k)), wk[k], acc[p]);
         _Pragma("clang loop unroll(full)") for (int p = 0; p < G; p++) {
-            const __m512 v = KFN(tiny_unzip)(relu ? KFN(tiny_relu)(acc[p]) : acc[p]);
+            if (relu) acc[p] = KFN(tiny_relu)(acc[p]);
+            const __m512 v = KFN(tiny_unzip)(acc[p]);
             float *row = y + (s0 + 2 * p) * m;
             if (m == 8) _mm512_storeu_ps(row, v);
             else KFN(tiny_store_halves)(row, row + m, v, m);
         }
+        if (w2)
+            for (int q = 0; q < G; q += 8) KFN(tiny_column_after_pairs)(acc + q, w2, b2[0], y2 + s0 + 2 * q, m, relu2);
     }
 }
 
@@ -265,12 +273,15 @@ KINL int KFN(tiny_fits)(long n, long m, long batch) {
     case 15: CALL(15); break; default: CALL(16); break;                                            \
     }
 
+/// One tiny layer's forward; with `w2` (a next layer of one output after 2–8 outputs here), that
+/// layer's too, from this one's registers (TinyFused.h).
 static KATTR __attribute__((noinline)) void KFN(tiny_forward)(const float *x, const float *w, const float *b,
-                                                              float *y, long batch, long n, long m, int relu) {
+                                                              float *y, long batch, long n, long m, int relu,
+                                                              const float *w2, const float *b2, float *y2, int relu2) {
 #define TINY_ROWS(N) KFN(tiny_forward_rows)((N), x, w, b, y, batch, m, relu)
 #define TINY_PAIRS(N) do { /* 16 pairs (16 chains) at a time where the batch allows */ \
-        if (batch % 32 == 0) KFN(tiny_forward_pairs)((N), 16, x, w, b, y, batch, m, relu); \
-        else KFN(tiny_forward_pairs)((N), 8, x, w, b, y, batch, m, relu); } while (0)
+        if (batch % 32 == 0) KFN(tiny_forward_pairs)((N), 16, x, w, b, y, batch, m, relu, w2, b2, y2, relu2); \
+        else KFN(tiny_forward_pairs)((N), 8, x, w, b, y, batch, m, relu, w2, b2, y2, relu2); } while (0)
 #define TINY_COLUMN(N) KFN(tiny_forward_column)((N) < 8 ? (N) : 8, x, w, b, y, batch, relu)
     if (m > 8) TINY_SWITCH(n, TINY_ROWS)
     else if (m == 1 && n <= 8) TINY_SWITCH(n, TINY_COLUMN)
