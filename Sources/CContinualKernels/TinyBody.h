@@ -9,11 +9,14 @@
 //     input is stored pair by pair (`tiny_pairs`), and the weights' row with each value doubled;
 //   - the weight gradient of 2 to 8 outputs: rows i and i + 1 interleaved the same way, the
 //     broadcast being (x[s, i], x[s, i + 1]), adjacent in x as it is;
-//   - one output: the weight gradient's inputs along the lanes (dw is then one column).
+//   - one output: the forward 16 rows per vector (≤ 8 inputs, x's columns transposed in
+//     registers), the weight gradient with the inputs along the lanes (dw is then one column).
+// TinyFused.h runs a one-output layer and the 2–8-output layer below it as one pass.
 // Every element is still the one chain of KernelBody.h — the forward from its bias over k in
 // order, the weight gradient from memory over the batch in order, the input gradient from +0 over
 // the outputs in order — and the selections of ck_relu_forward / ck_relu_backward, so the bits
-// are the narrow tiles' (KernelPathTests compare every path).
+// are the narrow tiles' (DenseChainTests compare whole networks with the layer-by-layer products
+// on every path, KernelPathTests those products between paths).
 
 #include <immintrin.h>
 
