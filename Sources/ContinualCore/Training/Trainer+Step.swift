@@ -153,7 +153,6 @@ extension Trainer {
                                         batch: batch, scale: scale, experience: experience, work: &work,
                                         accumulate: accumulate)
         }
-        let ws = work.network
         let terms = work.capabilities.batchLosses
         let gater = work.capabilities.gate
         let gates = gater.flatMap { plugins[$0].callGates(route: route, step: work.index) }
@@ -162,7 +161,7 @@ extension Trainer {
             return (plainDataLoss(features: features, labels: labels, count: count, route: route, scale: scale,
                                   work: &work, accumulate: accumulate), 0)
         }
-        let model = self.model
+        let ws = work.network, model = self.model
         if let gates {
             if work.gateGradient.count != gates.count { work.gateGradient = [Float](repeating: 0, count: gates.count) }
             work.gateGradient.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }

@@ -29,13 +29,6 @@ final class ModelHandoff: @unchecked Sendable {
         held = (Key(spec: model.spec, seed: seed), model)
     }
 
-    /// Whether a model is held (offered and not yet taken).
-    var holdsModel: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return held != nil
-    }
-
     /// The offered model of `spec` and `seed`, removed from the handoff; nil if there is none.
     func take(spec: MLPSpec, seed: UInt64) -> MLP? {
         lock.lock()
