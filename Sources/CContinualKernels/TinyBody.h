@@ -59,6 +59,41 @@ KINL void KFN(tiny_store_halves)(float *p, float *q, __m512 v, long m) {
     _mm512_mask_storeu_ps(q, k, _mm512_shuffle_f32x4(v, v, 0xEE));
 }
 
+/// Rows 2t and 2t + 1 of dw (N rows of m ≤ 8) interleaved as the pair kernels accumulate them
+/// (tiny_zip); a missing row 2t + 1 (odd N) reads as zeros.
+KINL __m512 KFN(tiny_load_pair_rows)(const float *dw, int t, int N, long m) {
+    const __mmask16 km = KFN(tiny_mask)(m);
+    const __m512 hi = 2 * t + 1 < N ? _mm512_maskz_loadu_ps(km, dw + (2 * t + 1) * m) : _mm512_setzero_ps();
+    return KFN(tiny_zip)(_mm512_maskz_loadu_ps(km, dw + 2 * t * m), hi);
+}
+
+/// tiny_load_pair_rows' inverse: rows 2t and, when N has it, 2t + 1 stored back.
+KINL void KFN(tiny_store_pair_rows)(float *dw, int t, int N, long m, __m512 acc) {
+    const __m512 v = KFN(tiny_unzip)(acc);
+    const __mmask16 km = KFN(tiny_mask)(m);
+    _mm512_mask_storeu_ps(dw + 2 * t * m, km, v);
+    if (2 * t + 1 < N) _mm512_mask_storeu_ps(dw + (2 * t + 1) * m, km, _mm512_shuffle_f32x4(v, v, 0xEE));
+}
+
+/// The broadcast of pair t of a row x (N values): (x[2t], x[2t + 1]); an odd N's last pair
+/// broadcasts x[N − 1] alone (its odd lanes are never stored, and x[N] may lie past the buffer).
+KINL __m512 KFN(tiny_row_pair)(const float *x, int t, int N) {
+    return 2 * t + 1 < N ? KFN(tiny_pair)(x + 2 * t) : _mm512_set1_ps(x[2 * t]);
+}
+
+/// v where below > 0, else +0: ck_relu_backward's selection (NaN below gives +0).
+KINL __m512 KFN(tiny_where_above_zero)(__m512 below, __m512 v) {
+    return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(below, _mm512_setzero_ps(), _CMP_GT_OQ), v);
+}
+
+/// One output over 16 rows from the inputs' columns z[0..<N]: act(b + Σ_k z[k]·w[k]), one chain
+/// per lane over k from the bias, stored to y[0..<16].
+KINL void KFN(tiny_column_output)(const __m512 *z, long N, const float *w, float b, float *y, int relu) {
+    __m512 acc = _mm512_set1_ps(b);
+    for (int k = 0; k < N; k++) acc = _mm512_fmadd_ps(z[k], _mm512_set1_ps(w[k]), acc);
+    _mm512_storeu_ps(y, relu ? KFN(tiny_relu)(acc) : acc);
+}
+
 /// Rows r and r + 1 of a matrix of w ≤ 8 columns (row stride w) as one vector: [row r, zeros to
 /// lane 8 | row r + 1, zeros]; rows at or past `rows` read as zeros.
 KINL __m512 KFN(tiny_two_rows)(const float *a, long r, long rows, long w) {
@@ -92,9 +127,7 @@ KINL void KFN(tiny_forward_column)(const int N, const float *x, const float *w, 
         __m512 z[8];
         for (int p = 0; p < 8; p++) z[p] = KFN(tiny_two_rows)(x + s0 * N, 2 * p, 16, N);
         KFN(tiny_columns8)(z);
-        __m512 acc = _mm512_set1_ps(b[0]);
-        for (int k = 0; k < N; k++) acc = _mm512_fmadd_ps(z[k], _mm512_set1_ps(w[k]), acc);
-        _mm512_storeu_ps(y + s0, relu ? KFN(tiny_relu)(acc) : acc);
+        KFN(tiny_column_output)(z, N, w, b[0], y + s0, relu);
     }
 }
 
@@ -127,12 +160,11 @@ KINL void KFN(tiny_pairs)(const float *x, long n, float *out) {
 }
 #define TINY_PAIR_AT(k) ((((k) & 1) | (((k) >> 2) << 1) | ((((k) >> 1) & 1) << 3)) * 2)
 
-/// y = act(b + x·w) for 1 to 8 outputs (N inputs): two rows per vector, interleaved; 16 rows
-/// (8 vectors, 8 chains in flight) at a time.
 KINL void KFN(tiny_column_after_pairs)(const __m512 acc[8], const float *w, float b, float *y, long m, int relu);
 
-/// `next` (when not null): the layer after this one, with one output (TinyFused.h), computed from
-/// the accumulators in registers into `y2`.
+/// y = act(b + x·w) for 1 to 8 outputs (N inputs): two rows per vector, interleaved; 2G rows
+/// (G vectors, G chains in flight) at a time. With `w2`: the layer after this one, of one output
+/// (TinyFused.h), computed from the accumulators in registers into `y2`.
 KINL void KFN(tiny_forward_pairs)(const int N, const int G, const float *x, const float *w, const float *b,
                                   float *y, long batch, long m, int relu, const float *w2, const float *b2,
                                   float *y2, int relu2) {
@@ -185,28 +217,16 @@ KINL void KFN(tiny_weight_gradient_pairs)(const int N, const float *x, const flo
     enum { P = (TINY_MAX + 1) / 2 };
     const int np = (N + 1) / 2;
     __m512 acc[P];
-    _Pragma("clang loop unroll(full)") for (int t = 0; t < np; t++) {
-        const __m512 lo = _mm512_maskz_loadu_ps(km, dw + 2 * t * m);
-        const __m512 hi = 2 * t + 1 < N ? _mm512_maskz_loadu_ps(km, dw + (2 * t + 1) * m) : _mm512_setzero_ps();
-        acc[t] = KFN(tiny_zip)(lo, hi);
-    }
+    _Pragma("clang loop unroll(full)") for (int t = 0; t < np; t++) acc[t] = KFN(tiny_load_pair_rows)(dw, t, N, m);
     __m512 sum = _mm512_maskz_loadu_ps(km, db);
     for (long s = 0; s < batch; s++) {
         const __m512 raw = _mm512_maskz_loadu_ps(km, dz + s * m), d = KFN(tiny_double)(raw);
         const float *xs = x + s * N;
-        _Pragma("clang loop unroll(full)") for (int t = 0; t < np; t++) {
-            // An odd N's last pair broadcasts x[s, N − 1] alone (its odd lanes are never stored).
-            const __m512 a = 2 * t + 1 < N ? KFN(tiny_pair)(xs + 2 * t) : _mm512_set1_ps(xs[2 * t]);
-            acc[t] = _mm512_fmadd_ps(a, d, acc[t]);
-        }
+        _Pragma("clang loop unroll(full)") for (int t = 0; t < np; t++)
+            acc[t] = _mm512_fmadd_ps(KFN(tiny_row_pair)(xs, t, N), d, acc[t]);
         sum = _mm512_add_ps(sum, raw);
     }
-    _Pragma("clang loop unroll(full)") for (int t = 0; t < np; t++) {
-        const __m512 v = KFN(tiny_unzip)(acc[t]);
-        const __mmask16 k = KFN(tiny_mask)(m);
-        _mm512_mask_storeu_ps(dw + 2 * t * m, k, v);
-        if (2 * t + 1 < N) _mm512_mask_storeu_ps(dw + (2 * t + 1) * m, k, _mm512_shuffle_f32x4(v, v, 0xEE));
-    }
+    _Pragma("clang loop unroll(full)") for (int t = 0; t < np; t++) KFN(tiny_store_pair_rows)(dw, t, N, m, acc[t]);
     _mm512_mask_storeu_ps(db, km, sum);
 }
 
@@ -250,11 +270,7 @@ KINL void KFN(tiny_input_gradient)(const int M, const float *dz, const float *w,
             _Pragma("clang loop unroll(full)") for (int r = 0; r < 16; r++) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(ds[r * M + j]), wj[j], acc[r]);
         _Pragma("clang loop unroll(full)") for (int r = 0; r < 16; r++) {
             __m512 v = acc[r];
-            if (below) {
-                const __mmask16 up = _mm512_cmp_ps_mask(_mm512_maskz_loadu_ps(kn, below + (s0 + r) * n),
-                                                        _mm512_setzero_ps(), _CMP_GT_OQ);
-                v = _mm512_maskz_mov_ps(up, v);
-            }
+            if (below) v = KFN(tiny_where_above_zero)(_mm512_maskz_loadu_ps(kn, below + (s0 + r) * n), v);
             _mm512_mask_storeu_ps(dx + (s0 + r) * n, kn, v);
         }
     }

@@ -25,9 +25,7 @@ KINL void KFN(tiny_column_after_pairs)(const __m512 acc[8], const float *w, floa
     __m512 z[8];
     for (int p = 0; p < 8; p++) z[p] = acc[p];
     KFN(tiny_columns_pairs)(z);
-    __m512 v = _mm512_set1_ps(b);
-    for (int j = 0; j < m; j++) v = _mm512_fmadd_ps(z[j], _mm512_set1_ps(w[j]), v);
-    _mm512_storeu_ps(y, relu ? KFN(tiny_relu)(v) : v);
+    KFN(tiny_column_output)(z, m, w, b, y, relu);
 }
 
 /// The top two layers' backward in one pass over the batch, where the top layer B has one output
@@ -42,9 +40,7 @@ KINL void KFN(tiny_top_two)(const int N, const float *xa, const float *xb, const
     const int np = (N + 1) / 2;
     const __m512 w = _mm512_maskz_loadu_ps(km, wb);
     __m512 acc[(TINY_MAX + 1) / 2];
-    _Pragma("clang loop unroll(full)") for (int t = 0; t < np; t++)
-        acc[t] = KFN(tiny_zip)(_mm512_maskz_loadu_ps(km, gwa + 2 * t * m),
-                               2 * t + 1 < N ? _mm512_maskz_loadu_ps(km, gwa + (2 * t + 1) * m) : _mm512_setzero_ps());
+    _Pragma("clang loop unroll(full)") for (int t = 0; t < np; t++) acc[t] = KFN(tiny_load_pair_rows)(gwa, t, N, m);
     __m512 col = _mm512_maskz_loadu_ps(km, gwb), sum = _mm512_maskz_loadu_ps(km, gba);
     float bias = gbb[0];
     for (long s = 0; s < batch; s++) {
@@ -53,20 +49,14 @@ KINL void KFN(tiny_top_two)(const int N, const float *xa, const float *xb, const
         col = _mm512_fmadd_ps(xs, es, col);
         bias = bias + e;
         __m512 d = _mm512_fmadd_ps(es, w, _mm512_setzero_ps());  // from +0, one output
-        if (relu) d = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(xs, _mm512_setzero_ps(), _CMP_GT_OQ), d);
+        if (relu) d = KFN(tiny_where_above_zero)(xs, d);
         _mm512_mask_storeu_ps(dz + s * m, km, d);
         sum = _mm512_add_ps(sum, d);
         const __m512 dd = KFN(tiny_double)(d);
-        const float *as = xa + s * N;
-        // An odd N's last pair broadcasts x[s, N − 1] alone (its odd lanes are never stored).
         _Pragma("clang loop unroll(full)") for (int t = 0; t < np; t++)
-            acc[t] = _mm512_fmadd_ps(2 * t + 1 < N ? KFN(tiny_pair)(as + 2 * t) : _mm512_set1_ps(as[2 * t]), dd, acc[t]);
+            acc[t] = _mm512_fmadd_ps(KFN(tiny_row_pair)(xa + s * N, t, N), dd, acc[t]);
     }
-    _Pragma("clang loop unroll(full)") for (int t = 0; t < np; t++) {
-        const __m512 v = KFN(tiny_unzip)(acc[t]);
-        _mm512_mask_storeu_ps(gwa + 2 * t * m, km, v);
-        if (2 * t + 1 < N) _mm512_mask_storeu_ps(gwa + (2 * t + 1) * m, km, _mm512_shuffle_f32x4(v, v, 0xEE));
-    }
+    _Pragma("clang loop unroll(full)") for (int t = 0; t < np; t++) KFN(tiny_store_pair_rows)(gwa, t, N, m, acc[t]);
     _mm512_mask_storeu_ps(gwb, km, col);
     _mm512_mask_storeu_ps(gba, km, sum);
     gbb[0] = bias;
