@@ -167,7 +167,7 @@ static KATTR __attribute__((noinline)) void KFN(gemm_direct_ep)(long M, long j0,
 #define KZCALL2(R, i) KZCALL(2, R, i)
 #define KZCALL1(R, i) KZCALL(1, R, i)
             if (rows8) {
-                if (j + 32 <= j1) { KPROWSN(8, M, KZCALL2); j += 16; }
+                if (j + 32 <= j1) { KPROWS12(M, KZCALL2); j += 16; }
                 else KPROWSN(8, M, KZCALL1);
             } else if (j + 32 <= j1) {
                 KPROWS(M, KZCALL2);
@@ -263,9 +263,11 @@ KINL void KFN(pack_wt)(float *pack, long ld, const float *w, long ldw, long kn, 
 }
 
 #include "PackedBody.h"
+#include "ColumnBody.h"
 
 static KATTR void KFN(forward)(const float *x, const float *w, const float *b, float *y,
                                long batch, long inputs, long outputs, long j0, long j1) {
+    if (outputs == 1) { KFN(column_forward)(x, w, b, y, batch, inputs); return; }
     KFN(gemm)(batch, j0, j1, inputs, x, inputs, 1, w, outputs, y, outputs, b);
 }
 
@@ -274,7 +276,9 @@ static KATTR void KFN(forward)(const float *x, const float *w, const float *b, f
 /// otherwise in place.
 static KATTR void KFN(weight_gradient)(const float *x, const float *xt, const float *dz, float *dw, float *db,
                                        long batch, long inputs, long outputs, long j0, long j1) {
-    if (xt) {
+    if (outputs == 1) {
+        KFN(column_weight_gradient)(x, dz, dw, batch, inputs);
+    } else if (xt) {
         KFN(gemm)(inputs, j0, j1, batch, xt, batch, 1, dz, outputs, dw, outputs, 0);
     } else {
         KFN(gemm)(inputs, j0, j1, batch, x, 1, inputs, dz, outputs, dw, outputs, 0);
@@ -353,6 +357,7 @@ static KATTR void KFN(input_gradient)(const float *dz, const float *w, float *dx
         for (long s = 0; s < batch; s++) __builtin_memset(dx + s * inputs + k0, 0, (size_t)(k1 - k0) * sizeof(float));
         return;
     }
+    if (outputs == 1) { KFN(column_input_gradient)(dz, w, dx, batch, inputs, k0, k1); return; }
     if (batch <= 4) { KFN(input_gradient_small)(dz, w, dx, batch, inputs, outputs, k0, k1); return; }
 #ifdef CK_WIDE_TILE
     if (batch >= CK_PANEL_ROWS && outputs >= CK_PKC && k1 - k0 >= 32 && ck_panels_wanted()) {

@@ -69,7 +69,15 @@ KINL void KFN(packed_block)(const float *apack, const float *pack, long M, long 
 /// bit. Narrow B or few rows: `gemm_direct` (B in place).
 static KATTR __attribute__((noinline)) void KFN(gemm)(long M, long j0, long j1, long P,
         const float *A, long ars, long aps, const float *B, long ldb, float *C, long ldc, const float *init) {
-    if (ldb <= 64 || M < 8 || P == 0) { KFN(gemm_direct)(M, j0, j1, P, A, ars, aps, B, ldb, C, ldc, init); return; }
+#ifdef KPTILE32
+    // 9–12 rows less than 4 kB apart on the two-unit layouts: gemm_direct's one tile per strip
+    // (KPROWS12) reads B in place, since a packed copy would be read once too (a first layer's
+    // 10 × 128 → 1024 weight gradient, Zen 5 kind: 25 → 16 µs).
+    const int one_tile = M <= CK_WIDE_ROWS_MAX && ars < 1024 && ck_panels_wanted();
+#else
+    const int one_tile = 0;
+#endif
+    if (ldb <= 64 || M < 8 || P == 0 || one_tile) { KFN(gemm_direct)(M, j0, j1, P, A, ars, aps, B, ldb, C, ldc, init); return; }
 #ifdef KPTILE32
     // The panel products (PanelBody.h) where ck_panels_wanted says so, for products of at least
     // CK_PANEL_ROWS rows and CK_PANEL_COLUMNS columns: each packed panel of A serves every strip

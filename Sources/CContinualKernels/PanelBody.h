@@ -22,7 +22,7 @@
 
 /// C[r, 0..<32] for r < MR: chains over p < P of a(r, p) = ap[p·aps + r] times bp[32·p ..]
 /// (WideTile.h's tile, reading the panel and a packed strip).
-#define KPANELTILE(R, P, ap, aps, bp, C, ldc, init) KFN(ztile)((R), 2, (P), (ap), 1, (aps), (bp), 32, (C), (ldc), (init), CK_EP_NONE, 0, 0)
+#define KPANELTILE(R, P, ap, aps, bp, C, ldc, init) KFN(ztile)((R), 2, (P), (ap), 1, (aps), (bp), 32, (C), (ldc), (init), CK_EP_NONE, 0, 0, 0)
 
 /// A's rows [i, i + rn) × steps [pc, pc + pn) into one panel: a(i + r, pc + p) at panel[p·CK_PMR + r].
 KINL void KFN(ppack_a)(float *panel, const float *A, long ars, long aps, long i, long rn, long pc, long pn) {
@@ -51,6 +51,25 @@ KINL void KFN(panel_row)(const float *panel, long rn, long pn, const float *bpac
     }
 }
 
+/// B's strip s of a block [pc, pc + pn) packed: pack_wt for wᵀ, pack_b otherwise.
+KINL void KFN(pack_strip)(float *bpack, const float *B, long ldb, int bt, long j0, long s, long pc, long pn) {
+    if (bt) KFN(pack_wt)(bpack + s * 32 * pn, 32, B + (j0 + 32 * s) * ldb + pc, ldb, 32, pn);
+    else KFN(pack_b)(32, bpack + s * 32 * pn, B, ldb, pc, pn, j0 + 32 * s);
+}
+
+/* With few panels of A per block of B (CK_PANEL_COPY_ROWS rows or fewer) and B read in place,
+   the first panel's tiles read each strip of B in place and store the packed copy (ztile's
+   `copy`): the packing's loads (W's rows, 4 kB apart, from L3) then wait beside that panel's
+   multiply-adds instead of in a pass of their own with the FMA units idle. W = 1024, 1024 × 1024
+   forward, Zen 5 kind, one thread, medians of 21 alternated in one process, three runs: batch
+   128 1,208–1,256 → 1,151–1,217 µs, 256 2,328–2,352 → 2,270–2,326, but 512 4,633–4,742 →
+   4,666–4,853 (so not there). Not for wᵀ, which pack_wt transposes: transposing it 8 steps at a
+   time inside the first tile, or on 16-float vectors, measured no faster. Prefetching the next
+   strip's source from the first panel's tiles instead gained 1–3.5 % on these products alone
+   (the forward at 512, the input gradient) but nothing in a training step (`continual bench`,
+   10-1024-1024-2, medians of 7: batch 128 3,539 → 3,528 µs, 512 14,348 → 14,441). */
+#define CK_PANEL_COPY_ROWS 256
+
 /// C[i, j] for i < M and j in [j0, jend), jend = j0 + 32·⌊(j1 − j0)/32⌋: gemm's chains through
 /// panels; returns jend (the caller does the columns past the last whole strip). B(p, j) is
 /// B[p·ldb + j], or B[j·ldb + p] when `bt` (wᵀ, for the input gradient: packed by pack_wt).
@@ -63,12 +82,18 @@ static KATTR __attribute__((noinline)) long KFN(gemm_panels)(long M, long j0, lo
     long strips = (j1 - j0) / 32;
     for (long pc = 0; pc < P; pc += CK_PKC) {
         long pn = P - pc < CK_PKC ? P - pc : CK_PKC;
-        for (long s = 0; s < strips; s++) {
-            if (bt) KFN(pack_wt)(bpack + s * 32 * pn, 32, B + (j0 + 32 * s) * ldb + pc, ldb, 32, pn);
-            else KFN(pack_b)(32, bpack + s * 32 * pn, B, ldb, pc, pn, j0 + 32 * s);
-        }
         const float *st = (pc == 0 && init) ? init + (init_step ? j0 : 0) : 0;
-        for (long i = 0; i < M; i += CK_PMR) {
+        long i = 0;
+        if (!bt && M >= CK_PMR && M <= CK_PANEL_COPY_ROWS) {  // the first panel, packing B as it reads it
+            KFN(ppack_a)(panel, A, ars, aps, 0, CK_PMR, pc, pn);
+            for (long s = 0; s < strips; s++)
+                KFN(ztile)(CK_PMR, 2, pn, panel, 1, CK_PMR, B + pc * ldb + j0 + 32 * s, ldb, C + j0 + 32 * s, ldc,
+                           st ? st + s * init_step : 0, CK_EP_NONE, 0, 0, bpack + s * 32 * pn);
+            i = CK_PMR;
+        } else {
+            for (long s = 0; s < strips; s++) KFN(pack_strip)(bpack, B, ldb, bt, j0, s, pc, pn);
+        }
+        for (; i < M; i += CK_PMR) {
             long rn = M - i < CK_PMR ? M - i : CK_PMR;
             KFN(ppack_a)(panel, A, ars, aps, i, rn, pc, pn);
             KFN(panel_row)(panel, rn, pn, bpack, strips, C + i * ldc + j0, ldc, st, init_step);

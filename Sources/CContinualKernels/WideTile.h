@@ -26,14 +26,20 @@ typedef int v16i __attribute__((ext_vector_type(16)));
 /// C[r, 0..<16·NV] for r < MR (NV = 1 or 2 vectors per row): chains over p < P of
 /// a(r, p) = A[r·ars + p·aps] times B[p·ldb ..]; with two vectors each broadcast value of A
 /// feeds two multiply-adds. `ep` (CK_EP_*) is applied as C is stored (mask `em`, row stride `ldm`).
+/// `copy` (when not null): each row of B read is also stored there, 16·NV floats per step (the
+/// panels' first tile packs its strip of B as it reads it in place).
 KINL void KFN(ztile)(const int MR, const int NV, long P, const float *A, long ars, long aps,
                      const float *B, long ldb, float *C, long ldc, const float *init,
-                     int ep, const float *em, long ldm) {
+                     int ep, const float *em, long ldm, float *copy) {
     v16 acc[CK_WIDE_ROWS_MAX][2];
     _Pragma("clang loop unroll(full)") for (int r = 0; r < MR; r++)
         for (int v = 0; v < NV; v++) acc[r][v] = init ? CK_LD16(init + 16 * v) : CK_LD16(C + r * ldc + 16 * v);
     for (long p = 0; p < P; p++) {
         v16 b0 = CK_LD16(B + p * ldb), b1 = NV > 1 ? CK_LD16(B + p * ldb + 16) : b0;
+        if (copy) {
+            CK_ST16(copy + 16 * NV * p, b0);
+            if (NV > 1) CK_ST16(copy + 16 * NV * p + 16, b1);
+        }
         const float *ap = A + p * aps;
         _Pragma("clang loop unroll(full)") for (int r = 0; r < MR; r++) {
             v16 a = (v16)(ap[r * ars]);
@@ -56,11 +62,23 @@ KINL void KFN(ztile)(const int MR, const int NV, long P, const float *A, long ar
         if (2 < (N) && (M) - i >= 2) { CALL((2 < (N) ? 2 : 1), i); i += 2; }                \
         if ((M) - i >= 1) { CALL(1, i); i += 1; }                                           \
     } while (0)
+/// 9–12 rows as one tile (a first layer's weight gradient, 10 inputs: a tile of 8 rows and one of
+/// 2, whose 4 chains wait on the multiply-add latency, took as long as two of 8); otherwise KPROWSN(8).
+#define KPROWS12(M, CALL)                                                                   \
+    do {                                                                                    \
+        switch (M) {                                                                        \
+        case 9: CALL(9, 0); break;                                                          \
+        case 10: CALL(10, 0); break;                                                        \
+        case 11: CALL(11, 0); break;                                                        \
+        case 12: CALL(12, 0); break;                                                        \
+        default: KPROWSN(8, M, CALL); break;                                                \
+        }                                                                                   \
+    } while (0)
 /// Tiles of R rows × 16·NV columns over a packed strip (rows 16·NV floats apart), and over B in
 /// place (row stride ldb) for gemm_direct's plain strips.
-#define KPTILE(R, pn, A, ars, aps, pack, C, ldc, start) KFN(ztile)((R), 1, (pn), (A), (ars), (aps), (pack), 16, (C), (ldc), (start), CK_EP_NONE, 0, 0)
-#define KPTILE32(R, pn, A, ars, aps, pack, C, ldc, start) KFN(ztile)((R), 2, (pn), (A), (ars), (aps), (pack), 32, (C), (ldc), (start), CK_EP_NONE, 0, 0)
-#define KDTILE(R, NV, pn, A, ars, aps, B, ldb, C, ldc, start, ep, em, ldm) KFN(ztile)((R), (NV), (pn), (A), (ars), (aps), (B), (ldb), (C), (ldc), (start), (ep), (em), (ldm))
+#define KPTILE(R, pn, A, ars, aps, pack, C, ldc, start) KFN(ztile)((R), 1, (pn), (A), (ars), (aps), (pack), 16, (C), (ldc), (start), CK_EP_NONE, 0, 0, 0)
+#define KPTILE32(R, pn, A, ars, aps, pack, C, ldc, start) KFN(ztile)((R), 2, (pn), (A), (ars), (aps), (pack), 32, (C), (ldc), (start), CK_EP_NONE, 0, 0, 0)
+#define KDTILE(R, NV, pn, A, ars, aps, B, ldb, C, ldc, start, ep, em, ldm) KFN(ztile)((R), (NV), (pn), (A), (ars), (aps), (B), (ldb), (C), (ldc), (start), (ep), (em), (ldm), 0)
 /// Full tiles of KPR rows, then the rest in tiles of 16, 8, 4, 2 and 1 rows (each smaller than
 /// KPR, so within the last packed panel, which starts at a multiple of KPR).
 #define KPROWS(M, CALL)                                                                     \

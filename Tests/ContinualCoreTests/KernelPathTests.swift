@@ -20,6 +20,11 @@ import Testing
         (13, 1030, 70),
         // avx512-fma: 32- and 16-column strips of 16-float tiles, 4-row tiles and 2- and 1-row tails
         (45, 100, 200), (17, 66, 50), (47, 70, 96),
+        // one output with wide inputs (ColumnBody.h): rows in groups of 32 and 8 and a row tail,
+        // inputs in blocks of 64, 8 and a scalar tail
+        (37, 1030, 1), (72, 200, 1), (9, 67, 1),
+        // 9–12 rows as one tile over B in place: weight gradients of 10 and 12 inputs, a forward of 11 rows
+        (40, 10, 100), (9, 12, 130), (11, 30, 100),
     ]
 
     struct Products {
@@ -157,7 +162,7 @@ import Testing
             let before = Kernels.threads
             defer { Kernels.threads = before }
             // 2^20 multiply-adds and more are split over threads; 100 outputs leave a ragged strip.
-            for (b, n, m) in [(64, 200, 100), (48, 131, 260), (4, 600, 450), (9, 1030, 100)] {
+            for (b, n, m) in [(64, 200, 100), (48, 131, 260), (4, 600, 450), (9, 1030, 100), (600, 2000, 1)] {
                 Kernels.threads = 1
                 let one = Self.products(b, n, m, seed: 3)
                 for t in [2, 3, 7] {
@@ -197,7 +202,8 @@ import Testing
             print("KernelPathTests avx512GivesTheBitsOfAVX2: skipped: \(reason)")
             return
         }
-        for (b, n, m) in Self.shapes + [(512, 256, 256), (100, 333, 257), (269, 61, 101)] {
+        // (140, 520, 300): the panels whose first panel packs B (≤ 256 rows; three blocks of p, the last 8 long)
+        for (b, n, m) in Self.shapes + [(512, 256, 256), (100, 333, 257), (269, 61, 101), (140, 520, 300)] {
             let wide = Kernels.withPath("avx512-fma") { Self.products(b, n, m, seed: 5) }
             let narrow = Kernels.withPath("avx2-fma") { Self.products(b, n, m, seed: 5) }
             #expect(wide.y.map(\.bitPattern) == narrow.y.map(\.bitPattern), "y \(b)×\(n)→\(m)")
