@@ -267,7 +267,7 @@ KINL void KFN(pack_wt)(float *pack, long ld, const float *w, long ldw, long kn, 
 
 static KATTR void KFN(forward)(const float *x, const float *w, const float *b, float *y,
                                long batch, long inputs, long outputs, long j0, long j1) {
-    if (outputs == 1) { KFN(column_forward)(x, w, b, y, batch, inputs); return; }
+    if (outputs == 1) { KFN(column_forward)(x, w, b, y, batch, inputs, CK_EP_NONE); return; }
     KFN(gemm)(batch, j0, j1, inputs, x, inputs, 1, w, outputs, y, outputs, b);
 }
 
@@ -357,7 +357,7 @@ static KATTR void KFN(input_gradient)(const float *dz, const float *w, float *dx
         for (long s = 0; s < batch; s++) __builtin_memset(dx + s * inputs + k0, 0, (size_t)(k1 - k0) * sizeof(float));
         return;
     }
-    if (outputs == 1) { KFN(column_input_gradient)(dz, w, dx, batch, inputs, k0, k1); return; }
+    if (outputs == 1) { KFN(column_input_gradient)(dz, w, dx, 0, batch, inputs, k0, k1); return; }
     if (batch <= 4) { KFN(input_gradient_small)(dz, w, dx, batch, inputs, outputs, k0, k1); return; }
 #ifdef CK_WIDE_TILE
     if (batch >= CK_PANEL_ROWS && outputs >= CK_PKC && k1 - k0 >= 32 && ck_panels_wanted()) {

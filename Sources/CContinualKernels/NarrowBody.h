@@ -43,10 +43,10 @@ KINL void KFN(narrow_columns)(const int NC, const float *x, const float *w, cons
 KINL void KFN(narrow_forward)(const float *x, const float *w, const float *b, float *y,
                               long batch, long inputs, long outputs, int relu) {
     int ep = relu ? CK_EP_RELU : CK_EP_NONE;
+    if (outputs == 1) { KFN(column_forward)(x, w, b, y, batch, inputs, ep); return; }  // ColumnBody.h
     long done = 0;
     if (outputs < 8 && batch >= 8) {
         switch (outputs) {
-        case 1: KFN(narrow_columns)(1, x, w, b, y, batch, inputs, ep); break;
         case 2: KFN(narrow_columns)(2, x, w, b, y, batch, inputs, ep); break;
         case 3: KFN(narrow_columns)(3, x, w, b, y, batch, inputs, ep); break;
         case 4: KFN(narrow_columns)(4, x, w, b, y, batch, inputs, ep); break;
@@ -67,16 +67,7 @@ KINL void KFN(narrow_forward)(const float *x, const float *w, const float *b, fl
 KINL void KFN(narrow_input_gradient)(const float *dz, const float *w, float *dx, const float *below,
                                      long batch, long inputs, long outputs) {
     int ep = below ? CK_EP_MASK : CK_EP_NONE;
-    if (outputs == 1) {
-        for (long s = 0; s < batch; s++) {
-            v8 d = (v8)(dz[s]);
-            long k = 0;
-            for (; k + 8 <= inputs; k += 8)
-                CK_ST(dx + s * inputs + k, CK_EPV(MADDV(d, CK_LD(w + k), (v8)(0.0f)), ep, below + s * inputs + k));
-            for (; k < inputs; k++) dx[s * inputs + k] = CK_EPS(MADDS(dz[s], w[k], 0.0f), ep, below + s * inputs + k);
-        }
-        return;
-    }
+    if (outputs == 1) { KFN(column_input_gradient)(dz, w, dx, below, batch, inputs, 0, inputs); return; }
     static const float zeros[CK_NARROW] = {0};
     float wt[CK_NARROW * CK_NARROW];
     long k = 0;

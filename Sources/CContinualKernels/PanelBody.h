@@ -51,12 +51,6 @@ KINL void KFN(panel_row)(const float *panel, long rn, long pn, const float *bpac
     }
 }
 
-/// B's strip s of a block [pc, pc + pn) packed: pack_wt for wᵀ, pack_b otherwise.
-KINL void KFN(pack_strip)(float *bpack, const float *B, long ldb, int bt, long j0, long s, long pc, long pn) {
-    if (bt) KFN(pack_wt)(bpack + s * 32 * pn, 32, B + (j0 + 32 * s) * ldb + pc, ldb, 32, pn);
-    else KFN(pack_b)(32, bpack + s * 32 * pn, B, ldb, pc, pn, j0 + 32 * s);
-}
-
 /* With few panels of A per block of B (CK_PANEL_COPY_ROWS rows or fewer) and B read in place,
    the first panel's tiles read each strip of B in place and store the packed copy (ztile's
    `copy`): the packing's loads (W's rows, 4 kB apart, from L3) then wait beside that panel's
@@ -91,7 +85,10 @@ static KATTR __attribute__((noinline)) long KFN(gemm_panels)(long M, long j0, lo
                            st ? st + s * init_step : 0, CK_EP_NONE, 0, 0, bpack + s * 32 * pn);
             i = CK_PMR;
         } else {
-            for (long s = 0; s < strips; s++) KFN(pack_strip)(bpack, B, ldb, bt, j0, s, pc, pn);
+            for (long s = 0; s < strips; s++) {
+                if (bt) KFN(pack_wt)(bpack + s * 32 * pn, 32, B + (j0 + 32 * s) * ldb + pc, ldb, 32, pn);
+                else KFN(pack_b)(32, bpack + s * 32 * pn, B, ldb, pc, pn, j0 + 32 * s);
+            }
         }
         for (; i < M; i += CK_PMR) {
             long rn = M - i < CK_PMR ? M - i : CK_PMR;
