@@ -1,5 +1,5 @@
-// One-output dense layers with wide inputs (a binary head on a wide network: 1024 → 1), compiled
-// once per kernel path: KernelBody.h includes this file where KATTR, KFN, KINL, MADDV/MADDS and
+// One-output dense layers (a binary head: 1024 → 1 on a wide network, the narrow chain's 8 → 1
+// too), compiled once per kernel path: KernelBody.h includes this file where KATTR, KFN, KINL, MADDV/MADDS and
 // transpose8 are defined (no include guard on purpose). Through the general products these ran
 // one column wide: the forward and the weight gradient as eight scalar chains at a time, waiting
 // on the multiply-add latency; the input gradient 32 columns at a time over every row, 4 kB
