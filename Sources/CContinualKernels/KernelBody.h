@@ -19,10 +19,13 @@
 #define CK_ST(p, v) do { v8 w_ = (v); __builtin_memcpy((p), &w_, sizeof w_); } while (0)
 /* Epilogues a tile applies to its values as it stores them (selections only, so the bits of a
    separate ck_relu_forward / ck_relu_backward pass): none; ReLU (v <= 0 ? +0 : v); the mask of
-   the ReLU below (m > 0 ? v : +0, m read at the element's place in a matrix of row stride ldm). */
+   the ReLU below (m > 0 ? v : +0, m read at the element's place in a matrix of row stride ldm).
+   CK_EP_SGD (WideTile.h's ztile only): C holds parameters and the tile's values are their
+   gradient g; C ← C − lr·(g + wd·C), ck_sgd_update's arithmetic, with em = {lr, wd}. */
 #define CK_EP_NONE 0
 #define CK_EP_RELU 1
 #define CK_EP_MASK 2
+#define CK_EP_SGD 3
 #define CK_EPV(v, ep, mp) ((ep) == CK_EP_RELU ? (v8)((v8i)(v) & ~((v) <= 0)) \
     : (ep) == CK_EP_MASK ? (v8)((v8i)(v) & (CK_LD(mp) > 0)) : (v))
 #define CK_EPS(v, ep, mp) ((ep) == CK_EP_RELU ? ((v) <= 0 ? 0.0f : (v)) \
@@ -271,43 +274,7 @@ static KATTR void KFN(forward)(const float *x, const float *w, const float *b, f
     KFN(gemm)(batch, j0, j1, inputs, x, inputs, 1, w, outputs, y, outputs, b);
 }
 
-/// `xt`, when not null, is x transposed ([inputs × batch], made once per product by ck_dense_weight_gradient):
-/// with wide inputs the rows of x are far apart in memory, so A(k, s) is read from the copy;
-/// otherwise in place.
-static KATTR void KFN(weight_gradient)(const float *x, const float *xt, const float *dz, float *dw, float *db,
-                                       long batch, long inputs, long outputs, long j0, long j1) {
-    if (outputs == 1) {
-        KFN(column_weight_gradient)(x, dz, dw, batch, inputs);
-    } else if (xt) {
-        KFN(gemm)(inputs, j0, j1, batch, xt, batch, 1, dz, outputs, dw, outputs, 0);
-    } else {
-        KFN(gemm)(inputs, j0, j1, batch, x, 1, inputs, dz, outputs, dw, outputs, 0);
-    }
-    long j = j0;
-    // The bias gradient: each column one chain over the rows in order; eight 8-column vectors at a
-    // time, so eight chains are in flight instead of one waiting on the add latency (Zen 5 kind,
-    // a 10-1024-1024-2 step at batch 128: 4,110 → 4,063 µs, medians of 5 alternated).
-    for (; j + 64 <= j1; j += 64) {
-        v8 acc[8];
-        for (int q = 0; q < 8; q++) acc[q] = CK_LD(db + j + 8 * q);
-        for (long s = 0; s < batch; s++) {
-            const float *d = dz + s * outputs + j;
-            for (int q = 0; q < 8; q++) acc[q] = acc[q] + CK_LD(d + 8 * q);
-        }
-        for (int q = 0; q < 8; q++) CK_ST(db + j + 8 * q, acc[q]);
-    }
-    for (; j + 8 <= j1; j += 8) {
-        v8 acc = CK_LD(db + j);
-        for (long s = 0; s < batch; s++) acc = acc + CK_LD(dz + s * outputs + j);
-        CK_ST(db + j, acc);
-    }
-    for (; j < j1; j++) {
-        float acc = db[j];
-        for (long s = 0; s < batch; s++) acc = acc + dz[s * outputs + j];
-        db[j] = acc;
-    }
-}
-
+#include "GradientBody.h"
 
 /// dx = dz·wᵀ for batch ≤ 4 (EWC's per-sample Fisher, one-sample training): eight rows of w are
 /// loaded at a time and transposed in registers 8 × 8, so each dx[s, k..k+7] is one vector of the
@@ -364,7 +331,8 @@ static KATTR void KFN(input_gradient)(const float *dz, const float *w, float *dx
         // dz's rows a panel at a time, wᵀ packed CK_PKC outputs at a time into 32-column strips.
         float *bpack = (float *)malloc(sizeof(float) * CK_PKC * (size_t)(k1 - k0));
         if (bpack) {
-            k0 = KFN(gemm_panels)(batch, k0, k1, outputs, dz, outputs, 1, w, outputs, 1, dx, inputs, zeros, 0, bpack);
+            k0 = KFN(gemm_panels)(batch, k0, k1, outputs, dz, outputs, 1, w, outputs, 1, dx, inputs, zeros, 0, bpack,
+                                  CK_EP_NONE, 0);
             free(bpack);
             if (k0 == k1) return;
         }

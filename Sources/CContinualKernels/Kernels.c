@@ -142,11 +142,13 @@ static void note_threads_used(int t) { if (t > threads_used) threads_used = t; }
 
 // ---- one product over column ranges, on one thread or several ----
 typedef struct {
-    int kind;  // 0 forward, 1 weight gradient, 2 input gradient
+    int kind;  // 0 forward, 1 weight gradient, 2 input gradient, 3 weight gradient and SGD
     int path;  // chosen on the calling thread (ck_path), so helper threads use the same
     const float *a, *b, *c;  // c: the bias (forward), x transposed or null (weight gradient)
     float *out, *out2;
     long batch, inputs, outputs, c0, c1;
+    float *w, *wb;     // kind 3: the weights and bias updated (out, out2: the gradient's scratch)
+    const float *lw;   // kind 3: {lr, wd}
 } ck_job;
 
 static void run_job(const ck_job *j) {
@@ -154,7 +156,11 @@ static void run_job(const ck_job *j) {
     switch (j->kind) {
     case 0: CK_DISPATCH(j->path, forward, j->a, j->b, j->c, j->out, j->batch, j->inputs, j->outputs, j->c0, j->c1); break;
     case 1: CK_DISPATCH(j->path, weight_gradient, j->a, j->c, j->b, j->out, j->out2, j->batch, j->inputs, j->outputs, j->c0, j->c1); break;
-    default: CK_DISPATCH(j->path, input_gradient, j->a, j->b, j->out, j->batch, j->inputs, j->outputs, j->c0, j->c1); break;
+    case 2: CK_DISPATCH(j->path, input_gradient, j->a, j->b, j->out, j->batch, j->inputs, j->outputs, j->c0, j->c1); break;
+    default:
+        CK_DISPATCH(j->path, weight_gradient_sgd, j->a, j->c, j->b, j->w, j->wb, j->out, j->out2, j->batch, j->inputs,
+                    j->outputs, j->c0, j->c1, j->lw);
+        break;
     }
 }
 
@@ -194,7 +200,7 @@ static void run(ck_job job, long columns) {
 void ck_dense_forward(const float *x, const float *w, const float *b, float *y,
                       long batch, long inputs, long outputs) {
     if (batch <= 0 || outputs <= 0) return;
-    ck_job j = {0, ck_path(), x, w, b, y, 0, batch, inputs, outputs, 0, 0};
+    ck_job j = {0, ck_path(), x, w, b, y, 0, batch, inputs, outputs, 0, 0, 0, 0, 0};
     run(j, outputs);
 }
 
@@ -230,16 +236,14 @@ static float *scratch_get(size_t n) { return (float *)malloc(n * sizeof(float));
 static void scratch_put(float *p) { free(p); }
 #endif
 
-void ck_dense_weight_gradient(const float *x, const float *dz, float *dw, float *db,
-                              long batch, long inputs, long outputs) {
-    if (batch <= 0 || outputs <= 0) return;
-    // With wide inputs and outputs, every column range reads x transposed: made once here, shared
-    // by the threads (a copy: the chains and their order are the same as reading x in place).
-    // Not for fewer than 32 outputs, where the copy cost more than the product it served (a
-    // binary head's 512 × 1024 → 1 weight gradient: 1.7 GFLOP/s with it, 6.4–7.2 without, on the
-    // avx512-fma and avx2-fma paths of the Intel kind), nor on the two-unit layouts (ck_panels_wanted) for 128
-    // inputs or more (the panels read x's rows as they pack A, the 8-row tiles read them in place).
-    int path = ck_path();
+// With wide inputs and outputs, every column range of a weight gradient reads x transposed: made
+// once per product, shared by the threads (a copy: the chains and their order are the same as
+// reading x in place). Not for fewer than 32 outputs, where the copy cost more than the product it
+// served (a binary head's 512 × 1024 → 1 weight gradient: 1.7 GFLOP/s with it, 6.4–7.2 without, on
+// the avx512-fma and avx2-fma paths of the Intel kind), nor on the two-unit layouts
+// (ck_panels_wanted) for 128 inputs or more (the panels read x's rows as they pack A, the 8-row
+// tiles read them in place). Null when x is read in place.
+static float *transposed_input(int path, const float *x, long batch, long inputs, long outputs) {
     int two_unit_layout = path == CK_PATH_AVX512_FMA && inputs >= CK_PANEL_ROWS && ck_panels_wanted();
     float *xt = inputs > 64 && batch >= 8 && outputs >= 32 && !two_unit_layout ? scratch_get((size_t)(inputs * batch)) : 0;
     if (xt) {
@@ -249,7 +253,26 @@ void ck_dense_weight_gradient(const float *x, const float *dz, float *dw, float 
                 for (long s = 0; s < sn; s++) xt[k * batch + s0 + s] = x[(s0 + s) * inputs + k];
         }
     }
-    ck_job j = {1, path, x, dz, xt, dw, db, batch, inputs, outputs, 0, 0};
+    return xt;
+}
+
+void ck_dense_weight_gradient(const float *x, const float *dz, float *dw, float *db,
+                              long batch, long inputs, long outputs) {
+    if (batch <= 0 || outputs <= 0) return;
+    int path = ck_path();
+    float *xt = transposed_input(path, x, batch, inputs, outputs);
+    ck_job j = {1, path, x, dz, xt, dw, db, batch, inputs, outputs, 0, 0, 0, 0, 0};
+    run(j, outputs);
+    if (xt) scratch_put(xt);
+}
+
+void ck_dense_weight_gradient_sgd(const float *x, const float *dz, float *w, float *b, float *gw, float *gb,
+                                  long batch, long inputs, long outputs, float lr, float wd) {
+    if (batch <= 0 || outputs <= 0) return;
+    int path = ck_path();
+    const float lw[2] = {lr, wd};
+    float *xt = transposed_input(path, x, batch, inputs, outputs);
+    ck_job j = {3, path, x, dz, xt, gw, gb, batch, inputs, outputs, 0, 0, w, b, lw};
     run(j, outputs);
     if (xt) scratch_put(xt);
 }
@@ -257,7 +280,7 @@ void ck_dense_weight_gradient(const float *x, const float *dz, float *dw, float 
 void ck_dense_input_gradient(const float *dz, const float *w, float *dx,
                              long batch, long inputs, long outputs) {
     if (batch <= 0 || inputs <= 0) return;
-    ck_job j = {2, ck_path(), dz, w, 0, dx, 0, batch, inputs, outputs, 0, 0};
+    ck_job j = {2, ck_path(), dz, w, 0, dx, 0, batch, inputs, outputs, 0, 0, 0, 0, 0};
     run(j, inputs);
 }
 
@@ -270,7 +293,16 @@ void ck_mlp_forward(const float *params, const ck_layer *layers, long count, flo
 void ck_mlp_backward(const float *params, const ck_layer *layers, long count, float *const *acts,
                      float *delta, float *bufA, float *bufB, float *grad, float *input_grad, long batch) {
     if (batch <= 0) return;
-    CK_DISPATCH(ck_path(), mlp_backward, params, layers, count, acts, delta, bufA, bufB, grad, input_grad, batch);
+    // Not written: the body writes params only with an update (lw).
+    CK_DISPATCH(ck_path(), mlp_backward, (float *)params, layers, count, acts, delta, bufA, bufB, grad, input_grad,
+                batch, 0);
+}
+
+void ck_mlp_backward_sgd(float *params, const ck_layer *layers, long count, float *const *acts, float *delta,
+                         float *bufA, float *bufB, float *grad, long batch, float lr, float wd) {
+    if (batch <= 0) return;
+    const float lw[2] = {lr, wd};
+    CK_DISPATCH(ck_path(), mlp_backward, params, layers, count, acts, delta, bufA, bufB, grad, 0, batch, lw);
 }
 
 // ---- ReLU: selects only (no arithmetic), so one version serves every path ----

@@ -133,12 +133,59 @@ static KATTR void KFN(mlp_forward)(const float *params, const ck_layer *layers, 
     }
 }
 
+/// One layer's weight gradient (unless `paired`: made with the layer above's) added into `grad`
+/// and its input gradient written to dx (when not null), masked by the ReLU below (`below_relu`)
+/// where its kernel fuses that (*masked is then set).
+KINL void KFN(layer_gradients)(const float *params, const ck_layer *L, const float *x, const float *delta, float *dx,
+                               float *grad, long batch, int below_relu, int tiny, int narrow, int paired, int *masked) {
+    const long n = L->inputs, m = L->outputs;
+    const float *w = params + L->weights;
+    if (!paired) {
+#ifdef CK_WIDE_TILE
+        if (tiny) KFN(tiny_weight_gradient)(x, delta, grad + L->weights, grad + L->bias, batch, n, m);
+        else
+#endif
+        if (narrow) KFN(narrow_weight_gradient)(x, delta, grad + L->weights, grad + L->bias, batch, n, m);
+        else ck_dense_weight_gradient(x, delta, grad + L->weights, grad + L->bias, batch, n, m);
+    }
+    if (!dx) return;
+    const float *below = below_relu ? x : 0;
+    if (tiny) {
+#ifdef CK_WIDE_TILE
+        KFN(tiny_input_gradient_any)(delta, w, dx, below, batch, n, m);
+#endif
+        *masked = below != 0;
+    } else if (narrow && batch > 4) {
+        KFN(narrow_input_gradient)(delta, w, dx, below, batch, n, m);
+        *masked = below != 0;
+    } else {
+        ck_dense_input_gradient(delta, w, dx, batch, n, m);
+    }
+}
+
+/// Plain SGD on layer L from its gradient in `grad` (lw = {lr, wd}).
+KINL void KFN(layer_sgd)(float *params, const float *grad, const ck_layer *L, const float *lw) {
+    KFN(sgd_span)(params + L->weights, grad + L->weights, L->inputs * L->outputs, lw);
+    KFN(sgd_span)(params + L->bias, grad + L->bias, L->outputs, lw);
+}
+
 /// The backward pass of MLP.backward for dense ReLU/identity layers: `delta` (the logits'
 /// gradient, scratch) through every layer, the parameters' gradient added into `grad`, the
 /// input's gradient written to `input_grad` when given; bufA/bufB hold the hidden deltas.
-static KATTR void KFN(mlp_backward)(const float *params, const ck_layer *layers, long count,
-                                    float *const *acts, float *delta, float *bufA, float *bufB,
-                                    float *grad, float *input_grad, long batch) {
+/// With `lw` = {lr, wd} (ck_mlp_backward_sgd; `params` is then written, `grad` is scratch and
+/// `input_grad` null): each layer's gradient from zeros, and plain SGD on the layer once its own
+/// input gradient, which reads its weights, is made — wide layers in their weight gradient's
+/// epilogue (ck_dense_weight_gradient_sgd), after their input gradient.
+static KATTR void KFN(mlp_backward)(float *params, const ck_layer *layers, long count, float *const *acts,
+                                    float *delta, float *bufA, float *bufB, float *grad, float *input_grad,
+                                    long batch, const float *lw) {
+    if (lw)  // the narrow kernels add into the gradient (ck_dense_weight_gradient_sgd zeroes its own)
+        for (long l = 0; l < count; l++) {
+            const ck_layer *L = layers + l;
+            if (L->inputs > CK_NARROW || L->outputs > CK_NARROW) continue;
+            __builtin_memset(grad + L->weights, 0, (size_t)(L->inputs * L->outputs) * sizeof(float));
+            __builtin_memset(grad + L->bias, 0, (size_t)L->outputs * sizeof(float));
+        }
     int masked = 0;  // delta already carries this layer's ReLU derivative (fused in the layer above)
     int paired = 0;  // this layer's weight gradient was made with the layer above's (tiny_top_two)
     for (long l = count - 1; l >= 0; l--) {
@@ -147,36 +194,28 @@ static KATTR void KFN(mlp_backward)(const float *params, const ck_layer *layers,
         if (L->relu && !masked) ck_relu_backward(acts[l + 1], delta, batch * m);
         const float *x = acts[l];
         int narrow = n <= CK_NARROW && m <= CK_NARROW, tiny = KTINY(n, m, batch);
+        float *dx = l > 0 ? bufA : input_grad;
 #ifdef CK_WIDE_TILE
         if (l > 0 && !paired && KFN(tiny_top_fits)(L - 1, L, batch)) {  // this layer and the one below, together
             const ck_layer *A = L - 1;
             KFN(tiny_top_two_any)(acts[l - 1], x, params + L->weights, delta, bufA, grad + L->weights, grad + L->bias,
                                   grad + A->weights, grad + A->bias, batch, A->inputs, n, A->relu);
+            if (lw) KFN(layer_sgd)(params, grad, L, lw);
             masked = A->relu, paired = 1, delta = bufA;
             float *t = bufA; bufA = bufB; bufB = t;
             continue;
         }
-        if (paired) paired = 0;  // its weight gradient came with the layer above's
-        else if (tiny) KFN(tiny_weight_gradient)(x, delta, grad + L->weights, grad + L->bias, batch, n, m);
-        else
 #endif
-        if (narrow) KFN(narrow_weight_gradient)(x, delta, grad + L->weights, grad + L->bias, batch, n, m);
-        else ck_dense_weight_gradient(x, delta, grad + L->weights, grad + L->bias, batch, n, m);
-        float *dx = l > 0 ? bufA : input_grad;
         masked = 0;
-        if (dx) {
-            const float *below = l > 0 && layers[l - 1].relu ? x : 0;
-            if (tiny) {
-#ifdef CK_WIDE_TILE
-                KFN(tiny_input_gradient_any)(delta, params + L->weights, dx, below, batch, n, m);
-#endif
-                masked = below != 0;
-            } else if (narrow && batch > 4) {
-                KFN(narrow_input_gradient)(delta, params + L->weights, dx, below, batch, n, m);
-                masked = below != 0;
-            } else {
-                ck_dense_input_gradient(delta, params + L->weights, dx, batch, n, m);
-            }
+        if (lw && !narrow) {
+            if (dx) ck_dense_input_gradient(delta, params + L->weights, dx, batch, n, m);
+            ck_dense_weight_gradient_sgd(x, delta, params + L->weights, params + L->bias, grad + L->weights,
+                                         grad + L->bias, batch, n, m, lw[0], lw[1]);
+        } else {
+            KFN(layer_gradients)(params, L, x, delta, dx, grad, batch, l > 0 && layers[l - 1].relu, tiny, narrow,
+                                 paired, &masked);
+            paired = 0;
+            if (lw) KFN(layer_sgd)(params, grad, L, lw);
         }
         if (l > 0) {
             delta = bufA;

@@ -85,7 +85,7 @@ static KATTR __attribute__((noinline)) void KFN(gemm)(long M, long j0, long j1, 
     // ran the forward at 166 GFLOP/s, the panels at 83–129).
     float *bpack;
     if (M >= CK_PANEL_ROWS && j1 - j0 >= CK_PANEL_COLUMNS && ck_panels_wanted() && (bpack = (float *)malloc(sizeof(float) * CK_PKC * (size_t)(j1 - j0)))) {
-        long done = KFN(gemm_panels)(M, j0, j1, P, A, ars, aps, B, ldb, 0, C, ldc, init, 32, bpack);
+        long done = KFN(gemm_panels)(M, j0, j1, P, A, ars, aps, B, ldb, 0, C, ldc, init, 32, bpack, CK_EP_NONE, 0);
         free(bpack);
         if (done < j1) KFN(gemm_direct)(M, done, j1, P, A, ars, aps, B, ldb, C, ldc, init);
         return;

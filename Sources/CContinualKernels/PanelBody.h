@@ -22,7 +22,7 @@
 
 /// C[r, 0..<32] for r < MR: chains over p < P of a(r, p) = ap[p·aps + r] times bp[32·p ..]
 /// (WideTile.h's tile, reading the panel and a packed strip).
-#define KPANELTILE(R, P, ap, aps, bp, C, ldc, init) KFN(ztile)((R), 2, (P), (ap), 1, (aps), (bp), 32, (C), (ldc), (init), CK_EP_NONE, 0, 0, 0)
+#define KPANELTILE(R, P, ap, aps, bp, C, ldc, init, ep, em) KFN(ztile)((R), 2, (P), (ap), 1, (aps), (bp), 32, (C), (ldc), (init), (ep), (em), 0, 0)
 
 /// A's rows [i, i + rn) × steps [pc, pc + pn) into one panel: a(i + r, pc + p) at panel[p·CK_PMR + r].
 KINL void KFN(ppack_a)(float *panel, const float *A, long ars, long aps, long i, long rn, long pc, long pn) {
@@ -39,12 +39,12 @@ KINL void KFN(ppack_a)(float *panel, const float *A, long ars, long aps, long i,
 /// One panel's rows (rn ≤ CK_PMR) over every packed strip: a full tile, or tiles of 8, 4, 2, 1 rows.
 /// Strip s starts its chains at init + s·init_step (when init is not null).
 KINL void KFN(panel_row)(const float *panel, long rn, long pn, const float *bpack, long strips, float *C,
-                         long ldc, const float *init, long init_step) {
+                         long ldc, const float *init, long init_step, int ep, const float *em) {
     for (long s = 0; s < strips; s++) {
         const float *bp = bpack + s * 32 * pn;
         float *c = C + 32 * s;
         const float *st = init ? init + s * init_step : 0;
-#define KCALL(R, r) KPANELTILE((R), pn, panel + (r), CK_PMR, bp, c + (r) * ldc, ldc, st)
+#define KCALL(R, r) KPANELTILE((R), pn, panel + (r), CK_PMR, bp, c + (r) * ldc, ldc, st, ep, em)
         if (rn == CK_PMR) KCALL(CK_PMR, 0);
         else KPROWSN(8, rn, KCALL);  // rn < 12: at most one tile of 8, then 4, 2, 1
 #undef KCALL
@@ -68,10 +68,11 @@ KINL void KFN(panel_row)(const float *panel, long rn, long pn, const float *bpac
 /// panels; returns jend (the caller does the columns past the last whole strip). B(p, j) is
 /// B[p·ldb + j], or B[j·ldb + p] when `bt` (wᵀ, for the input gradient: packed by pack_wt).
 /// The chains start at init + j (`init_step` 32) or at init[0 ..< 32] for every strip (0: zeros).
-/// `bpack` holds CK_PKC × 32·⌊(j1 − j0)/32⌋ floats.
+/// `bpack` holds CK_PKC × 32·⌊(j1 − j0)/32⌋ floats. `ep`, `em`: the epilogue (CK_EP_NONE, or
+/// CK_EP_SGD with P ≤ CK_PKC, where every chain completes in one block of p).
 static KATTR __attribute__((noinline)) long KFN(gemm_panels)(long M, long j0, long j1, long P,
         const float *A, long ars, long aps, const float *B, long ldb, int bt, float *C, long ldc,
-        const float *init, long init_step, float *bpack) {
+        const float *init, long init_step, float *bpack, int ep, const float *em) {
     float panel[CK_PMR * CK_PKC] __attribute__((aligned(64)));
     long strips = (j1 - j0) / 32;
     for (long pc = 0; pc < P; pc += CK_PKC) {
@@ -82,7 +83,7 @@ static KATTR __attribute__((noinline)) long KFN(gemm_panels)(long M, long j0, lo
             KFN(ppack_a)(panel, A, ars, aps, 0, CK_PMR, pc, pn);
             for (long s = 0; s < strips; s++)
                 KFN(ztile)(CK_PMR, 2, pn, panel, 1, CK_PMR, B + pc * ldb + j0 + 32 * s, ldb, C + j0 + 32 * s, ldc,
-                           st ? st + s * init_step : 0, CK_EP_NONE, 0, 0, bpack + s * 32 * pn);
+                           st ? st + s * init_step : 0, ep, em, 0, bpack + s * 32 * pn);
             i = CK_PMR;
         } else {
             for (long s = 0; s < strips; s++) {
@@ -93,7 +94,7 @@ static KATTR __attribute__((noinline)) long KFN(gemm_panels)(long M, long j0, lo
         for (; i < M; i += CK_PMR) {
             long rn = M - i < CK_PMR ? M - i : CK_PMR;
             KFN(ppack_a)(panel, A, ars, aps, i, rn, pc, pn);
-            KFN(panel_row)(panel, rn, pn, bpack, strips, C + i * ldc + j0, ldc, st, init_step);
+            KFN(panel_row)(panel, rn, pn, bpack, strips, C + i * ldc + j0, ldc, st, init_step, ep, em);
         }
     }
     return j0 + 32 * strips;

@@ -23,9 +23,14 @@ typedef int v16i __attribute__((ext_vector_type(16)));
 #define CK_EPV16(v, ep, mp) ((ep) == CK_EP_RELU ? (v16)((v16i)(v) & ~((v) <= 0)) \
     : (ep) == CK_EP_MASK ? (v16)((v16i)(v) & (CK_LD16(mp) > 0)) : (v))
 
+/// Plain SGD on 16 parameters p with gradient g, lw = {lr, wd}: p − lr·(g + wd·p), rounded as
+/// ck_sgd_update rounds it (Kernels.c contracts nothing).
+KINL v16 KFN(sgd16)(v16 p, v16 g, const float *lw) { return p - lw[0] * (g + lw[1] * p); }
+
 /// C[r, 0..<16·NV] for r < MR (NV = 1 or 2 vectors per row): chains over p < P of
 /// a(r, p) = A[r·ars + p·aps] times B[p·ldb ..]; with two vectors each broadcast value of A
-/// feeds two multiply-adds. `ep` (CK_EP_*) is applied as C is stored (mask `em`, row stride `ldm`).
+/// feeds two multiply-adds. `ep` (CK_EP_*) is applied as C is stored (mask `em`, row stride `ldm`;
+/// for CK_EP_SGD, em = {lr, wd} and the chains start from `init`, C holding the parameters).
 /// `copy` (when not null): each row of B read is also stored there, 16·NV floats per step (the
 /// panels' first tile packs its strip of B as it reads it in place).
 KINL void KFN(ztile)(const int MR, const int NV, long P, const float *A, long ars, long aps,
@@ -48,8 +53,11 @@ KINL void KFN(ztile)(const int MR, const int NV, long P, const float *A, long ar
         }
     }
     _Pragma("clang loop unroll(full)") for (int r = 0; r < MR; r++)
-        for (int v = 0; v < NV; v++)
-            CK_ST16(C + r * ldc + 16 * v, CK_EPV16(acc[r][v], ep, em ? em + r * ldm + 16 * v : 0));
+        for (int v = 0; v < NV; v++) {
+            float *c = C + r * ldc + 16 * v;
+            if (ep == CK_EP_SGD) CK_ST16(c, KFN(sgd16)(CK_LD16(c), acc[r][v], em));
+            else CK_ST16(c, CK_EPV16(acc[r][v], ep, em ? em + r * ldm + 16 * v : 0));
+        }
 }
 
 #define KPR CK_WIDE_ROWS

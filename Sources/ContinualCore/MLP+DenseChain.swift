@@ -48,6 +48,42 @@ extension MLP {
         }
     }
 
+    /// Whether `sgdStep` runs on this model with `workspace`: one route and a dense chain.
+    public func runsSGDStep(workspace ws: Workspace) -> Bool {
+        routeCount == 1 && isDenseChain && ws.layerCount == layers.count
+    }
+
+    /// One plain-SGD step (no momentum) in one pass: forward, loss, backward, and each layer's
+    /// update as soon as its own input gradient (which reads its weights) is made — a wide
+    /// layer's in its weight gradient's epilogue, so that gradient is never stored, read back or
+    /// zeroed (`ck_mlp_backward_sgd`). The parameters are bit for bit those of `lossAndGradient`
+    /// into a zeroed gradient followed by `Optimizer.step` with `.sgd(learningRate, 0,
+    /// weightDecay, _)`; `scratch` (`parameterCount` floats) is left unspecified. Returns the sum
+    /// of the per-sample losses (as `lossAndGradient`), or nil, having done nothing, where
+    /// `runsSGDStep` is false.
+    public mutating func sgdStep(features: UnsafePointer<Float>, labels: UnsafePointer<Int32>, count: Int,
+                                 scale: Float, learningRate: Float, weightDecay: Float, workspace ws: Workspace,
+                                 scratch: UnsafeMutablePointer<Float>, active: UnsafePointer<Bool>? = nil) -> Double? {
+        guard runsSGDStep(workspace: ws) else { return nil }
+        guard count > 0 else {  // no rows: the update with a zero gradient, as Optimizer.step makes it
+            scratch.update(repeating: 0, count: parameterCount)
+            parameters.withUnsafeMutableBufferPointer {
+                ck_sgd_update($0.baseAddress!, scratch, nil, $0.count, learningRate, 0, weightDecay, 0)
+            }
+            return 0
+        }
+        forward(features, count: count, route: 0, workspace: ws)
+        let loss = Loss.lossAndLogitGradient(head: spec.head, logits: ws.logits, labels: labels, count: count,
+                                             scale: scale, active: active)
+        let plan = plan(route: 0, workspace: ws), n = layers.count, acts = ws.activationTable
+        let (bufA, bufB) = ws.deltas
+        parameters.withUnsafeMutableBufferPointer { p in
+            ck_mlp_backward_sgd(p.baseAddress!, plan, n, acts, ws.logits, bufA, bufB, scratch, count, learningRate,
+                                weightDecay)
+        }
+        return loss
+    }
+
     /// Layers from the input up with no trainable parameter under `trainable` (single-copy dense
     /// layers only: a layer with copies or an adapter ends the prefix).
     static func frozenPrefix(_ layers: [Layer], _ trainable: [Bool]?) -> Int {

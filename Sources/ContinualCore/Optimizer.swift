@@ -96,6 +96,22 @@ public struct Optimizer: Sendable, Equatable {
         }
     }
 
+    /// For plain SGD (no momentum, so no state), the learning rate and weight decay of one step
+    /// at `learningRate` (a schedule's rate, else the spec's), the step counted as `step` counts
+    /// it: for a caller that applies the update itself (`MLP.sgdStep`). Nil, and nothing counted,
+    /// for any other optimizer.
+    public mutating func plainSGDStep(learningRate: Float? = nil) -> (learningRate: Float, weightDecay: Float)? {
+        guard isPlainSGD, case .sgd(let lr, _, let wd, _) = spec else { return nil }
+        steps &+= 1
+        return (learningRate ?? lr, wd)
+    }
+
+    /// SGD without momentum: an update that needs nothing but the gradient (`plainSGDStep`).
+    public var isPlainSGD: Bool {
+        if case .sgd(_, let momentum, _, _) = spec { return momentum == 0 }
+        return false
+    }
+
     /// Applies one step to `parameters` given `gradient` (same length). `learningRate`, when
     /// given, replaces the spec's rate for this step (a learning-rate schedule); the state (moments,
     /// Adam's step count) is the same either way.

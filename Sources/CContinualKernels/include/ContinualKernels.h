@@ -85,6 +85,15 @@ void ck_dense_forward(const float *x, const float *w, const float *b, float *y,
 void ck_dense_weight_gradient(const float *x, const float *dz, float *dw, float *db,
                               long batch, long inputs, long outputs);
 
+/// Plain SGD on a dense layer with its own weight gradient: w ← w − lr·(g + wd·w) and the same
+/// for b, where g is what ck_dense_weight_gradient adds into zeros — the bits of that product
+/// followed by ck_sgd_update (no momentum). gw, gb: scratch of w's and b's sizes, contents
+/// unspecified afterwards. Where the panel products run (the AVX-512 path on two-unit cores, at
+/// most 256 rows in the batch) the update is applied as each tile of the gradient is stored, and
+/// the gradient is never written.
+void ck_dense_weight_gradient_sgd(const float *x, const float *dz, float *w, float *b, float *gw, float *gb,
+                                  long batch, long inputs, long outputs, float lr, float wd);
+
 /// dx[s, k] = Σ_j dz[s, j]·w[k, j] (overwrites dx).
 void ck_dense_input_gradient(const float *dz, const float *w, float *dx,
                              long batch, long inputs, long outputs);
@@ -109,6 +118,13 @@ void ck_mlp_forward(const float *params, const ck_layer *layers, long count, flo
 /// when it is not null. The bits of those products and selections in MLP.backward's order.
 void ck_mlp_backward(const float *params, const ck_layer *layers, long count, float *const *acts,
                      float *delta, float *bufA, float *bufB, float *grad, float *input_grad, long batch);
+
+/// ck_mlp_backward into a zeroed gradient, then plain SGD on every layer (ck_sgd_update with
+/// learning rate lr, weight decay wd, no momentum), the same bits in `params`: each layer is
+/// updated once its own input gradient is made (which reads its weights), wide layers through
+/// ck_dense_weight_gradient_sgd. `grad`: scratch of the parameters' size, contents unspecified.
+void ck_mlp_backward_sgd(float *params, const ck_layer *layers, long count, float *const *acts, float *delta,
+                         float *bufA, float *bufB, float *grad, long batch, float lr, float wd);
 
 /// v[i] = v[i] <= 0 ? +0 : v[i] for i < n: exactly Swift's `max(v[i], 0)` (NaN stays NaN, −0
 /// becomes +0), eight lanes at a time with a mask instead of a branch per value.

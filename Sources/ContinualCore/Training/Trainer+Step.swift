@@ -3,6 +3,7 @@ extension Trainer {
     /// One optimizer step on `batch`, in the hook order stated on `StrategyPlugin`; returns
     /// (Σ task loss over rows, extra terms = batch-loss terms + penalties).
     mutating func step(_ batch: Batch, experience: Int, step: Int, work: inout StepWorkspace) -> (Double, Double) {
+        if let loss = plainSGDStep(batch, work: &work) { return (loss, 0) }
         let n = batch.count
         let caps = work.capabilities
         if !caps.batchLosses.isEmpty && work.identityRows.count < n { work.identityRows = Array(0..<n) }
@@ -14,6 +15,40 @@ extension Trainer {
         applyUpdate(batch, work: &work)
         if !caps.observers.isEmpty { observeStep(experience: experience, step: step, work: work) }
         return (loss, extra)
+    }
+
+    /// The whole step in one pass (`MLP.sgdStep`) where only the optimizer would read the
+    /// gradient and it is plain SGD without momentum: no plugin hook of any kind, full precision,
+    /// every parameter trainable, one route, a dense chain. The same parameters, bit for bit, as
+    /// the hooks' path (`dataLoss`, `Optimizer.step`); nil, with nothing done, elsewhere.
+    private mutating func plainSGDStep(_ batch: Batch, work: inout StepWorkspace) -> Double? {
+        guard takesOnePassStep(work.capabilities, workspace: work.network),
+              let (lr, wd) = optimizer.plainSGDStep(learningRate: work.learningRate) else { return nil }
+        let n = batch.count, scale = 1 / Float(n), ws = work.network, active = work.active
+        work.overflowed = false
+        return work.gradient.withUnsafeMutableBufferPointer { g -> Double in
+            batch.features.withUnsafeBufferPointer { xs in
+                batch.labels.withUnsafeBufferPointer { ys in
+                    guard let active else {
+                        return model.sgdStep(features: xs.baseAddress!, labels: ys.baseAddress!, count: n, scale: scale,
+                                             learningRate: lr, weightDecay: wd, workspace: ws, scratch: g.baseAddress!)!
+                    }
+                    return active.withUnsafeBufferPointer { a in
+                        model.sgdStep(features: xs.baseAddress!, labels: ys.baseAddress!, count: n, scale: scale,
+                                      learningRate: lr, weightDecay: wd, workspace: ws, scratch: g.baseAddress!,
+                                      active: a.baseAddress!)!
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether `step` runs as one pass (`plainSGDStep`) with these plugins.
+    func takesOnePassStep(_ caps: PluginCapabilities, workspace ws: Workspace) -> Bool {
+        caps.penalties.isEmpty && caps.batchLosses.isEmpty && caps.adjusters.isEmpty && caps.observers.isEmpty
+            && caps.transforms.isEmpty && caps.blockOwners.isEmpty && caps.gate == nil && caps.column == nil
+            && !options.precision.isMixed && model.trainable == nil && optimizer.isPlainSGD
+            && model.runsSGDStep(workspace: ws)
     }
 
     /// The batch's task loss and batch-loss terms, their gradient in `work.gradient`: one pass

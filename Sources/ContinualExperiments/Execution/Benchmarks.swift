@@ -78,6 +78,8 @@ public enum Benchmarks {
 
     /// Seconds per training step (forward, loss, backward, optimizer step on one fixed batch),
     /// best of `repetitions` × `steps` by wall time, by the thread's and by the process's CPU time.
+    /// The step is the Trainer's: one pass (`MLP.sgdStep`) for plain SGD on a dense chain, else
+    /// the gradient into zeros, then `Optimizer.step`.
     public static func trainingStep(spec: MLPSpec, batch: Int, optimizer: OptimizerSpec, steps: Int,
                                     repetitions: Int = 5) -> StepTiming {
         var rng = RandomSource(seed: 42, stream: "bench")
@@ -94,9 +96,15 @@ public enum Benchmarks {
         let clock = ContinuousClock()
         var best = StepTiming(wall: .infinity, threadCPU: .infinity, processCPU: .infinity,
                               flops: denseFlopsPerStep(spec: spec, batch: batch))
+        let onePass = model.runsSGDStep(workspace: ws)
         for rep in 0...repetitions {
             let start = clock.now, cpu = threadCPUSeconds(), process = processCPUSeconds()
             for _ in 0..<(rep == 0 ? max(steps / 10, 1) : steps) {
+                if onePass, let (lr, wd) = opt.plainSGDStep() {
+                    _ = model.sgdStep(features: x, labels: y, count: batch, scale: 1 / Float(batch), learningRate: lr,
+                                      weightDecay: wd, workspace: ws, scratch: g)
+                    continue
+                }
                 g.update(repeating: 0, count: model.parameterCount)
                 _ = model.lossAndGradient(features: x, labels: y, count: batch, route: 0,
                                           scale: 1 / Float(batch), workspace: ws, gradient: g)
