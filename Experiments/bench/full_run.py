@@ -4,7 +4,10 @@
 The run: the quickstart's habit-drift stream (5 experiences × 2,000 training and 500 test days,
 10 features, a binary head), an MLP 10-W-W-1 (ReLU, one logit, binary cross-entropy), plain SGD
 (lr 0.01), E epochs of shuffled mini-batches per experience, then every experience's test set
-evaluated (the accuracy matrix) — naive fine-tuning. ContinualKit runs it as `continual run` on an
+evaluated (the accuracy matrix) — naive fine-tuning. Both sides also evaluate every test set on the
+untrained model and on a second, independently initialised one, the baselines of the results
+file's fwt_init and fwt (GEM's b): 17,500 rows each. (Until 2026-11-28 the numpy side skipped
+those two, 12,500 rows against the toolkit's 17,500.) ContinualKit runs it as `continual run` on an
 experiment file this script writes (`--threads 1`); numpy runs it in a child process that reads
 the same stream (`continual scenario export --experiment`, then `continualkit.baselines.
 scenario_file`) and does the same steps with numpy calls (`x @ w`, bias and ReLU as array
@@ -88,8 +91,16 @@ def numpy_child(scenario, width, batch, epochs):
     sys.path.insert(0, HERE)
     from numpy_mlp import NumpyMLP
     rng = np.random.default_rng(1)
-    mlp = NumpyMLP([sc.experiences[0].train.features.shape[1], width, width, 1], seed=1, lr=0.01)
+    sizes = [sc.experiences[0].train.features.shape[1], width, width, 1]
+    mlp = NumpyMLP(sizes, seed=1, lr=0.01)
 
+    def accuracies(model):
+        return [float(np.mean((model.forward(t.test.features.astype(np.float32))[-1][:, 0] > 0) == (t.test.labels == 1)))
+                for t in sc.experiences]
+
+    # The baselines of fwt_init and fwt, as `continual run` computes them: the untrained model
+    # and an independently initialised one on every test set.
+    baselines = accuracies(mlp), accuracies(NumpyMLP(sizes, seed=2, lr=0.01))
     accs = []
     for e in sc.experiences:
         x, y = e.train.features.astype(np.float32), e.train.labels.astype(np.float32)[:, None]
@@ -98,9 +109,8 @@ def numpy_child(scenario, width, batch, epochs):
             for s in range(0, len(x), batch):
                 idx = order[s:s + batch]
                 mlp.step(x[idx], y[idx])
-        accs = [float(np.mean((mlp.forward(t.test.features.astype(np.float32))[-1][:, 0] > 0) == (t.test.labels == 1)))
-                for t in sc.experiences]
-    print(json.dumps({"acc": sum(accs) / len(accs), "wall": time.perf_counter() - wall0,
+        accs = accuracies(mlp)
+    print(json.dumps({"acc": sum(accs) / len(accs), "baselines": baselines, "wall": time.perf_counter() - wall0,
                       "cpu": time.process_time() - cpu0}))
 
 
