@@ -43,6 +43,7 @@ KINL void KFN(bias_gradient)(const float *dz, float *db, long batch, long output
     }
 }
 
+/// Columns [j0, j1) of ck_dense_weight_gradient: dw += xᵀ·dz and db += Σ_s dz[s, ·].
 static KATTR void KFN(weight_gradient)(const float *x, const float *xt, const float *dz, float *dw, float *db,
                                        long batch, long inputs, long outputs, long j0, long j1) {
     KFN(weight_product)(x, xt, dz, dw, batch, inputs, outputs, j0, j1);
@@ -53,7 +54,7 @@ static KATTR void KFN(weight_gradient)(const float *x, const float *xt, const fl
 /// without momentum (nothing contracted), so the same bits in any vector width.
 KINL void KFN(sgd_span)(float *p, const float *g, long n, const float *lw) {
     const float lr = lw[0], wd = lw[1];
-    for (long i = 0; i < n; i++) p[i] = p[i] - lr * (g[i] + wd * p[i]);
+    for (long i = 0; i < n; i++) p[i] = CK_SGD_RULE(p[i], g[i], lr, wd);
 }
 
 /// Columns [j0, j1) of a layer's weights w [inputs × outputs] and bias b updated by plain SGD with

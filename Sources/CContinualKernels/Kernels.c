@@ -1,6 +1,7 @@
 // Kernel paths and their run-time choice (see ContinualKernels.h and KernelBody.h).
 #include "ContinualKernels.h"
 #include "Crew.h"
+#include "SGDRule.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -157,7 +158,7 @@ static void run_job(const ck_job *j) {
     case 0: CK_DISPATCH(j->path, forward, j->a, j->b, j->c, j->out, j->batch, j->inputs, j->outputs, j->c0, j->c1); break;
     case 1: CK_DISPATCH(j->path, weight_gradient, j->a, j->c, j->b, j->out, j->out2, j->batch, j->inputs, j->outputs, j->c0, j->c1); break;
     case 2: CK_DISPATCH(j->path, input_gradient, j->a, j->b, j->out, j->batch, j->inputs, j->outputs, j->c0, j->c1); break;
-    default:
+    case 3:
         CK_DISPATCH(j->path, weight_gradient_sgd, j->a, j->c, j->b, j->w, j->wb, j->out, j->out2, j->batch, j->inputs,
                     j->outputs, j->c0, j->c1, j->lw);
         break;
@@ -200,7 +201,7 @@ static void run(ck_job job, long columns) {
 void ck_dense_forward(const float *x, const float *w, const float *b, float *y,
                       long batch, long inputs, long outputs) {
     if (batch <= 0 || outputs <= 0) return;
-    ck_job j = {0, ck_path(), x, w, b, y, 0, batch, inputs, outputs, 0, 0, 0, 0, 0};
+    ck_job j = {.kind = 0, .path = ck_path(), .a = x, .b = w, .c = b, .out = y, .batch = batch, .inputs = inputs, .outputs = outputs};
     run(j, outputs);
 }
 
@@ -236,13 +237,13 @@ static float *scratch_get(size_t n) { return (float *)malloc(n * sizeof(float));
 static void scratch_put(float *p) { free(p); }
 #endif
 
-// With wide inputs and outputs, every column range of a weight gradient reads x transposed: made
-// once per product, shared by the threads (a copy: the chains and their order are the same as
-// reading x in place). Not for fewer than 32 outputs, where the copy cost more than the product it
-// served (a binary head's 512 × 1024 → 1 weight gradient: 1.7 GFLOP/s with it, 6.4–7.2 without, on
-// the avx512-fma and avx2-fma paths of the Intel kind), nor on the two-unit layouts
-// (ck_panels_wanted) for 128 inputs or more (the panels read x's rows as they pack A, the 8-row
-// tiles read them in place). Null when x is read in place.
+/// With wide inputs and outputs, every column range of a weight gradient reads x transposed: made
+/// once per product, shared by the threads (a copy: the chains and their order are the same as
+/// reading x in place). Not for fewer than 32 outputs, where the copy cost more than the product it
+/// served (a binary head's 512 × 1024 → 1 weight gradient: 1.7 GFLOP/s with it, 6.4–7.2 without, on
+/// the avx512-fma and avx2-fma paths of the Intel kind), nor on the two-unit layouts
+/// (ck_panels_wanted) for 128 inputs or more (the panels read x's rows as they pack A, the 8-row
+/// tiles read them in place). Null when x is read in place.
 static float *transposed_input(int path, const float *x, long batch, long inputs, long outputs) {
     int two_unit_layout = path == CK_PATH_AVX512_FMA && inputs >= CK_PANEL_ROWS && ck_panels_wanted();
     float *xt = inputs > 64 && batch >= 8 && outputs >= 32 && !two_unit_layout ? scratch_get((size_t)(inputs * batch)) : 0;
@@ -261,7 +262,8 @@ void ck_dense_weight_gradient(const float *x, const float *dz, float *dw, float 
     if (batch <= 0 || outputs <= 0) return;
     int path = ck_path();
     float *xt = transposed_input(path, x, batch, inputs, outputs);
-    ck_job j = {1, path, x, dz, xt, dw, db, batch, inputs, outputs, 0, 0, 0, 0, 0};
+    ck_job j = {.kind = 1, .path = path, .a = x, .b = dz, .c = xt, .out = dw, .out2 = db, .batch = batch, .inputs = inputs,
+                 .outputs = outputs};
     run(j, outputs);
     if (xt) scratch_put(xt);
 }
@@ -272,7 +274,8 @@ void ck_dense_weight_gradient_sgd(const float *x, const float *dz, float *w, flo
     int path = ck_path();
     const float lw[2] = {lr, wd};
     float *xt = transposed_input(path, x, batch, inputs, outputs);
-    ck_job j = {3, path, x, dz, xt, gw, gb, batch, inputs, outputs, 0, 0, w, b, lw};
+    ck_job j = {.kind = 3, .path = path, .a = x, .b = dz, .c = xt, .out = gw, .out2 = gb, .batch = batch, .inputs = inputs,
+                 .outputs = outputs, .w = w, .wb = b, .lw = lw};
     run(j, outputs);
     if (xt) scratch_put(xt);
 }
@@ -280,7 +283,7 @@ void ck_dense_weight_gradient_sgd(const float *x, const float *dz, float *w, flo
 void ck_dense_input_gradient(const float *dz, const float *w, float *dx,
                              long batch, long inputs, long outputs) {
     if (batch <= 0 || inputs <= 0) return;
-    ck_job j = {2, ck_path(), dz, w, 0, dx, 0, batch, inputs, outputs, 0, 0, 0, 0, 0};
+    ck_job j = {.kind = 2, .path = ck_path(), .a = dz, .b = w, .out = dx, .batch = batch, .inputs = inputs, .outputs = outputs};
     run(j, inputs);
 }
 

@@ -104,7 +104,7 @@ static inline __attribute__((always_inline)) float exp_glibc(float x) {
 
 #if defined(__x86_64__)
 #include <immintrin.h>
-#define AVX512_TARGET "avx512f,avx512vl,avx512dq,avx2,fma"
+#define AVX512_TARGET "avx512f,avx512vl,avx2,fma"  /* what Paths.c checks for the avx512-fma path */
 
 /// exp_glibc on 8 lanes, the same operations in the same order; the table's entry read by two
 /// two-source permutes (entries 0–15 and 16–31) and a blend on index bit 4 instead of a gather
@@ -226,10 +226,15 @@ LOSS_BODY(avx512, __attribute__((target(AVX512_TARGET))))
 #endif
 
 double ck_binary_logistic_loss(float *logits, const int *labels, long n, float scale) {
+    double total;
 #if defined(__x86_64__)
     const int path = ck_path();
-    if (path == CK_PATH_AVX512_FMA) return loss_avx512(logits, labels, n, scale);
-    if (path == CK_PATH_AVX2_FMA) return loss_avx2(logits, labels, n, scale);
+    if (path == CK_PATH_AVX512_FMA) total = loss_avx512(logits, labels, n, scale);
+    else if (path == CK_PATH_AVX2_FMA) total = loss_avx2(logits, labels, n, scale);
+    else
 #endif
-    return loss_base(logits, labels, n, scale);
+    total = loss_base(logits, labels, n, scale);
+    // A NaN's sign and payload follow whichever NaN operand an add kept, which the compiler may
+    // order differently per clone: one NaN for all (ContinualLosses.h).
+    return total == total ? total : (double)NAN;
 }

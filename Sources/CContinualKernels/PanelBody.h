@@ -73,6 +73,7 @@ KINL void KFN(panel_row)(const float *panel, long rn, long pn, const float *bpac
 static KATTR __attribute__((noinline)) long KFN(gemm_panels)(long M, long j0, long j1, long P,
         const float *A, long ars, long aps, const float *B, long ldb, int bt, float *C, long ldc,
         const float *init, long init_step, float *bpack, int ep, const float *em) {
+    if (ep == CK_EP_SGD && P > CK_PKC) __builtin_trap();  // an update after a partial chain
     float panel[CK_PMR * CK_PKC] __attribute__((aligned(64)));
     long strips = (j1 - j0) / 32;
     for (long pc = 0; pc < P; pc += CK_PKC) {

@@ -4,6 +4,7 @@
 // Swift loops.
 #include "ContinualUpdates.h"
 #include "ContinualKernels.h"
+#include "SGDRule.h"
 
 #pragma clang fp contract(off)
 
@@ -45,9 +46,9 @@ static ATTR void sgd_##SUFFIX(float *p, const float *g, float *m, long n, float 
     if (!m) {                                                                                      \
         for (; i + 8 <= n; i += 8) {                                                               \
             uf8 pv = ULD(uf8, p + i);                                                              \
-            UST(p + i, pv - lr * (ULD(uf8, g + i) + wd * pv));                                     \
+            UST(p + i, CK_SGD_RULE(pv, ULD(uf8, g + i), lr, wd));                                  \
         }                                                                                          \
-        for (; i < n; i++) p[i] = p[i] - lr * (g[i] + wd * p[i]);                                  \
+        for (; i < n; i++) p[i] = CK_SGD_RULE(p[i], g[i], lr, wd);                                 \
         return;                                                                                    \
     }                                                                                              \
     for (; i + 8 <= n; i += 8) {                                                                   \

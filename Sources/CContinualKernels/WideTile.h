@@ -25,7 +25,7 @@ typedef int v16i __attribute__((ext_vector_type(16)));
 
 /// Plain SGD on 16 parameters p with gradient g, lw = {lr, wd}: p − lr·(g + wd·p), rounded as
 /// ck_sgd_update rounds it (Kernels.c contracts nothing).
-KINL v16 KFN(sgd16)(v16 p, v16 g, const float *lw) { return p - lw[0] * (g + lw[1] * p); }
+KINL v16 KFN(sgd16)(v16 p, v16 g, const float *lw) { return CK_SGD_RULE(p, g, lw[0], lw[1]); }
 
 /// C[r, 0..<16·NV] for r < MR (NV = 1 or 2 vectors per row): chains over p < P of
 /// a(r, p) = A[r·ars + p·aps] times B[p·ldb ..]; with two vectors each broadcast value of A

@@ -48,9 +48,10 @@ extension MLP {
         }
     }
 
-    /// Whether `sgdStep` runs on this model with `workspace`: one route and a dense chain.
+    /// Whether `sgdStep` runs on this model with `workspace`: one route, a dense chain, every
+    /// parameter trainable (it updates them all).
     public func runsSGDStep(workspace ws: Workspace) -> Bool {
-        routeCount == 1 && isDenseChain && ws.layerCount == layers.count
+        routeCount == 1 && isDenseChain && trainable == nil && ws.layerCount == layers.count
     }
 
     /// One plain-SGD step (no momentum) in one pass: forward, loss, backward, and each layer's

@@ -100,13 +100,13 @@ public struct Optimizer: Sendable, Equatable {
     /// at `learningRate` (a schedule's rate, else the spec's), the step counted as `step` counts
     /// it: for a caller that applies the update itself (`MLP.sgdStep`). Nil, and nothing counted,
     /// for any other optimizer.
-    public mutating func plainSGDStep(learningRate: Float? = nil) -> (learningRate: Float, weightDecay: Float)? {
+    public mutating func beginPlainSGDStep(learningRate: Float? = nil) -> (learningRate: Float, weightDecay: Float)? {
         guard isPlainSGD, case .sgd(let lr, _, let wd, _) = spec else { return nil }
         steps &+= 1
         return (learningRate ?? lr, wd)
     }
 
-    /// SGD without momentum: an update that needs nothing but the gradient (`plainSGDStep`).
+    /// SGD without momentum: an update that needs nothing but the gradient (`beginPlainSGDStep`).
     public var isPlainSGD: Bool {
         if case .sgd(_, let momentum, _, _) = spec { return momentum == 0 }
         return false

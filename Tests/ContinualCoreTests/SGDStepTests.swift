@@ -8,11 +8,13 @@ import Testing
 /// nothing but the optimizer would read the gradient, the numbers of a run through the hooks.
 @Suite struct SGDStepTests {
     /// The dense-chain shapes of DenseChainTests, and wide ones whose weight gradients take the
-    /// panels' update epilogue on the avx512-fma path of two-unit cores (≥ 128 inputs, ≥ 256
-    /// outputs, at most 256 rows): 300 outputs leave 12 columns past the last 32-column strip.
-    static let shapes: [(widths: [Int], head: OutputHead)] =
-        DenseChainTests.cases.filter { $0.activation == .relu }.map { ($0.widths, $0.head) }
-        + [([10, 300, 260], .binary), ([130, 300], .multiclass(classes: 5)), ([20, 128, 512], .multiclass(classes: 3))]
+    /// panels' update epilogue on the avx512-fma path (≥ 128 inputs, ≥ 256 outputs, at most 256
+    /// rows; the tests force the panels on and off, whatever the CPU's kind): 300 outputs leave 12
+    /// columns past the last 32-column strip, and 257 rows make chains of two blocks.
+    static let shapes: [(widths: [Int], head: OutputHead, activation: Activation)] =
+        DenseChainTests.cases.map { ($0.widths, $0.head, $0.activation) }
+        + [([10, 300, 260], .binary, .relu), ([130, 300], .multiclass(classes: 5), .relu),
+           ([20, 128, 512], .multiclass(classes: 3), .relu)]
 
     /// `steps` steps of SGD both ways from the same model: (one pass, separate) parameters' bits.
     static func bothWays(_ spec: MLPSpec, batch: Int, weightDecay: Float, active: [Bool]?, steps: Int = 3)
@@ -29,7 +31,7 @@ import Testing
         for step in 0..<steps {
             let x = (0..<(batch * spec.inputs)).map { i in (i + step) % 5 == 0 ? 0 : Float(rng.normal()) }
             let y = (0..<batch).map { Int32(($0 + step) % spec.head.classCount) }
-            let (lr, wd) = optA.plainSGDStep()!
+            let (lr, wd) = optA.beginPlainSGDStep()!
             let (la, lb) = mask.withUnsafeBufferPointer { m -> (Double, Double) in
                 let act = active == nil ? nil : m.baseAddress
                 let la = scratch.withUnsafeMutableBufferPointer { s in
@@ -52,33 +54,38 @@ import Testing
     /// How many parameters differ (a count: a failure message with the arrays would be megabytes).
     static func differing(_ a: [UInt32], _ b: [UInt32]) -> Int { a.count == b.count ? zip(a, b).filter { $0 != $1 }.count : -1 }
 
-    @Test(arguments: Kernels.availablePaths)
-    func onePassGivesTheSeparateStepsBits(_ path: String) {
-        Kernels.withPath(path) {
-            for (widths, head) in Self.shapes {
-                let spec = MLPSpec(inputs: widths[0], hidden: Array(widths.dropFirst()), activation: .relu, head: head)
+    @Test(arguments: Kernels.availablePaths, [true, false])
+    func onePassGivesTheSeparateStepsBits(_ path: String, _ panels: Bool) {
+        Kernels.withPath(path) { Kernels.withPackedLeftOperand(panels) {
+            for (widths, head, activation) in Self.shapes {
+                let spec = MLPSpec(inputs: widths[0], hidden: Array(widths.dropFirst()), activation: activation, head: head)
                 let wide = widths.max()! >= 256
-                for batch in wide ? [7, 128, 200] : [1, 5, 32, 48] {
+                for batch in wide ? [7, 128, 257] : [1, 5, 32, 48] {
                     for wd: Float in [0, 0.01] {
                         let active = head.classCount > 2 ? (0..<head.classCount).map { $0 != 1 } : nil
                         for mask in [nil, active] {
                             let (one, separate) = Self.bothWays(spec, batch: batch, weightDecay: wd, active: mask)
                             let differing = Self.differing(one, separate)
-                            #expect(differing == 0, "\(path) \(widths) batch \(batch) wd \(wd) mask \(mask != nil): \(differing) differ")
+                            #expect(differing == 0, "\(path) panels \(panels) \(widths) batch \(batch) wd \(wd) mask \(mask != nil): \(differing) differ")
                         }
                     }
                 }
             }
-        }
+        } }
     }
 
-    /// The wide layers' weight gradients split over two threads (each column range its own
-    /// epilogue), and the one pass with no rows (the update with a zero gradient, as Optimizer.step).
-    @Test func twoThreadsAndEmptyBatches() {
-        Kernels.withThreads(2) {
-            let spec = MLPSpec(inputs: 200, hidden: [1024], activation: .relu, head: .binary)
-            let (one, separate) = Self.bothWays(spec, batch: 128, weightDecay: 0.01, active: nil, steps: 2)
-            #expect(Self.differing(one, separate) == 0, "two threads")
+    /// The wide layers' weight gradients split over threads (each column range its own epilogue:
+    /// 512 columns each, or 3 × 112 of 300, under 256 and so through scratch), batches of one and
+    /// of two blocks of rows, and the one pass with no rows (the update with a zero gradient).
+    @Test func threadsLongBatchesAndEmptyBatches() {
+        Kernels.withPackedLeftOperand(true) {
+            for (threads, hidden, batch) in [(2, 1024, 128), (3, 300, 200), (2, 300, 512)] {
+                Kernels.withThreads(threads) {
+                    let spec = MLPSpec(inputs: 200, hidden: [hidden], activation: .relu, head: .binary)
+                    let (one, separate) = Self.bothWays(spec, batch: batch, weightDecay: 0.01, active: nil, steps: 2)
+                    #expect(Self.differing(one, separate) == 0, "\(threads) threads, \(hidden) wide, batch \(batch)")
+                }
+            }
         }
         let spec = MLPSpec(inputs: 4, hidden: [6], activation: .relu, head: .binary)
         let (one, separate) = Self.bothWays(spec, batch: 0, weightDecay: 0.1, active: nil, steps: 2)
@@ -99,16 +106,37 @@ import Testing
         var frozen = plain
         frozen.model.trainable = FrozenPrefixTests.mask(frozen.model, freezing: [0])
         #expect(!frozen.takesOnePassStep(PluginCapabilities([]), workspace: ws))
+        #expect(!frozen.model.runsSGDStep(workspace: ws), "sgdStep itself refuses a partly frozen model")
+        var mixed = TrainingOptions()
+        mixed.precision = TrainingPrecision(format: .bfloat16)
+        #expect(!trainer(.sgd(learningRate: 0.1), mixed).takesOnePassStep(PluginCapabilities([]), workspace: ws))
+        // Every kind of hook, one at a time.
+        let hooks: [(String, (inout PluginCapabilities) -> Void)] = [
+            ("penalty", { $0.penalties = [0] }), ("batch loss", { $0.batchLosses = [0] }),
+            ("adjuster", { $0.adjusters = [0] }), ("observer", { $0.observers = [0] }),
+            ("transform", { $0.transforms = [0] }), ("block owner", { $0.blockOwners = [0] }),
+            ("gate", { $0.gate = 0 }), ("column", { $0.column = 0 }),
+        ]
+        for (name, add) in hooks {
+            var caps = PluginCapabilities()
+            add(&caps)
+            #expect(!plain.takesOnePassStep(caps, workspace: ws), "\(name)")
+        }
     }
 
     /// A whole run takes the one pass without plugins and the hooks' path with an observer that
-    /// does nothing: the same parameters, losses and accuracies.
+    /// does nothing: the same parameters, losses and accuracies (with a learning-rate schedule,
+    /// whose rate the one pass must take).
     @Test func aRunGivesTheSameNumbersThroughTheOnePassAsThroughTheHooks() throws {
         for (hidden, wd) in [([12, 9], Float(0)), ([12, 9], 0.01), ([300], 0)] {
             let spec = MLPSpec(inputs: 4, hidden: hidden, activation: .relu, head: .multiclass(classes: 3))
             func run(_ plugins: [any StrategyPlugin]) throws -> (parameters: [UInt32], numbers: [Double]) {
+                var options = TrainingOptions(epochs: 3, batchSize: 8)
+                options.learningRateSchedule = LearningRateSchedule(.cosine(minimumFactor: 0.1), warmupSteps: 3)
                 var t = Trainer(spec: spec, optimizer: .sgd(learningRate: 0.05, weightDecay: wd),
-                                options: TrainingOptions(epochs: 3, batchSize: 8), plugins: plugins, seed: 2)
+                                options: options, plugins: plugins, seed: 2)
+                #expect(t.takesOnePassStep(PluginCapabilities(plugins), workspace: t.model.makeWorkspace(capacity: 8))
+                        == plugins.isEmpty)
                 let outcome = try t.run(FrozenPrefixTests.stream())
                 return (t.model.parameters.map(\.bitPattern),
                         outcome.progress.lossCurve.flatMap { $0 } + outcome.progress.accuracy.flatMap { $0 })

@@ -88,9 +88,10 @@ void ck_dense_weight_gradient(const float *x, const float *dz, float *dw, float 
 /// Plain SGD on a dense layer with its own weight gradient: w ← w − lr·(g + wd·w) and the same
 /// for b, where g is what ck_dense_weight_gradient adds into zeros — the bits of that product
 /// followed by ck_sgd_update (no momentum). gw, gb: scratch of w's and b's sizes, contents
-/// unspecified afterwards. Where the panel products run (the AVX-512 path on two-unit cores, at
-/// most 256 rows in the batch) the update is applied as each tile of the gradient is stored, and
-/// the gradient is never written.
+/// unspecified afterwards. Where the panel products run with every chain in one block — the
+/// AVX-512 path on two-unit cores, at most 256 rows in the batch, at least 128 inputs, more than
+/// one output, at least 256 columns in a thread's range (its whole 32-column strips) — the update
+/// is applied as each tile of the gradient is stored, and that gradient is never written.
 void ck_dense_weight_gradient_sgd(const float *x, const float *dz, float *w, float *b, float *gw, float *gb,
                                   long batch, long inputs, long outputs, float lr, float wd);
 

@@ -30,7 +30,8 @@ void ck_exp_nonpositive(const float *x, float *out, long n);
 ///     ℓ = (max(z, 0) − y·z) + ck_log1p_unit(e)      (float32, rounded as written)
 /// and overwrites logits[i] with (σ(z) − y)·scale, σ(z) = 1/(1 + e) for z ≥ 0 and e/(1 + e)
 /// otherwise; a row with labels[i] < 0 gets 0 and adds nothing. max(z, 0) is 0 when 0 ≥ z and z
-/// otherwise (NaN stays NaN), as Swift's max(z, 0).
+/// otherwise (NaN stays NaN), as Swift's max(z, 0). A NaN sum is returned as the C library's
+/// `NAN` (positive, quiet, default payload) whatever NaN the adds produced.
 double ck_binary_logistic_loss(float *logits, const int *labels, long n, float scale);
 
 #ifdef __cplusplus

@@ -23,20 +23,16 @@ extension Trainer {
     /// the hooks' path (`dataLoss`, `Optimizer.step`); nil, with nothing done, elsewhere.
     private mutating func plainSGDStep(_ batch: Batch, work: inout StepWorkspace) -> Double? {
         guard takesOnePassStep(work.capabilities, workspace: work.network),
-              let (lr, wd) = optimizer.plainSGDStep(learningRate: work.learningRate) else { return nil }
+              let (lr, wd) = optimizer.beginPlainSGDStep(learningRate: work.learningRate) else { return nil }
         let n = batch.count, scale = 1 / Float(n), ws = work.network, active = work.active
         work.overflowed = false
         return work.gradient.withUnsafeMutableBufferPointer { g -> Double in
-            batch.features.withUnsafeBufferPointer { xs in
-                batch.labels.withUnsafeBufferPointer { ys in
-                    guard let active else {
-                        return model.sgdStep(features: xs.baseAddress!, labels: ys.baseAddress!, count: n, scale: scale,
-                                             learningRate: lr, weightDecay: wd, workspace: ws, scratch: g.baseAddress!)!
-                    }
-                    return active.withUnsafeBufferPointer { a in
+            (active ?? []).withUnsafeBufferPointer { a in
+                batch.features.withUnsafeBufferPointer { xs in
+                    batch.labels.withUnsafeBufferPointer { ys in
                         model.sgdStep(features: xs.baseAddress!, labels: ys.baseAddress!, count: n, scale: scale,
                                       learningRate: lr, weightDecay: wd, workspace: ws, scratch: g.baseAddress!,
-                                      active: a.baseAddress!)!
+                                      active: active == nil ? nil : a.baseAddress)!
                     }
                 }
             }

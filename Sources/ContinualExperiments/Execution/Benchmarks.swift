@@ -100,7 +100,7 @@ public enum Benchmarks {
         for rep in 0...repetitions {
             let start = clock.now, cpu = threadCPUSeconds(), process = processCPUSeconds()
             for _ in 0..<(rep == 0 ? max(steps / 10, 1) : steps) {
-                if onePass, let (lr, wd) = opt.plainSGDStep() {
+                if onePass, let (lr, wd) = opt.beginPlainSGDStep() {
                     _ = model.sgdStep(features: x, labels: y, count: batch, scale: 1 / Float(batch), learningRate: lr,
                                       weightDecay: wd, workspace: ws, scratch: g)
                     continue
