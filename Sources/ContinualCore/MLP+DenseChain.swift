@@ -73,9 +73,8 @@ extension MLP {
             }
             return 0
         }
-        forward(features, count: count, route: 0, workspace: ws)
-        let loss = Loss.lossAndLogitGradient(head: spec.head, logits: ws.logits, labels: labels, count: count,
-                                             scale: scale, active: active)
+        let loss = forwardAndLoss(features: features, labels: labels, count: count, route: 0, scale: scale,
+                                  workspace: ws, active: active)
         let plan = plan(route: 0, workspace: ws), n = layers.count, acts = ws.activationTable
         let (bufA, bufB) = ws.deltas
         parameters.withUnsafeMutableBufferPointer { p in

@@ -43,8 +43,7 @@ extension Trainer {
     func takesOnePassStep(_ caps: PluginCapabilities, workspace ws: Workspace) -> Bool {
         caps.penalties.isEmpty && caps.batchLosses.isEmpty && caps.adjusters.isEmpty && caps.observers.isEmpty
             && caps.transforms.isEmpty && caps.blockOwners.isEmpty && caps.gate == nil && caps.column == nil
-            && !options.precision.isMixed && model.trainable == nil && optimizer.isPlainSGD
-            && model.runsSGDStep(workspace: ws)
+            && !options.precision.isMixed && optimizer.isPlainSGD && model.runsSGDStep(workspace: ws)
     }
 
     /// The batch's task loss and batch-loss terms, their gradient in `work.gradient`: one pass
