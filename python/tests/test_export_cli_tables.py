@@ -58,9 +58,11 @@ def test_tensorboard_export(synthetic, tmp_path):
     pytest.importorskip("tensorboardX", reason="tensorboardX not installed: pip install 'continualkit[tensorboard]'")
     dirs = to_tensorboard(synthetic, str(tmp_path))
     assert len(dirs) == 18
-    files = glob.glob(os.path.join(dirs[0], "events.out.tfevents.*"))
+    files = sorted(glob.glob(os.path.join(dirs[0], "events.out.tfevents.*")))
     assert files
-    scalars = _read_events(files[0])
+    # The run's scalars and its hparams summary may land in separate event files, listed in any
+    # order by the file system: read them all.
+    scalars = [s for f in files for s in _read_events(f)]
     tags = {t for t, _, _ in scalars}
     assert {"accuracy/seen_mean", "accuracy/exp_0", "loss/train", "final/acc"} <= tags
     df = load_summary(synthetic)
