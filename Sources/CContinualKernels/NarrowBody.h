@@ -133,40 +133,51 @@ static KATTR void KFN(mlp_forward)(const float *params, const ck_layer *layers, 
     }
 }
 
-/// One layer's weight gradient (unless `paired`: made with the layer above's) added into `grad`
-/// and its input gradient written to dx (when not null), masked by the ReLU below (`below_relu`)
-/// where its kernel fuses that (*masked is then set).
-KINL void KFN(layer_gradients)(const float *params, const ck_layer *L, const float *x, const float *delta, float *dx,
-                               float *grad, long batch, int below_relu, int tiny, int narrow, int paired, int *masked) {
-    const long n = L->inputs, m = L->outputs;
-    const float *w = params + L->weights;
-    if (!paired) {
-#ifdef CK_WIDE_TILE
-        if (tiny) KFN(tiny_weight_gradient)(x, delta, grad + L->weights, grad + L->bias, batch, n, m);
-        else
-#endif
-        if (narrow) KFN(narrow_weight_gradient)(x, delta, grad + L->weights, grad + L->bias, batch, n, m);
-        else ck_dense_weight_gradient(x, delta, grad + L->weights, grad + L->bias, batch, n, m);
-    }
-    if (!dx) return;
-    const float *below = below_relu ? x : 0;
-    if (tiny) {
-#ifdef CK_WIDE_TILE
-        KFN(tiny_input_gradient_any)(delta, w, dx, below, batch, n, m);
-#endif
-        *masked = below != 0;
-    } else if (narrow && batch > 4) {
-        KFN(narrow_input_gradient)(delta, w, dx, below, batch, n, m);
-        *masked = below != 0;
-    } else {
-        ck_dense_input_gradient(delta, w, dx, batch, n, m);
-    }
-}
-
 /// Plain SGD on layer L from its gradient in `grad` (lw = {lr, wd}).
 KINL void KFN(layer_sgd)(float *params, const float *grad, const ck_layer *L, const float *lw) {
     KFN(sgd_span)(params + L->weights, grad + L->weights, L->inputs * L->outputs, lw);
     KFN(sgd_span)(params + L->bias, grad + L->bias, L->outputs, lw);
+}
+
+/// One narrow or wide layer's weight gradient added into `grad` and its input gradient written to
+/// dx (when not null), masked by the ReLU below (`below_relu`) where its kernel fuses that
+/// (*masked is then set). Under SGD (lw = {lr, wd}; narrow layers only) the layer's parameters are
+/// updated with its gradient made from zeros, after dx, which reads its weights: a tiny layer's
+/// kernel applies the update as it finishes (the gradient is not stored); a narrow one's gradient
+/// is zeroed, made in `grad` and applied from there.
+KINL void KFN(layer_gradients)(float *params, const ck_layer *L, const float *x, const float *delta, float *dx,
+                               float *grad, long batch, int below_relu, int tiny, int narrow, int *masked,
+                               const float *lw) {
+    const long n = L->inputs, m = L->outputs;
+    const float *w = params + L->weights;
+    if (dx) {
+        const float *below = below_relu ? x : 0;
+        if (tiny) {
+#ifdef CK_WIDE_TILE
+            KFN(tiny_input_gradient_any)(delta, w, dx, below, batch, n, m);
+#endif
+            *masked = below != 0;
+        } else if (narrow && batch > 4) {
+            KFN(narrow_input_gradient)(delta, w, dx, below, batch, n, m);
+            *masked = below != 0;
+        } else {
+            ck_dense_input_gradient(delta, w, dx, batch, n, m);
+        }
+    }
+#ifdef CK_WIDE_TILE
+    if (tiny) {
+        float *t = lw ? params : grad;
+        KFN(tiny_weight_gradient)(x, delta, t + L->weights, t + L->bias, batch, n, m, lw);
+        return;
+    }
+#endif
+    if (lw) {
+        __builtin_memset(grad + L->weights, 0, (size_t)(n * m) * sizeof(float));
+        __builtin_memset(grad + L->bias, 0, (size_t)m * sizeof(float));
+    }
+    if (narrow) KFN(narrow_weight_gradient)(x, delta, grad + L->weights, grad + L->bias, batch, n, m);
+    else ck_dense_weight_gradient(x, delta, grad + L->weights, grad + L->bias, batch, n, m);
+    if (lw) KFN(layer_sgd)(params, grad, L, lw);
 }
 
 /// The backward pass of MLP.backward for dense ReLU/identity layers: `delta` (the logits'
@@ -175,51 +186,45 @@ KINL void KFN(layer_sgd)(float *params, const float *grad, const ck_layer *L, co
 /// With `lw` = {lr, wd} (ck_mlp_backward_sgd; `params` is then written, `grad` is scratch and
 /// `input_grad` null): each layer's gradient from zeros, and plain SGD on the layer once its own
 /// input gradient, which reads its weights, is made — wide layers in their weight gradient's
-/// epilogue (ck_dense_weight_gradient_sgd), after their input gradient.
+/// epilogue (ck_dense_weight_gradient_sgd), tiny ones as their kernels finish.
 static KATTR void KFN(mlp_backward)(float *params, const ck_layer *layers, long count, float *const *acts,
                                     float *delta, float *bufA, float *bufB, float *grad, float *input_grad,
                                     long batch, const float *lw) {
-    if (lw)  // the narrow kernels add into the gradient (ck_dense_weight_gradient_sgd zeroes its own)
-        for (long l = 0; l < count; l++) {
-            const ck_layer *L = layers + l;
-            if (L->inputs > CK_NARROW || L->outputs > CK_NARROW) continue;
-            __builtin_memset(grad + L->weights, 0, (size_t)(L->inputs * L->outputs) * sizeof(float));
-            __builtin_memset(grad + L->bias, 0, (size_t)L->outputs * sizeof(float));
-        }
     int masked = 0;  // delta already carries this layer's ReLU derivative (fused in the layer above)
-    int paired = 0;  // this layer's weight gradient was made with the layer above's (tiny_top_two)
     for (long l = count - 1; l >= 0; l--) {
         const ck_layer *L = layers + l;
         long n = L->inputs, m = L->outputs;
         if (L->relu && !masked) ck_relu_backward(acts[l + 1], delta, batch * m);
         const float *x = acts[l];
-        int narrow = n <= CK_NARROW && m <= CK_NARROW, tiny = KTINY(n, m, batch);
-        float *dx = l > 0 ? bufA : input_grad;
+        int narrow = n <= CK_NARROW && m <= CK_NARROW;
 #ifdef CK_WIDE_TILE
-        if (l > 0 && !paired && KFN(tiny_top_fits)(L - 1, L, batch)) {  // this layer and the one below, together
+        if (l > 0 && KFN(tiny_top_fits)(L - 1, L, batch)) {  // this layer and the one below (A), together
             const ck_layer *A = L - 1;
-            KFN(tiny_top_two_any)(acts[l - 1], x, params + L->weights, delta, bufA, grad + L->weights, grad + L->bias,
-                                  grad + A->weights, grad + A->bias, batch, A->inputs, n, A->relu);
-            if (lw) KFN(layer_sgd)(params, grad, L, lw);
-            masked = A->relu, paired = 1, delta = bufA;
-            float *t = bufA; bufA = bufB; bufB = t;
+            float *t = lw ? params : grad;
+            float *dxa = l > 1 ? bufB : input_grad;  // A's delta goes to bufA
+            const float *below = l > 1 && layers[l - 2].relu ? acts[l - 1] : 0;  // A's input, a ReLU's output
+            KFN(tiny_top_two_any)(acts[l - 1], x, params + A->weights, params + L->weights, delta, bufA, dxa, below,
+                                  t + L->weights, t + L->bias, t + A->weights, t + A->bias, batch, A->inputs, n,
+                                  A->relu, lw);
+            masked = below != 0;
+            l--;  // A is done too
+            delta = bufB;  // its input gradient: the next layer's delta (bufA, bufB as they were)
             continue;
         }
 #endif
+        float *dx = l > 0 ? bufA : input_grad;
         masked = 0;
         if (lw && !narrow) {
             if (dx) ck_dense_input_gradient(delta, params + L->weights, dx, batch, n, m);
             ck_dense_weight_gradient_sgd(x, delta, params + L->weights, params + L->bias, grad + L->weights,
                                          grad + L->bias, batch, n, m, lw[0], lw[1]);
         } else {
-            KFN(layer_gradients)(params, L, x, delta, dx, grad, batch, l > 0 && layers[l - 1].relu, tiny, narrow,
-                                 paired, &masked);
-            paired = 0;
-            if (lw) KFN(layer_sgd)(params, grad, L, lw);
+            KFN(layer_gradients)(params, L, x, delta, dx, grad, batch, l > 0 && layers[l - 1].relu,
+                                 KTINY(n, m, batch), narrow, &masked, lw);
         }
         if (l > 0) {
             delta = bufA;
-            float *t = bufA; bufA = bufB; bufB = t;
+            float *s = bufA; bufA = bufB; bufB = s;
         }
     }
 }

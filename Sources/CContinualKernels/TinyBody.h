@@ -192,33 +192,66 @@ KINL void KFN(tiny_forward_pairs)(const int N, const int G, const float *x, cons
     }
 }
 
+/// A gradient accumulator's start: the gradient's value at g (the kernels add into it), or, under
+/// plain SGD (lw = {lr, wd}; g then points at the parameters), +0 — the gradient the update reads
+/// is made from zeros, as ck_mlp_backward_sgd defines it.
+KINL __m512 KFN(tiny_start)(const float *g, __mmask16 k, const float *lw) {
+    return lw ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(k, g);
+}
+
+/// The accumulated gradient stored to g, or, under SGD, the parameters at g updated with it
+/// (CK_SGD_RULE: ck_sgd_update's rounding, nothing contracted), so the gradient is never stored.
+KINL void KFN(tiny_finish)(float *g, __mmask16 k, __m512 acc, const float *lw) {
+    if (lw) acc = CK_SGD_RULE(_mm512_maskz_loadu_ps(k, g), acc, _mm512_set1_ps(lw[0]), _mm512_set1_ps(lw[1]));
+    _mm512_mask_storeu_ps(g, k, acc);
+}
+
+/// tiny_start for rows 2t and 2t + 1 in tiny_zip's layout.
+KINL __m512 KFN(tiny_start_pairs)(const float *g, int t, int N, long m, const float *lw) {
+    return lw ? _mm512_setzero_ps() : KFN(tiny_load_pair_rows)(g, t, N, m);
+}
+
+/// tiny_finish for the np row pairs of tiny_zip's layout (rows 2t and 2t + 1 in acc[t]). Under
+/// SGD every pair of parameters is loaded before any is stored: a masked store spans the next
+/// rows, and a load overlapping a masked store in flight waits until the store is written.
+KINL void KFN(tiny_finish_pairs)(float *g, int np, int N, long m, __m512 *acc, const float *lw) {
+    if (lw) {
+        __m512 p[(TINY_MAX + 1) / 2];
+        const __m512 lr = _mm512_set1_ps(lw[0]), wd = _mm512_set1_ps(lw[1]);
+        _Pragma("clang loop unroll(full)") for (int t = 0; t < np; t++) p[t] = KFN(tiny_load_pair_rows)(g, t, N, m);
+        _Pragma("clang loop unroll(full)") for (int t = 0; t < np; t++) acc[t] = CK_SGD_RULE(p[t], acc[t], lr, wd);
+    }
+    _Pragma("clang loop unroll(full)") for (int t = 0; t < np; t++) KFN(tiny_store_pair_rows)(g, t, N, m, acc[t]);
+}
+
 /// dw += xᵀ·dz and db += Σ_s dz[s] for 9 to 16 outputs (N inputs): row i of dw in one vector,
-/// one chain per lane over the batch in order.
+/// one chain per lane over the batch in order. Under SGD (lw) dw and db are the parameters,
+/// updated with the gradient made from zeros (tiny_start, tiny_finish); so in the kernels below.
 KINL void KFN(tiny_weight_gradient_rows)(const int N, const float *x, const float *dz, float *dw, float *db,
-                                         long batch, long m) {
+                                         long batch, long m, const float *lw) {
     const __mmask16 km = KFN(tiny_mask)(m);
     __m512 acc[TINY_MAX];
-    _Pragma("clang loop unroll(full)") for (int i = 0; i < N; i++) acc[i] = _mm512_maskz_loadu_ps(km, dw + i * m);
-    __m512 sum = _mm512_maskz_loadu_ps(km, db);
+    _Pragma("clang loop unroll(full)") for (int i = 0; i < N; i++) acc[i] = KFN(tiny_start)(dw + i * m, km, lw);
+    __m512 sum = KFN(tiny_start)(db, km, lw);
     for (long s = 0; s < batch; s++) {
         const __m512 d = _mm512_maskz_loadu_ps(km, dz + s * m);
         _Pragma("clang loop unroll(full)") for (int i = 0; i < N; i++) acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(x[s * N + i]), d, acc[i]);
         sum = _mm512_add_ps(sum, d);
     }
-    _Pragma("clang loop unroll(full)") for (int i = 0; i < N; i++) _mm512_mask_storeu_ps(dw + i * m, km, acc[i]);
-    _mm512_mask_storeu_ps(db, km, sum);
+    _Pragma("clang loop unroll(full)") for (int i = 0; i < N; i++) KFN(tiny_finish)(dw + i * m, km, acc[i], lw);
+    KFN(tiny_finish)(db, km, sum, lw);
 }
 
 /// The same for 2 to 8 outputs: rows i and i + 1 of dw interleaved in one vector, so the
 /// broadcast is the adjacent pair (x[s, i], x[s, i + 1]) and dz's row is doubled once per sample.
 KINL void KFN(tiny_weight_gradient_pairs)(const int N, const float *x, const float *dz, float *dw, float *db,
-                                          long batch, long m) {
+                                          long batch, long m, const float *lw) {
     const __mmask16 km = KFN(tiny_mask)(m);
     enum { P = (TINY_MAX + 1) / 2 };
     const int np = (N + 1) / 2;
     __m512 acc[P];
-    _Pragma("clang loop unroll(full)") for (int t = 0; t < np; t++) acc[t] = KFN(tiny_load_pair_rows)(dw, t, N, m);
-    __m512 sum = _mm512_maskz_loadu_ps(km, db);
+    _Pragma("clang loop unroll(full)") for (int t = 0; t < np; t++) acc[t] = KFN(tiny_start_pairs)(dw, t, N, m, lw);
+    __m512 sum = KFN(tiny_start)(db, km, lw);
     for (long s = 0; s < batch; s++) {
         const __m512 raw = _mm512_maskz_loadu_ps(km, dz + s * m), d = KFN(tiny_double)(raw);
         const float *xs = x + s * N;
@@ -226,54 +259,64 @@ KINL void KFN(tiny_weight_gradient_pairs)(const int N, const float *x, const flo
             acc[t] = _mm512_fmadd_ps(KFN(tiny_row_pair)(xs, t, N), d, acc[t]);
         sum = _mm512_add_ps(sum, raw);
     }
-    _Pragma("clang loop unroll(full)") for (int t = 0; t < np; t++) KFN(tiny_store_pair_rows)(dw, t, N, m, acc[t]);
-    _mm512_mask_storeu_ps(db, km, sum);
+    KFN(tiny_finish_pairs)(dw, np, N, m, acc, lw);
+    KFN(tiny_finish)(db, km, sum, lw);
 }
 
 /// The same for one output: dw (one column) along the lanes, one chain per lane over the batch;
 /// db one scalar chain.
 KINL void KFN(tiny_weight_gradient_column)(const float *x, const float *dz, float *dw, float *db,
-                                           long batch, long n) {
+                                           long batch, long n, const float *lw) {
     const __mmask16 kn = KFN(tiny_mask)(n);
-    __m512 acc = _mm512_maskz_loadu_ps(kn, dw);
-    float sum = db[0];
+    __m512 acc = KFN(tiny_start)(dw, kn, lw);
+    float sum = lw ? 0.0f : db[0];
     for (long s = 0; s < batch; s++) {
         acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(kn, x + s * n), _mm512_set1_ps(dz[s]), acc);
         sum = sum + dz[s];
     }
-    _mm512_mask_storeu_ps(dw, kn, acc);
-    db[0] = sum;
+    KFN(tiny_finish)(dw, kn, acc, lw);
+    db[0] = lw ? CK_SGD_RULE(db[0], sum, lw[0], lw[1]) : sum;
+}
+
+/// w's columns (M ≤ 8 of them, over n ≤ 16 rows, zeros past n) as vectors, for dx = dz·wᵀ.
+KINL void KFN(tiny_columns_of)(const float *w, long n, long M, __m512 wj[8]) {
+    for (int p = 0; p < 8; p++) wj[p] = KFN(tiny_two_rows)(w, 2 * p, n, M);
+    KFN(tiny_columns8)(wj);
+}
+
+/// Rows [s0, s0 + 16) of dx = dz·wᵀ from the columns wj[0..<M] of w (M outputs, n inputs): one
+/// row per vector, each lane one chain from +0 over the outputs in order, masked by `below` > 0
+/// when given (ck_relu_backward's selection).
+KINL void KFN(tiny_input_gradient_block)(long M, const __m512 *wj, const float *dz, float *dx, const float *below,
+                                         long s0, long n) {
+    const __mmask16 kn = KFN(tiny_mask)(n);
+    __m512 acc[16];
+    _Pragma("clang loop unroll(full)") for (int r = 0; r < 16; r++) acc[r] = _mm512_setzero_ps();
+    const float *ds = dz + s0 * M;
+    for (long j = 0; j < M; j++)
+        _Pragma("clang loop unroll(full)") for (int r = 0; r < 16; r++) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(ds[r * M + j]), wj[j], acc[r]);
+    _Pragma("clang loop unroll(full)") for (int r = 0; r < 16; r++) {
+        __m512 v = acc[r];
+        if (below) v = KFN(tiny_where_above_zero)(_mm512_maskz_loadu_ps(kn, below + (s0 + r) * n), v);
+        _mm512_mask_storeu_ps(dx + (s0 + r) * n, kn, v);
+    }
 }
 
 /// dx = dz·wᵀ (from +0, over the M outputs in order), masked by `below > 0` when given: a row of
 /// dx per vector (the inputs along the lanes), the columns of w packed as vectors once.
 KINL void KFN(tiny_input_gradient)(const int M, const float *dz, const float *w, float *dx, const float *below,
                                    long batch, long n) {
-    const __mmask16 kn = KFN(tiny_mask)(n);
     __m512 wj[TINY_MAX];
     if (M <= 8) {  // w's 16 rows (zeros past n) × M columns transposed in registers
-        __m512 z[8];
-        for (int p = 0; p < 8; p++) z[p] = KFN(tiny_two_rows)(w, 2 * p, n, M);
-        KFN(tiny_columns8)(z);
-        for (int j = 0; j < M; j++) wj[j] = z[j];
+        KFN(tiny_columns_of)(w, n, M, wj);
     } else {
+        const __mmask16 kn = KFN(tiny_mask)(n);
         float wt[TINY_MAX][TINY_MAX];
         for (int j = 0; j < M; j++)
             for (long i = 0; i < n; i++) wt[j][i] = w[i * M + j];
         for (int j = 0; j < M; j++) wj[j] = _mm512_maskz_loadu_ps(kn, wt[j]);
     }
-    for (long s0 = 0; s0 < batch; s0 += 16) {
-        __m512 acc[16];
-        _Pragma("clang loop unroll(full)") for (int r = 0; r < 16; r++) acc[r] = _mm512_setzero_ps();
-        const float *ds = dz + s0 * M;
-        for (int j = 0; j < M; j++)
-            _Pragma("clang loop unroll(full)") for (int r = 0; r < 16; r++) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(ds[r * M + j]), wj[j], acc[r]);
-        _Pragma("clang loop unroll(full)") for (int r = 0; r < 16; r++) {
-            __m512 v = acc[r];
-            if (below) v = KFN(tiny_where_above_zero)(_mm512_maskz_loadu_ps(kn, below + (s0 + r) * n), v);
-            _mm512_mask_storeu_ps(dx + (s0 + r) * n, kn, v);
-        }
-    }
+    for (long s0 = 0; s0 < batch; s0 += 16) KFN(tiny_input_gradient_block)(M, wj, dz, dx, below, s0, n);
 }
 
 /// Whether a layer runs here: both sides ≤ 16 and whole groups of 16 rows.
@@ -310,11 +353,14 @@ static KATTR __attribute__((noinline)) void KFN(tiny_forward)(const float *x, co
 #undef TINY_COLUMN
 }
 
+/// One tiny layer's weight and bias gradient added into dw, db; under SGD (lw) dw and db are the
+/// layer's parameters, updated by plain SGD with the gradient made from zeros.
 static KATTR __attribute__((noinline)) void KFN(tiny_weight_gradient)(const float *x, const float *dz, float *dw,
-                                                                      float *db, long batch, long n, long m) {
-#define TINY_ROWS(N) KFN(tiny_weight_gradient_rows)((N), x, dz, dw, db, batch, m)
-#define TINY_PAIRS(N) KFN(tiny_weight_gradient_pairs)((N), x, dz, dw, db, batch, m)
-    if (m == 1) KFN(tiny_weight_gradient_column)(x, dz, dw, db, batch, n);
+                                                                      float *db, long batch, long n, long m,
+                                                                      const float *lw) {
+#define TINY_ROWS(N) KFN(tiny_weight_gradient_rows)((N), x, dz, dw, db, batch, m, lw)
+#define TINY_PAIRS(N) KFN(tiny_weight_gradient_pairs)((N), x, dz, dw, db, batch, m, lw)
+    if (m == 1) KFN(tiny_weight_gradient_column)(x, dz, dw, db, batch, n, lw);
     else if (m > 8) TINY_SWITCH(n, TINY_ROWS)
     else TINY_SWITCH(n, TINY_PAIRS)
 #undef TINY_ROWS

@@ -33,33 +33,45 @@ KINL void KFN(tiny_column_after_pairs)(const __m512 acc[8], const float *w, floa
 /// gradient (one column), its input gradient (A's delta, into dz, masked by A's ReLU when `relu`)
 /// and A's weight gradient (rows in interleaved pairs) from that delta while it is in a register.
 /// Apart, B's weight gradient was one chain of `batch` dependent multiply-adds with nothing to
-/// overlap it; here A's chains run beside it. N = A's inputs; m = A's outputs = B's inputs.
-KINL void KFN(tiny_top_two)(const int N, const float *xa, const float *xb, const float *wb, const float *delta,
-                            float *dz, float *gwb, float *gbb, float *gwa, float *gba, long batch, long m, int relu) {
+/// overlap it; here A's chains run beside it. Where dxa is given, A's input gradient follows
+/// each 16 rows (tiny_input_gradient_block, reading dz), so A is done here too: under SGD (lw;
+/// g* are then the parameters) both layers are updated at the end, after every read of their
+/// weights, and their gradients are never stored. N = A's inputs; m = A's outputs = B's inputs.
+KINL void KFN(tiny_top_two)(const int N, const float *xa, const float *xb, const float *wa, const float *wb,
+                            const float *delta, float *dz, float *dxa, const float *below, float *gwb, float *gbb,
+                            float *gwa, float *gba, long batch, long m, int relu, const float *lw) {
     const __mmask16 km = KFN(tiny_mask)(m);
     const int np = (N + 1) / 2;
     const __m512 w = _mm512_maskz_loadu_ps(km, wb);
     __m512 acc[(TINY_MAX + 1) / 2];
-    _Pragma("clang loop unroll(full)") for (int t = 0; t < np; t++) acc[t] = KFN(tiny_load_pair_rows)(gwa, t, N, m);
-    __m512 col = _mm512_maskz_loadu_ps(km, gwb), sum = _mm512_maskz_loadu_ps(km, gba);
-    float bias = gbb[0];
-    for (long s = 0; s < batch; s++) {
+    _Pragma("clang loop unroll(full)") for (int t = 0; t < np; t++) acc[t] = KFN(tiny_start_pairs)(gwa, t, N, m, lw);
+    __m512 col = KFN(tiny_start)(gwb, km, lw), sum = KFN(tiny_start)(gba, km, lw);
+    float bias = lw ? 0.0f : gbb[0];
+    const __mmask16 pass = relu ? 0 : 0xFFFF;  // lanes kept whatever A's output (no ReLU)
+    __m512 wj[8];
+    if (dxa) KFN(tiny_columns_of)(wa, N, m, wj);
+    for (long s0 = 0; s0 < batch; s0 += 16) {
+      for (long s = s0; s < s0 + 16; s++) {
         const float e = delta[s];
         const __m512 es = _mm512_set1_ps(e), xs = _mm512_maskz_loadu_ps(km, xb + s * m);
         col = _mm512_fmadd_ps(xs, es, col);
         bias = bias + e;
         __m512 d = _mm512_fmadd_ps(es, w, _mm512_setzero_ps());  // from +0, one output
-        if (relu) d = KFN(tiny_where_above_zero)(xs, d);
-        _mm512_mask_storeu_ps(dz + s * m, km, d);
+        d = _mm512_maskz_mov_ps(_kor_mask16(_mm512_cmp_ps_mask(xs, _mm512_setzero_ps(), _CMP_GT_OQ), pass), d);  // ReLU's
+        if (m == 8) _mm256_storeu_ps(dz + s * 8, _mm512_castps512_ps256(d));  // unmasked: forwards to dx's loads
+        else _mm512_mask_storeu_ps(dz + s * m, km, d);
         sum = _mm512_add_ps(sum, d);
         const __m512 dd = KFN(tiny_double)(d);
         _Pragma("clang loop unroll(full)") for (int t = 0; t < np; t++)
             acc[t] = _mm512_fmadd_ps(KFN(tiny_row_pair)(xa + s * N, t, N), dd, acc[t]);
+      }
+      // A's input gradient for these 16 rows, overlapping the next rows' chains
+      if (dxa) KFN(tiny_input_gradient_block)(m, wj, dz, dxa, below, s0, N);
     }
-    _Pragma("clang loop unroll(full)") for (int t = 0; t < np; t++) KFN(tiny_store_pair_rows)(gwa, t, N, m, acc[t]);
-    _mm512_mask_storeu_ps(gwb, km, col);
-    _mm512_mask_storeu_ps(gba, km, sum);
-    gbb[0] = bias;
+    KFN(tiny_finish_pairs)(gwa, np, N, m, acc, lw);
+    KFN(tiny_finish)(gwb, km, col, lw);
+    KFN(tiny_finish)(gba, km, sum, lw);
+    gbb[0] = lw ? CK_SGD_RULE(gbb[0], bias, lw[0], lw[1]) : bias;
 }
 
 /// Whether layers a (below) and b (above it) take tiny_top_two.
@@ -68,10 +80,11 @@ KINL int KFN(tiny_top_fits)(const ck_layer *a, const ck_layer *b, long batch) {
            batch % 16 == 0;
 }
 
-static KATTR __attribute__((noinline)) void KFN(tiny_top_two_any)(const float *xa, const float *xb, const float *wb,
-        const float *delta, float *dz, float *gwb, float *gbb, float *gwa, float *gba, long batch, long n, long m,
-        int relu) {
-#define TINY_TOP(N) KFN(tiny_top_two)((N), xa, xb, wb, delta, dz, gwb, gbb, gwa, gba, batch, m, relu)
+/// tiny_top_two for A's inputs n; A's input gradient made where dxa is given.
+static KATTR __attribute__((noinline)) void KFN(tiny_top_two_any)(const float *xa, const float *xb, const float *wa,
+        const float *wb, const float *delta, float *dz, float *dxa, const float *below, float *gwb, float *gbb,
+        float *gwa, float *gba, long batch, long n, long m, int relu, const float *lw) {
+#define TINY_TOP(N) KFN(tiny_top_two)((N), xa, xb, wa, wb, delta, dz, dxa, below, gwb, gbb, gwa, gba, batch, m, relu, lw)
     TINY_SWITCH(n, TINY_TOP)
 #undef TINY_TOP
 }

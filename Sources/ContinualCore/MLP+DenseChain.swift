@@ -61,7 +61,8 @@ extension MLP {
     /// into a zeroed gradient followed by `Optimizer.step` with `.sgd(learningRate, 0,
     /// weightDecay, _)`; `scratch` (`parameterCount` floats) is left unspecified. Returns the sum
     /// of the per-sample losses (as `lossAndGradient`), or nil, having done nothing, where
-    /// `runsSGDStep` is false.
+    /// `runsSGDStep` is false. The workspace's activations and logits are those of the forward
+    /// pass, but for the input's copy, which is not made (the kernels read `features`).
     public mutating func sgdStep(features: UnsafePointer<Float>, labels: UnsafePointer<Int32>, count: Int,
                                  scale: Float, learningRate: Float, weightDecay: Float, workspace ws: Workspace,
                                  scratch: UnsafeMutablePointer<Float>, active: UnsafePointer<Bool>? = nil) -> Double? {
@@ -73,9 +74,13 @@ extension MLP {
             }
             return 0
         }
-        let loss = forwardAndLoss(features: features, labels: labels, count: count, route: 0, scale: scale,
-                                  workspace: ws, active: active)
-        let plan = plan(route: 0, workspace: ws), n = layers.count, acts = ws.activationTable
+        ws.reserve(rows: count)
+        // The kernels read the input where it is (no copy into the workspace) through one plan.
+        let plan = plan(route: 0, workspace: ws), n = layers.count, acts = ws.activationTable(input: features)
+        defer { ws.restoreInputEntry() }
+        parameters.withUnsafeBufferPointer { p in ck_mlp_forward(p.baseAddress!, plan, n, acts, count) }
+        let loss = Loss.lossAndLogitGradient(head: spec.head, logits: ws.logits, labels: labels, count: count,
+                                             scale: scale, active: active)
         let (bufA, bufB) = ws.deltas
         parameters.withUnsafeMutableBufferPointer { p in
             ck_mlp_backward_sgd(p.baseAddress!, plan, n, acts, ws.logits, bufA, bufB, scratch, count, learningRate,

@@ -96,6 +96,17 @@ public final class Workspace {
     /// Every activation buffer's address, entering layer 0 first (a C array of `widths.count`).
     @inline(__always) var activationTable: UnsafePointer<UnsafeMutablePointer<Float>?> { UnsafePointer(table) }
 
+    /// The activation table with `input` in place of the input copy (for `MLP.sgdStep`, whose
+    /// kernels only read the input: the copy, 1.3 kB for the seed model's batch, is not made);
+    /// `restoreInputEntry` puts the copy back.
+    @inline(__always) func activationTable(input: UnsafePointer<Float>) -> UnsafePointer<UnsafeMutablePointer<Float>?> {
+        table[0] = UnsafeMutablePointer(mutating: input)
+        return UnsafePointer(table)
+    }
+
+    /// Undoes `activationTable(input:)`.
+    @inline(__always) func restoreInputEntry() { table[0] = activations[0] }
+
     /// The network's logits after `forward`.
     public var logits: UnsafeMutablePointer<Float> { activations[activations.count - 1] }
 

@@ -9,8 +9,14 @@ import Testing
     /// Widths (inputs first), head, batches: the seed model, its two-logit form, column counts
     /// 1–7 and 9 (the eight-rows-per-vector forward, its row tail), widths at and past the narrow
     /// bound (64 / 65, and a 70-wide input on the separate products), identity hidden layers, 16
-    /// on both sides, one-wide layers (12 → 1 → 4 → 1, 1 → 11 → 1).
+    /// on both sides, one-wide layers (12 → 1 → 4 → 1, 1 → 11 → 1), and the top two layers'
+    /// backward (TinyFused.h) with its lower layer's input gradient unmasked (identity below:
+    /// 9 → 12 → 6 → 1), as the network's input gradient (5 → 7 → 1), and for an odd input count
+    /// (10 → 15 → 3 → 1).
     static let cases: [(widths: [Int], head: OutputHead, activation: Activation)] = [
+        ([9, 12, 6], .binary, .identity),
+        ([5, 7], .binary, .relu),
+        ([10, 15, 3], .binary, .relu),
         ([10, 16, 8], .binary, .relu),
         ([10, 16, 8], .multiclass(classes: 2), .relu),
         ([7, 3, 9], .multiclass(classes: 5), .relu),
