@@ -139,9 +139,9 @@ KINL void KFN(layer_sgd)(float *params, const float *grad, const ck_layer *L, co
     KFN(sgd_span)(params + L->bias, grad + L->bias, L->outputs, lw);
 }
 
-/// One narrow or wide layer's weight gradient added into `grad` and its input gradient written to
-/// dx (when not null), masked by the ReLU below (`below_relu`) where its kernel fuses that
-/// (*masked is then set). Under SGD (lw = {lr, wd}; narrow layers only) the layer's parameters are
+/// One layer's weight gradient added into `grad` and its input gradient written to dx (when not
+/// null), masked by the ReLU below (`below_relu`) where its kernel fuses that (*masked is then
+/// set). Under SGD (lw = {lr, wd}; tiny and narrow layers only) the layer's parameters are
 /// updated with its gradient made from zeros, after dx, which reads its weights: a tiny layer's
 /// kernel applies the update as it finishes (the gradient is not stored); a narrow one's gradient
 /// is zeroed, made in `grad` and applied from there.
@@ -201,14 +201,18 @@ static KATTR void KFN(mlp_backward)(float *params, const ck_layer *layers, long 
         if (l > 0 && KFN(tiny_top_fits)(L - 1, L, batch)) {  // this layer and the one below (A), together
             const ck_layer *A = L - 1;
             float *t = lw ? params : grad;
-            float *dxa = l > 1 ? bufB : input_grad;  // A's delta goes to bufA
+            // A's input gradient goes to bufA, as a layer's own would: delta is the logits' gradient
+            // or bufB, which the kernel reads until its last rows while it writes bufA's first.
+            float *dxa = l > 1 ? bufA : input_grad;
             const float *below = l > 1 && layers[l - 2].relu ? acts[l - 1] : 0;  // A's input, a ReLU's output
-            KFN(tiny_top_two_any)(acts[l - 1], x, params + A->weights, params + L->weights, delta, bufA, dxa, below,
+            KFN(tiny_top_two_any)(acts[l - 1], x, params + A->weights, params + L->weights, delta, dxa, below,
                                   t + L->weights, t + L->bias, t + A->weights, t + A->bias, batch, A->inputs, n,
                                   A->relu, lw);
             masked = below != 0;
-            l--;  // A is done too
-            delta = bufB;  // its input gradient: the next layer's delta (bufA, bufB as they were)
+            if (--l > 0) {  // A is done too; its input gradient is the next layer's delta
+                delta = bufA;
+                float *s = bufA; bufA = bufB; bufB = s;
+            }
             continue;
         }
 #endif

@@ -13,8 +13,9 @@
 //     registers), the weight gradient with the inputs along the lanes (dw is then one column).
 // TinyFused.h runs a one-output layer and the 2–8-output layer below it as one pass.
 // Every element is still the one chain of KernelBody.h — the forward from its bias over k in
-// order, the weight gradient from memory over the batch in order, the input gradient from +0 over
-// the outputs in order — and the selections of ck_relu_forward / ck_relu_backward, so the bits
+// order, the weight gradient from memory (from +0 under plain SGD, whose update is then applied in
+// registers) over the batch in order, the input gradient from +0 over the outputs in order — and
+// the selections of ck_relu_forward / ck_relu_backward, so the bits
 // are the narrow tiles' (DenseChainTests compare whole networks with the layer-by-layer products
 // on every path, KernelPathTests those products between paths).
 
@@ -284,15 +285,14 @@ KINL void KFN(tiny_columns_of)(const float *w, long n, long M, __m512 wj[8]) {
     KFN(tiny_columns8)(wj);
 }
 
-/// Rows [s0, s0 + 16) of dx = dz·wᵀ from the columns wj[0..<M] of w (M outputs, n inputs): one
-/// row per vector, each lane one chain from +0 over the outputs in order, masked by `below` > 0
-/// when given (ck_relu_backward's selection).
-KINL void KFN(tiny_input_gradient_block)(long M, const __m512 *wj, const float *dz, float *dx, const float *below,
+/// Rows [s0, s0 + 16) of dx = dz·wᵀ from those rows of dz (`ds`, 16 rows of M) and the columns
+/// wj[0..<M] of w (M outputs, n inputs): one row per vector, each lane one chain from +0 over the
+/// outputs in order, masked by `below` > 0 when given (ck_relu_backward's selection).
+KINL void KFN(tiny_input_gradient_block)(long M, const __m512 *wj, const float *ds, float *dx, const float *below,
                                          long s0, long n) {
     const __mmask16 kn = KFN(tiny_mask)(n);
     __m512 acc[16];
     _Pragma("clang loop unroll(full)") for (int r = 0; r < 16; r++) acc[r] = _mm512_setzero_ps();
-    const float *ds = dz + s0 * M;
     for (long j = 0; j < M; j++)
         _Pragma("clang loop unroll(full)") for (int r = 0; r < 16; r++) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(ds[r * M + j]), wj[j], acc[r]);
     _Pragma("clang loop unroll(full)") for (int r = 0; r < 16; r++) {
@@ -316,7 +316,7 @@ KINL void KFN(tiny_input_gradient)(const int M, const float *dz, const float *w,
             for (long i = 0; i < n; i++) wt[j][i] = w[i * M + j];
         for (int j = 0; j < M; j++) wj[j] = _mm512_maskz_loadu_ps(kn, wt[j]);
     }
-    for (long s0 = 0; s0 < batch; s0 += 16) KFN(tiny_input_gradient_block)(M, wj, dz, dx, below, s0, n);
+    for (long s0 = 0; s0 < batch; s0 += 16) KFN(tiny_input_gradient_block)(M, wj, dz + s0 * M, dx, below, s0, n);
 }
 
 /// Whether a layer runs here: both sides ≤ 16 and whole groups of 16 rows.

@@ -30,15 +30,16 @@ KINL void KFN(tiny_column_after_pairs)(const __m512 acc[8], const float *w, floa
 
 /// The top two layers' backward in one pass over the batch, where the top layer B has one output
 /// and the layer below it A has 2–8 (the seed model's 8 → 1 over 16 → 8): per sample, B's weight
-/// gradient (one column), its input gradient (A's delta, into dz, masked by A's ReLU when `relu`)
+/// gradient (one column), its input gradient (A's delta, masked by A's ReLU when `relu`)
 /// and A's weight gradient (rows in interleaved pairs) from that delta while it is in a register.
 /// Apart, B's weight gradient was one chain of `batch` dependent multiply-adds with nothing to
 /// overlap it; here A's chains run beside it. Where dxa is given, A's input gradient follows
-/// each 16 rows (tiny_input_gradient_block, reading dz), so A is done here too: under SGD (lw;
+/// each 16 rows (tiny_input_gradient_block, from those rows of A's delta, kept on the stack:
+/// dxa may be the buffer the caller's previous delta was in), so A is done here too: under SGD (lw;
 /// g* are then the parameters) both layers are updated at the end, after every read of their
 /// weights, and their gradients are never stored. N = A's inputs; m = A's outputs = B's inputs.
 KINL void KFN(tiny_top_two)(const int N, const float *xa, const float *xb, const float *wa, const float *wb,
-                            const float *delta, float *dz, float *dxa, const float *below, float *gwb, float *gbb,
+                            const float *delta, float *dxa, const float *below, float *gwb, float *gbb,
                             float *gwa, float *gba, long batch, long m, int relu, const float *lw) {
     const __mmask16 km = KFN(tiny_mask)(m);
     const int np = (N + 1) / 2;
@@ -50,6 +51,7 @@ KINL void KFN(tiny_top_two)(const int N, const float *xa, const float *xb, const
     const __mmask16 pass = relu ? 0 : 0xFFFF;  // lanes kept whatever A's output (no ReLU)
     __m512 wj[8];
     if (dxa) KFN(tiny_columns_of)(wa, N, m, wj);
+    float dz[16 * 8] __attribute__((aligned(64)));  // A's delta for the current 16 rows
     for (long s0 = 0; s0 < batch; s0 += 16) {
       for (long s = s0; s < s0 + 16; s++) {
         const float e = delta[s];
@@ -58,8 +60,9 @@ KINL void KFN(tiny_top_two)(const int N, const float *xa, const float *xb, const
         bias = bias + e;
         __m512 d = _mm512_fmadd_ps(es, w, _mm512_setzero_ps());  // from +0, one output
         d = _mm512_maskz_mov_ps(_kor_mask16(_mm512_cmp_ps_mask(xs, _mm512_setzero_ps(), _CMP_GT_OQ), pass), d);  // ReLU's
-        if (m == 8) _mm256_storeu_ps(dz + s * 8, _mm512_castps512_ps256(d));  // unmasked: forwards to dx's loads
-        else _mm512_mask_storeu_ps(dz + s * m, km, d);
+        float *row = dz + (s - s0) * m;
+        if (m == 8) _mm256_store_ps(row, _mm512_castps512_ps256(d));  // unmasked: forwards to dx's loads
+        else _mm512_mask_storeu_ps(row, km, d);
         sum = _mm512_add_ps(sum, d);
         const __m512 dd = KFN(tiny_double)(d);
         _Pragma("clang loop unroll(full)") for (int t = 0; t < np; t++)
@@ -82,9 +85,9 @@ KINL int KFN(tiny_top_fits)(const ck_layer *a, const ck_layer *b, long batch) {
 
 /// tiny_top_two for A's inputs n; A's input gradient made where dxa is given.
 static KATTR __attribute__((noinline)) void KFN(tiny_top_two_any)(const float *xa, const float *xb, const float *wa,
-        const float *wb, const float *delta, float *dz, float *dxa, const float *below, float *gwb, float *gbb,
+        const float *wb, const float *delta, float *dxa, const float *below, float *gwb, float *gbb,
         float *gwa, float *gba, long batch, long n, long m, int relu, const float *lw) {
-#define TINY_TOP(N) KFN(tiny_top_two)((N), xa, xb, wa, wb, delta, dz, dxa, below, gwb, gbb, gwa, gba, batch, m, relu, lw)
+#define TINY_TOP(N) KFN(tiny_top_two)((N), xa, xb, wa, wb, delta, dxa, below, gwb, gbb, gwa, gba, batch, m, relu, lw)
     TINY_SWITCH(n, TINY_TOP)
 #undef TINY_TOP
 }

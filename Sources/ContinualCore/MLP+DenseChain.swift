@@ -56,13 +56,15 @@ extension MLP {
 
     /// One plain-SGD step (no momentum) in one pass: forward, loss, backward, and each layer's
     /// update as soon as its own input gradient (which reads its weights) is made — a wide
-    /// layer's in its weight gradient's epilogue, so that gradient is never stored, read back or
-    /// zeroed (`ck_mlp_backward_sgd`). The parameters are bit for bit those of `lossAndGradient`
+    /// layer's in its weight gradient's epilogue and a tiny one's (both sides ≤ 16, AVX-512) in
+    /// its kernel's registers, so that gradient is never stored, read back or zeroed
+    /// (`ck_mlp_backward_sgd`). The parameters are bit for bit those of `lossAndGradient`
     /// into a zeroed gradient followed by `Optimizer.step` with `.sgd(learningRate, 0,
     /// weightDecay, _)`; `scratch` (`parameterCount` floats) is left unspecified. Returns the sum
     /// of the per-sample losses (as `lossAndGradient`), or nil, having done nothing, where
-    /// `runsSGDStep` is false. The workspace's activations and logits are those of the forward
-    /// pass, but for the input's copy, which is not made (the kernels read `features`).
+    /// `runsSGDStep` is false. Afterwards the workspace's hidden activations are the forward
+    /// pass's, its logits hold the consumed logit gradient, and its input copy is not written
+    /// (the kernels read `features` where it is).
     public mutating func sgdStep(features: UnsafePointer<Float>, labels: UnsafePointer<Int32>, count: Int,
                                  scale: Float, learningRate: Float, weightDecay: Float, workspace ws: Workspace,
                                  scratch: UnsafeMutablePointer<Float>, active: UnsafePointer<Bool>? = nil) -> Double? {

@@ -90,7 +90,8 @@ public final class Workspace {
         }
     }
 
-    /// Activations entering layer `l` (index 0 is the input copy), [rows × widths[l]].
+    /// Activations entering layer `l` (index 0 is the input copy `MLP.forward` makes; `MLP.sgdStep`
+    /// does not write it), [rows × widths[l]].
     @inline(__always) func activation(_ l: Int) -> UnsafeMutablePointer<Float> { activations[l] }
 
     /// Every activation buffer's address, entering layer 0 first (a C array of `widths.count`).

@@ -11,9 +11,12 @@ import Testing
     /// bound (64 / 65, and a 70-wide input on the separate products), identity hidden layers, 16
     /// on both sides, one-wide layers (12 → 1 → 4 → 1, 1 → 11 → 1), and the top two layers'
     /// backward (TinyFused.h) with its lower layer's input gradient unmasked (identity below:
-    /// 9 → 12 → 6 → 1), as the network's input gradient (5 → 7 → 1), and for an odd input count
-    /// (10 → 15 → 3 → 1).
+    /// 9 → 12 → 6 → 1), as the network's input gradient (5 → 7 → 1), for an odd input count
+    /// (10 → 15 → 3 → 1), and below another layer, where it must not be written over the delta
+    /// still being read (6 → 5 → 4 → 1 → 3, 1 → 2 → 2 → 1 → 1).
     static let cases: [(widths: [Int], head: OutputHead, activation: Activation)] = [
+        ([6, 5, 4, 1], .multiclass(classes: 3), .relu),
+        ([1, 2, 2, 1], .binary, .identity),
         ([9, 12, 6], .binary, .identity),
         ([5, 7], .binary, .relu),
         ([10, 15, 3], .binary, .relu),

@@ -123,7 +123,8 @@ void ck_mlp_backward(const float *params, const ck_layer *layers, long count, fl
 /// ck_mlp_backward into a zeroed gradient, then plain SGD on every layer (ck_sgd_update with
 /// learning rate lr, weight decay wd, no momentum), the same bits in `params`: each layer is
 /// updated once its own input gradient is made (which reads its weights), wide layers through
-/// ck_dense_weight_gradient_sgd. `grad`: scratch of the parameters' size, contents unspecified.
+/// ck_dense_weight_gradient_sgd, tiny ones (both sides ≤ 16, avx512-fma path) in their kernels'
+/// registers. `grad`: scratch of the parameters' size, contents unspecified.
 void ck_mlp_backward_sgd(float *params, const ck_layer *layers, long count, float *const *acts, float *delta,
                          float *bufA, float *bufB, float *grad, long batch, float lr, float wd);
 
