@@ -34,10 +34,11 @@ KINL void KFN(tiny_column_after_pairs)(const __m512 acc[8], const float *w, floa
 /// and A's weight gradient (rows in interleaved pairs) from that delta while it is in a register.
 /// Apart, B's weight gradient was one chain of `batch` dependent multiply-adds with nothing to
 /// overlap it; here A's chains run beside it. Where dxa is given, A's input gradient follows
-/// each 16 rows (tiny_input_gradient_block, from those rows of A's delta, kept on the stack:
-/// dxa may be the buffer the caller's previous delta was in), so A is done here too: under SGD (lw;
-/// g* are then the parameters) both layers are updated at the end, after every read of their
-/// weights, and their gradients are never stored. N = A's inputs; m = A's outputs = B's inputs.
+/// each 16 rows (tiny_input_gradient_block), from those rows of A's delta kept on the stack —
+/// not in a caller's buffer: dxa is one, and `delta` another that is read until the last rows.
+/// So A is done here too: under SGD (lw; g* are then the parameters) both layers are updated at
+/// the end, after every read of their weights, and their gradients are never stored.
+/// N = A's inputs; m = A's outputs = B's inputs.
 KINL void KFN(tiny_top_two)(const int N, const float *xa, const float *xb, const float *wa, const float *wb,
                             const float *delta, float *dxa, const float *below, float *gwb, float *gbb,
                             float *gwa, float *gba, long batch, long m, int relu, const float *lw) {
