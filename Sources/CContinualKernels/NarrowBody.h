@@ -197,8 +197,10 @@ static KATTR void KFN(mlp_backward)(float *params, const ck_layer *layers, long 
         if (L->relu && !masked) ck_relu_backward(acts[l + 1], delta, batch * m);
         const float *x = acts[l];
         int narrow = n <= CK_NARROW && m <= CK_NARROW;
+        int pair = 0;  // this layer and the one below it (A) made together by tiny_top_two
 #ifdef CK_WIDE_TILE
-        if (l > 0 && KFN(tiny_top_fits)(L - 1, L, batch)) {  // this layer and the one below (A), together
+        pair = l > 0 && KFN(tiny_top_fits)(L - 1, L, batch);
+        if (pair) {
             const ck_layer *A = L - 1;
             float *t = lw ? params : grad;
             // A's input gradient goes to bufA, as a layer's own would: delta is the logits' gradient
@@ -209,22 +211,20 @@ static KATTR void KFN(mlp_backward)(float *params, const ck_layer *layers, long 
                                   t + L->weights, t + L->bias, t + A->weights, t + A->bias, batch, A->inputs, n,
                                   A->relu, lw);
             masked = below != 0;
-            if (--l > 0) {  // A is done too; its input gradient is the next layer's delta
-                delta = bufA;
-                float *s = bufA; bufA = bufB; bufB = s;
-            }
-            continue;
+            l--;  // A is done too; its input gradient (bufA) is the next layer's delta
         }
 #endif
-        float *dx = l > 0 ? bufA : input_grad;
-        masked = 0;
-        if (lw && !narrow) {
-            if (dx) ck_dense_input_gradient(delta, params + L->weights, dx, batch, n, m);
-            ck_dense_weight_gradient_sgd(x, delta, params + L->weights, params + L->bias, grad + L->weights,
-                                         grad + L->bias, batch, n, m, lw[0], lw[1]);
-        } else {
-            KFN(layer_gradients)(params, L, x, delta, dx, grad, batch, l > 0 && layers[l - 1].relu,
-                                 KTINY(n, m, batch), narrow, &masked, lw);
+        if (!pair) {
+            float *dx = l > 0 ? bufA : input_grad;
+            masked = 0;
+            if (lw && !narrow) {
+                if (dx) ck_dense_input_gradient(delta, params + L->weights, dx, batch, n, m);
+                ck_dense_weight_gradient_sgd(x, delta, params + L->weights, params + L->bias, grad + L->weights,
+                                             grad + L->bias, batch, n, m, lw[0], lw[1]);
+            } else {
+                KFN(layer_gradients)(params, L, x, delta, dx, grad, batch, l > 0 && layers[l - 1].relu,
+                                     KTINY(n, m, batch), narrow, &masked, lw);
+            }
         }
         if (l > 0) {
             delta = bufA;

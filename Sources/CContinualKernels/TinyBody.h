@@ -207,6 +207,12 @@ KINL void KFN(tiny_finish)(float *g, __mmask16 k, __m512 acc, const float *lw) {
     _mm512_mask_storeu_ps(g, k, acc);
 }
 
+/// tiny_start and tiny_finish for one scalar (a one-output layer's bias).
+KINL float KFN(tiny_start_scalar)(const float *g, const float *lw) { return lw ? 0.0f : g[0]; }
+KINL void KFN(tiny_finish_scalar)(float *g, float acc, const float *lw) {
+    g[0] = lw ? CK_SGD_RULE(g[0], acc, lw[0], lw[1]) : acc;
+}
+
 /// tiny_start for rows 2t and 2t + 1 in tiny_zip's layout.
 KINL __m512 KFN(tiny_start_pairs)(const float *g, int t, int N, long m, const float *lw) {
     return lw ? _mm512_setzero_ps() : KFN(tiny_load_pair_rows)(g, t, N, m);
@@ -270,13 +276,13 @@ KINL void KFN(tiny_weight_gradient_column)(const float *x, const float *dz, floa
                                            long batch, long n, const float *lw) {
     const __mmask16 kn = KFN(tiny_mask)(n);
     __m512 acc = KFN(tiny_start)(dw, kn, lw);
-    float sum = lw ? 0.0f : db[0];
+    float sum = KFN(tiny_start_scalar)(db, lw);
     for (long s = 0; s < batch; s++) {
         acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(kn, x + s * n), _mm512_set1_ps(dz[s]), acc);
         sum = sum + dz[s];
     }
     KFN(tiny_finish)(dw, kn, acc, lw);
-    db[0] = lw ? CK_SGD_RULE(db[0], sum, lw[0], lw[1]) : sum;
+    KFN(tiny_finish_scalar)(db, sum, lw);
 }
 
 /// w's columns (M ≤ 8 of them, over n ≤ 16 rows, zeros past n) as vectors, for dx = dz·wᵀ.

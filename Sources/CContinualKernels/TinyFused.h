@@ -48,7 +48,7 @@ KINL void KFN(tiny_top_two)(const int N, const float *xa, const float *xb, const
     __m512 acc[(TINY_MAX + 1) / 2];
     _Pragma("clang loop unroll(full)") for (int t = 0; t < np; t++) acc[t] = KFN(tiny_start_pairs)(gwa, t, N, m, lw);
     __m512 col = KFN(tiny_start)(gwb, km, lw), sum = KFN(tiny_start)(gba, km, lw);
-    float bias = lw ? 0.0f : gbb[0];
+    float bias = KFN(tiny_start_scalar)(gbb, lw);
     const __mmask16 pass = relu ? 0 : 0xFFFF;  // lanes kept whatever A's output (no ReLU)
     __m512 wj[8];
     if (dxa) KFN(tiny_columns_of)(wa, N, m, wj);
@@ -75,7 +75,7 @@ KINL void KFN(tiny_top_two)(const int N, const float *xa, const float *xb, const
     KFN(tiny_finish_pairs)(gwa, np, N, m, acc, lw);
     KFN(tiny_finish)(gwb, km, col, lw);
     KFN(tiny_finish)(gba, km, sum, lw);
-    gbb[0] = lw ? CK_SGD_RULE(gbb[0], bias, lw[0], lw[1]) : bias;
+    KFN(tiny_finish_scalar)(gbb, bias, lw);
 }
 
 /// Whether layers a (below) and b (above it) take tiny_top_two.

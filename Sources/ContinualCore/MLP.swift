@@ -198,20 +198,12 @@ public struct MLP: Sendable, Equatable {
                                 gradient: UnsafeMutablePointer<Float>, active: UnsafePointer<Bool>? = nil,
                                 skippingFrozen: Bool = false) -> Double {
         guard count > 0 else { return 0 }
-        let loss = forwardAndLoss(features: features, labels: labels, count: count, route: route, scale: scale,
-                                  workspace: ws, active: active)
+        forward(features, count: count, route: route, workspace: ws)
+        let loss = Loss.lossAndLogitGradient(head: spec.head, logits: ws.logits, labels: labels, count: count,
+                                             scale: scale, active: active)
         backward(logitGradient: ws.logits, count: count, route: route, workspace: ws, gradient: gradient,
                  skippingFrozen: skippingFrozen)
         return loss
-    }
-
-    /// The forward pass and the loss, `workspace.logits` left holding `scale` × ∂(Σ losses)/∂logits
-    /// for a backward pass (`lossAndGradient`, `sgdStep`); returns the sum of the losses.
-    func forwardAndLoss(features: UnsafePointer<Float>, labels: UnsafePointer<Int32>, count: Int, route: Int,
-                        scale: Float, workspace ws: Workspace, active: UnsafePointer<Bool>?) -> Double {
-        forward(features, count: count, route: route, workspace: ws)
-        return Loss.lossAndLogitGradient(head: spec.head, logits: ws.logits, labels: labels, count: count, scale: scale,
-                                         active: active)
     }
 
     /// Predicted class of each of `count` samples.
